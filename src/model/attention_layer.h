@@ -1,0 +1,33 @@
+#pragma once
+// One decoder layer's self-attention: q/k/v projections (+ bias), per-head q/k RMSNorm (Qwen3),
+// rotary embeddings, K/V stored into the cache at each token's slot, causal GQA, output projection.
+#include <string>
+
+#include "kernels/attention.h"
+#include "kernels/rotary.h"
+#include "kernels/weight.h"
+#include "model/forward_batch.h"
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+
+namespace moe {
+
+class Checkpoint;
+
+class AttentionLayer {
+ public:
+  AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, int layer);
+  // out[T, H] = attention(x[T, H]) for the whole batch; writes this layer's K/V of every new token.
+  void forward(const float* x, const ForwardBatch& batch, KvCache& kv, float* out) const;
+
+ private:
+  int layer_;
+  AttentionShape shape_;
+  float norm_eps_;
+  RotaryEmbedding rotary_;
+  WeightView q_proj_, k_proj_, v_proj_, o_proj_;
+  VectorParam q_bias_, k_bias_, v_bias_;  // empty without attention bias
+  VectorParam q_norm_, k_norm_;           // empty without q/k norm
+};
+
+}  // namespace moe

@@ -1,0 +1,136 @@
+// The decoder-only MoE language model shared by every supported architecture: embedding, layers of
+// attention + (MoE or dense) MLP with pre-RMSNorm residuals, final norm and lm_head.
+#include <optional>
+#include <vector>
+
+#include "common/error.h"
+#include "kernels/linear.h"
+#include "kernels/norm.h"
+#include "model/architecture.h"
+#include "model/attention_layer.h"
+#include "model/dense_mlp.h"
+#include "model/model.h"
+#include "model/moe_block.h"
+#include "model/safetensors.h"
+
+namespace moe {
+namespace {
+
+struct DecoderLayer {
+  VectorParam input_norm, post_attention_norm;
+  std::optional<AttentionLayer> attention;
+  std::optional<MoeBlock> moe;
+  std::optional<DenseMlp> mlp;
+};
+
+ExpertPlacement make_placement(const ModelConfig& config, const ModelOptions& options) {
+  if (!options.expert_placement_file.empty()) {
+    ExpertPlacement placement = ExpertPlacement::from_file(options.expert_placement_file, config.num_experts);
+    if (placement.ep_size() != options.ep_size && options.ep_size != 1)
+      throw Error(options.expert_placement_file + ": places experts on " + std::to_string(placement.ep_size()) +
+                  " devices but --ep-size is " + std::to_string(options.ep_size));
+    return placement;
+  }
+  return ExpertPlacement::uniform(config.num_experts, options.ep_size);
+}
+
+class CausalLm final : public Model {
+ public:
+  CausalLm(const std::string& dir, const ModelOptions& options)
+      : config_(load_model_config(dir)), checkpoint_(Checkpoint::open(dir)) {
+    const Architecture& arch = find_architecture(config_.architecture);
+    const int64_t H = config_.hidden_size;
+    embed_ = checkpoint_.matrix("model.embed_tokens.weight", config_.vocab_size, H);
+    lm_head_ = config_.tie_word_embeddings ? embed_ : checkpoint_.matrix("lm_head.weight", config_.vocab_size, H);
+    final_norm_ = checkpoint_.vector("model.norm.weight", H);
+    layers_.resize(config_.num_hidden_layers);
+    for (int l = 0; l < config_.num_hidden_layers; ++l) {
+      const std::string p = "model.layers." + std::to_string(l) + ".";
+      DecoderLayer& layer = layers_[l];
+      layer.input_norm = checkpoint_.vector(p + "input_layernorm.weight", H);
+      layer.post_attention_norm = checkpoint_.vector(p + "post_attention_layernorm.weight", H);
+      layer.attention.emplace(checkpoint_, config_, l);
+      if (config_.moe_index(l) >= 0)
+        layer.moe.emplace(checkpoint_, config_, arch, l);
+      else
+        layer.mlp = DenseMlp::load(checkpoint_, p + "mlp.", H, config_.intermediate_size);
+    }
+    runner_ = MoeRunner::create(options.moe_backend, make_placement(config_, options));
+  }
+
+  const ModelConfig& config() const override { return config_; }
+
+  KvCache make_kv_cache(int64_t num_slots) const override {
+    return KvCache(config_.num_hidden_layers, config_.num_key_value_heads, config_.head_dim, num_slots);
+  }
+
+  void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
+               RoutingCapture* capture) override {
+    validate(batch, kv);
+    const int64_t T = batch.num_tokens(), H = config_.hidden_size;
+    const float eps = static_cast<float>(config_.rms_norm_eps);
+    std::vector<float> x(static_cast<size_t>(T * H)), normed(x.size()), branch(x.size());
+    for (int64_t t = 0; t < T; ++t) embed_.row_to_float(batch.token_ids[t], x.data() + t * H);
+    for (const DecoderLayer& layer : layers_) {
+      rms_norm(x.data(), T, H, H, layer.input_norm.data(), eps, normed.data());
+      layer.attention->forward(normed.data(), batch, kv, branch.data());
+      for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
+      rms_norm(x.data(), T, H, H, layer.post_attention_norm.data(), eps, normed.data());
+      if (layer.moe)
+        layer.moe->forward(normed.data(), T, *runner_, capture, branch.data());
+      else
+        layer.mlp->forward(normed.data(), T, branch.data());
+      for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
+    }
+    compute_logits(batch, x, logits);
+  }
+
+ private:
+  // Only the last new token of each sequence that samples goes through the final norm and lm_head.
+  void compute_logits(const ForwardBatch& batch, const std::vector<float>& x, std::vector<float>& logits) const {
+    const int64_t H = config_.hidden_size;
+    std::vector<float> rows;
+    int64_t t = 0;
+    for (const BatchSequence& seq : batch.sequences) {
+      t += seq.num_new_tokens;
+      if (seq.needs_logits) rows.insert(rows.end(), x.begin() + (t - 1) * H, x.begin() + t * H);
+    }
+    const int64_t n = static_cast<int64_t>(rows.size()) / H;
+    rms_norm(rows.data(), n, H, H, final_norm_.data(), static_cast<float>(config_.rms_norm_eps), rows.data());
+    logits.resize(static_cast<size_t>(n * config_.vocab_size));
+    linear(rows.data(), n, lm_head_, logits.data());
+  }
+
+  // A malformed batch would read or write outside the cache: refuse it before touching anything.
+  void validate(const ForwardBatch& batch, const KvCache& kv) const {
+    if (batch.positions.size() != batch.token_ids.size()) throw Error("forward batch: positions and tokens differ");
+    int64_t t = 0;
+    for (const BatchSequence& seq : batch.sequences) {
+      for (int32_t i = 0; i < seq.num_new_tokens; ++i, ++t) {
+        if (t >= batch.num_tokens()) throw Error("forward batch: sequences hold more tokens than the batch");
+        const int32_t id = batch.token_ids[t], pos = batch.positions[t];
+        if (id < 0 || id >= config_.vocab_size) throw Error("token id " + std::to_string(id) + " is outside the vocabulary");
+        if (pos < 0 || pos >= static_cast<int64_t>(seq.kv_slots.size()) || (i > 0 && pos != batch.positions[t - 1] + 1))
+          throw Error("forward batch: bad position " + std::to_string(pos));
+      }
+      for (int32_t slot : seq.kv_slots)
+        if (slot < 0 || slot >= kv.num_slots()) throw Error("forward batch: KV slot " + std::to_string(slot) + " out of range");
+    }
+    if (t != batch.num_tokens()) throw Error("forward batch: tokens not covered by any sequence");
+  }
+
+  ModelConfig config_;
+  Checkpoint checkpoint_;
+  WeightView embed_, lm_head_;
+  VectorParam final_norm_;
+  std::vector<DecoderLayer> layers_;
+  std::unique_ptr<MoeRunner> runner_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const std::string& model_dir, const ModelOptions& options) {
+  return std::make_unique<CausalLm>(model_dir, options);
+}
+
+}  // namespace moe

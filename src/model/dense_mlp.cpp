@@ -1,0 +1,26 @@
+#include "model/dense_mlp.h"
+
+#include <vector>
+
+#include "kernels/activation.h"
+#include "kernels/linear.h"
+#include "model/safetensors.h"
+
+namespace moe {
+
+DenseMlp DenseMlp::load(const Checkpoint& ckpt, const std::string& prefix, int64_t hidden, int64_t intermediate) {
+  return {ckpt.matrix(prefix + "gate_proj.weight", intermediate, hidden),
+          ckpt.matrix(prefix + "up_proj.weight", intermediate, hidden),
+          ckpt.matrix(prefix + "down_proj.weight", hidden, intermediate)};
+}
+
+void DenseMlp::forward(const float* x, int64_t num_tokens, float* out) const {
+  const int64_t width = gate.rows;
+  std::vector<float> g(static_cast<size_t>(num_tokens * width)), u(g.size());
+  linear(x, num_tokens, gate, g.data());
+  linear(x, num_tokens, up, u.data());
+  silu_mul(g.data(), u.data(), static_cast<int64_t>(g.size()));
+  linear(g.data(), num_tokens, down, out);
+}
+
+}  // namespace moe

@@ -1,0 +1,31 @@
+#pragma once
+// The KV cache as a pool of token slots (SGLang's token_to_kv_pool): every attention layer stores
+// the key and value of a token at the same slot index. Which slots a request owns is decided by the
+// scheduler and passed in each ForwardBatch (the request-to-token table); the cache only holds data.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace moe {
+
+class KvCache {
+ public:
+  KvCache(int num_layers, int num_kv_heads, int head_dim, int64_t num_slots);
+
+  int64_t num_slots() const { return num_slots_; }
+  int64_t bytes() const;
+  int64_t row_size() const { return row_size_; }
+  // [num_kv_heads * head_dim] floats of one token slot in one layer.
+  float* key(int layer, int64_t slot) { return keys_[layer].data() + slot * row_size_; }
+  float* value(int layer, int64_t slot) { return values_[layer].data() + slot * row_size_; }
+  const float* key(int layer, int64_t slot) const { return keys_[layer].data() + slot * row_size_; }
+  const float* value(int layer, int64_t slot) const { return values_[layer].data() + slot * row_size_; }
+
+ private:
+  int64_t num_slots_;
+  int64_t row_size_;
+  std::vector<std::vector<float>> keys_;    // [layer][slot * row_size]
+  std::vector<std::vector<float>> values_;  // [layer][slot * row_size]
+};
+
+}  // namespace moe

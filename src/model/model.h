@@ -1,0 +1,36 @@
+#pragma once
+// A Hugging Face MoE causal LM loaded from a hub-layout directory and run on the CPU in float32.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/forward_batch.h"
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+#include "moe/moe_runner.h"
+#include "moe/routing_capture.h"
+
+namespace moe {
+
+struct ModelOptions {
+  MoeBackend moe_backend = MoeBackend::Auto;
+  int ep_size = 1;                      // expert-parallel shards run in this process
+  std::string expert_placement_file;    // JSON device_expert_mapping; empty = uniform split
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  static std::unique_ptr<Model> load(const std::string& model_dir, const ModelOptions& options = {});
+
+  virtual const ModelConfig& config() const = 0;
+  // A KV cache with room for num_slots tokens, shaped for this model.
+  virtual KvCache make_kv_cache(int64_t num_slots) const = 0;
+  // Runs one batch: stores the K/V of every new token at its slot, calls `capture` after every
+  // router top-k, and writes logits [batch.num_logit_rows(), vocab] (one row per sequence that
+  // needs_logits, in batch order) into `logits`.
+  virtual void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
+                       RoutingCapture* capture = nullptr) = 0;
+};
+
+}  // namespace moe

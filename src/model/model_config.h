@@ -1,0 +1,40 @@
+#pragma once
+// The architecture-independent description of a decoder-only MoE model, read from config.json.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moe {
+
+struct ModelConfig {
+  std::string architecture;  // config.json "architectures"[0], e.g. "Qwen3MoeForCausalLM"
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;         // dense MLP layers
+  int64_t moe_intermediate_size = 0;     // one routed expert
+  int64_t shared_expert_intermediate_size = 0;  // 0 = no shared expert
+  int num_hidden_layers = 0;
+  int num_attention_heads = 0;
+  int num_key_value_heads = 0;
+  int head_dim = 0;
+  int num_experts = 0;
+  int num_experts_per_tok = 0;
+  bool norm_topk_prob = true;
+  bool attention_bias = false;  // bias on q/k/v projections (Qwen2-MoE)
+  bool qk_norm = false;         // RMSNorm on q and k per head (Qwen3-MoE)
+  bool tie_word_embeddings = false;
+  double rope_theta = 10000.0;
+  double rms_norm_eps = 1e-6;
+  int64_t max_position_embeddings = 0;
+  std::vector<int> moe_layer_ids;  // decoder layers whose MLP is a MoE block, ascending
+
+  int num_moe_layers() const { return static_cast<int>(moe_layer_ids.size()); }
+  // The MoE index of decoder layer `layer`, or -1 for a dense layer.
+  int moe_index(int layer) const;
+};
+
+// Reads DIR/config.json; an unknown architecture or unsupported setting is a moe::Error that
+// lists what is supported.
+ModelConfig load_model_config(const std::string& model_dir);
+
+}  // namespace moe

@@ -1,0 +1,50 @@
+#include "model/moe_block.h"
+
+#include <vector>
+
+#include "kernels/activation.h"
+#include "kernels/linear.h"
+#include "model/architecture.h"
+#include "model/safetensors.h"
+
+namespace moe {
+
+MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer)
+    : moe_index_(config.moe_index(layer)),
+      top_k_(config.num_experts_per_tok),
+      normalize_top_k_(config.norm_topk_prob) {
+  const MoeTensorNames names = arch.moe_tensor_names(layer);
+  const int64_t hidden = config.hidden_size, width = config.moe_intermediate_size;
+  router_ = ckpt.matrix(names.router, config.num_experts, hidden);
+  experts_.hidden_size = hidden;
+  experts_.intermediate_size = width;
+  for (int e = 0; e < config.num_experts; ++e) {
+    const std::string p = names.expert_prefix + std::to_string(e) + ".";
+    experts_.gate.push_back(ckpt.matrix(p + names.gate + ".weight", width, hidden));
+    experts_.up.push_back(ckpt.matrix(p + names.up + ".weight", width, hidden));
+    experts_.down.push_back(ckpt.matrix(p + names.down + ".weight", hidden, width));
+  }
+  if (!names.shared_expert_prefix.empty() && config.shared_expert_intermediate_size > 0) {
+    shared_expert_ = DenseMlp::load(ckpt, names.shared_expert_prefix, hidden, config.shared_expert_intermediate_size);
+    shared_expert_gate_ = ckpt.matrix(names.shared_expert_gate, 1, hidden);
+  }
+}
+
+void MoeBlock::forward(const float* x, int64_t num_tokens, MoeRunner& runner, RoutingCapture* capture,
+                       float* out) const {
+  Routing routing;
+  route_tokens(x, num_tokens, router_, top_k_, normalize_top_k_, routing);
+  if (capture) capture->on_routing(moe_index_, num_tokens, top_k_, routing.ids.data(), routing.weights.data());
+  runner.run(x, num_tokens, routing, experts_, out);
+  if (!shared_expert_) return;
+  const int64_t hidden = experts_.hidden_size;
+  std::vector<float> shared(static_cast<size_t>(num_tokens * hidden)), gate(static_cast<size_t>(num_tokens));
+  shared_expert_->forward(x, num_tokens, shared.data());
+  linear(x, num_tokens, shared_expert_gate_, gate.data());
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    const float g = sigmoid(gate[t]);
+    for (int64_t i = 0; i < hidden; ++i) out[t * hidden + i] += g * shared[t * hidden + i];
+  }
+}
+
+}  // namespace moe

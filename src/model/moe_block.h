@@ -1,0 +1,34 @@
+#pragma once
+// One decoder layer's MoE block: router top-k (reported to the capture hook), the routed experts
+// through the configured runner, and Qwen2-MoE's sigmoid-gated shared expert when present.
+#include <optional>
+
+#include "kernels/weight.h"
+#include "model/dense_mlp.h"
+#include "model/model_config.h"
+#include "moe/expert_weights.h"
+#include "moe/moe_runner.h"
+#include "moe/routing_capture.h"
+
+namespace moe {
+
+class Architecture;
+class Checkpoint;
+
+class MoeBlock {
+ public:
+  MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer);
+  // out[T, H] = moe(x[T, H]); out is overwritten.
+  void forward(const float* x, int64_t num_tokens, MoeRunner& runner, RoutingCapture* capture, float* out) const;
+
+ private:
+  int moe_index_;
+  int top_k_;
+  bool normalize_top_k_;
+  WeightView router_;
+  ExpertWeights experts_;
+  std::optional<DenseMlp> shared_expert_;
+  WeightView shared_expert_gate_;  // [1, H]
+};
+
+}  // namespace moe

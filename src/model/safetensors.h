@@ -1,0 +1,52 @@
+#pragma once
+// Reader of Hugging Face safetensors checkpoints: one file, or shards listed in
+// model.safetensors.index.json. Tensors are memory-mapped, never copied.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/weight.h"
+#include "model/mapped_file.h"
+
+namespace moe {
+
+struct TensorInfo {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  const std::string* file = nullptr;  // the shard holding it, for error messages
+};
+
+// One .safetensors file: validates the header and every tensor's extent when opened.
+class SafetensorsFile {
+ public:
+  explicit SafetensorsFile(const std::string& path);
+  const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
+  const std::string& path() const { return file_.path(); }
+
+ private:
+  MappedFile file_;
+  std::map<std::string, TensorInfo> tensors_;
+};
+
+class Checkpoint {
+ public:
+  // DIR/model.safetensors.index.json when present, else DIR/model.safetensors.
+  static Checkpoint open(const std::string& model_dir);
+
+  bool has(const std::string& name) const { return tensors_.count(name) != 0; }
+  const TensorInfo& tensor(const std::string& name) const;
+  // A 2-D weight of exactly [rows, cols]; anything else is an error naming file and tensor.
+  WeightView matrix(const std::string& name, int64_t rows, int64_t cols) const;
+  // A 1-D parameter of exactly n elements, widened to float32.
+  VectorParam vector(const std::string& name, int64_t n) const;
+
+ private:
+  std::string dir_;
+  std::vector<std::shared_ptr<SafetensorsFile>> files_;
+  std::map<std::string, TensorInfo> tensors_;
+};
+
+}  // namespace moe
