@@ -1,0 +1,137 @@
+#include <algorithm>
+#include <string>
+
+#include "common/error.h"
+#include "kernels/activation.h"
+#include "kernels/linear.h"
+#include "moe/moe_ops.h"
+
+namespace moe {
+namespace {
+
+// The [E/D, T] inputs must agree with the number of local experts and tokens.
+void check_routing_shapes(const char* op, size_t num_local, int64_t num_tokens, size_t slot_count,
+                          size_t weight_count) {
+  if (weight_count != num_local || slot_count != num_local * static_cast<size_t>(num_tokens))
+    throw Error(std::string(op) + ": " + std::to_string(num_local) + " local experts and " +
+                std::to_string(num_tokens) + " tokens need [E/D, T] routing tensors and E/D weights, got " +
+                std::to_string(slot_count) + " slots and " + std::to_string(weight_count) + " weights");
+}
+
+// Every local expert must share one shape, or the [E/D, T, ·] buffers would not be rectangular.
+void check_same_shape(const char* op, std::span<const WeightView> weights) {
+  for (const WeightView& w : weights)
+    if (w.rows != weights[0].rows || w.cols != weights[0].cols)
+      throw Error(std::string(op) + ": local experts have different weight shapes");
+}
+
+}  // namespace
+
+void projection_to_intermediate(const float* hidden, int64_t num_tokens, std::span<const uint32_t> routed_tokens,
+                                std::span<const int32_t> num_routed_tokens,
+                                std::span<const WeightView> local_weights, std::vector<float>& out) {
+  const size_t num_local = num_routed_tokens.size();
+  check_routing_shapes("projection_to_intermediate", num_local, num_tokens, routed_tokens.size(),
+                       local_weights.size());
+  if (num_local == 0) {
+    out.clear();
+    return;
+  }
+  check_same_shape("projection_to_intermediate", local_weights);
+  const int64_t hidden_size = local_weights[0].cols;
+  const int64_t width = local_weights[0].rows;
+  // Only the rows past each count are zeroed below: the used rows are overwritten by the GEMMs.
+  out.resize(num_local * static_cast<size_t>(num_tokens * width));
+
+  // Gather each expert's tokens into one contiguous block so the projection is a single GEMM.
+  thread_local std::vector<float> gathered;
+  for (size_t e = 0; e < num_local; ++e) {
+    const int64_t count = num_routed_tokens[e];
+    float* expert_out = out.data() + e * num_tokens * width;
+    std::fill(expert_out + count * width, expert_out + num_tokens * width, 0.0f);
+    if (count == 0) continue;
+    gathered.resize(static_cast<size_t>(count * hidden_size));
+    const uint32_t* tokens = routed_tokens.data() + e * num_tokens;
+    for (int64_t j = 0; j < count; ++j) {
+      if (tokens[j] >= static_cast<uint64_t>(num_tokens))
+        throw Error("projection_to_intermediate: slot " + std::to_string(j) + " of local expert " +
+                    std::to_string(e) + " names token " + std::to_string(tokens[j]) + " of " +
+                    std::to_string(num_tokens));
+      std::copy_n(hidden + static_cast<int64_t>(tokens[j]) * hidden_size, hidden_size,
+                  gathered.data() + j * hidden_size);
+    }
+    linear(gathered.data(), count, local_weights[e], expert_out);
+  }
+}
+
+void silu_and_multiply_routed(std::vector<float>& gate, const std::vector<float>& up,
+                              std::span<const int32_t> num_routed_tokens, int64_t num_tokens) {
+  const size_t num_local = num_routed_tokens.size();
+  if (gate.size() != up.size())
+    throw Error("silu_and_multiply_routed: gate and up buffers differ in size");
+  if (num_local == 0 || num_tokens == 0) return;
+  const int64_t width = static_cast<int64_t>(gate.size() / num_local) / num_tokens;
+  for (size_t e = 0; e < num_local; ++e) {
+    const int64_t begin = e * num_tokens * width;
+    silu_mul(gate.data() + begin, up.data() + begin, num_routed_tokens[e] * width);
+  }
+}
+
+void projection_to_output(const float* act, std::span<const int32_t> token_idx_map,
+                          std::span<const uint32_t> routed_tokens, std::span<const int32_t> num_routed_tokens,
+                          std::span<const float> routed_token_weights, std::span<const WeightView> local_down,
+                          int64_t num_tokens, int top_k, float* out) {
+  const size_t num_local = num_routed_tokens.size();
+  check_routing_shapes("projection_to_output", num_local, num_tokens, routed_tokens.size(), local_down.size());
+  if (token_idx_map.size() != routed_tokens.size() || routed_token_weights.size() != routed_tokens.size())
+    throw Error("projection_to_output: token_idx_map and routed_token_weights must be [E/D, T] like routed_tokens");
+  if (num_local == 0 || num_tokens == 0) return;
+  check_same_shape("projection_to_output", local_down);
+  const int64_t hidden_size = local_down[0].rows;
+  const int64_t width = local_down[0].cols;
+
+  // Each expert's used rows of act are already contiguous: one GEMM per expert into a stacked
+  // [Σ counts, H] block, remembering which (token, k) pair every stacked row belongs to.
+  thread_local std::vector<float> projected;
+  thread_local std::vector<int64_t> row_of_pair;  // [T, K]: stacked row, or -1 when not on this device
+  thread_local std::vector<float> weight_of_pair;
+  row_of_pair.assign(static_cast<size_t>(num_tokens * top_k), -1);
+  weight_of_pair.assign(row_of_pair.size(), 0.0f);
+  int64_t total_rows = 0;
+  for (size_t e = 0; e < num_local; ++e) total_rows += num_routed_tokens[e];
+  projected.resize(static_cast<size_t>(total_rows * hidden_size));
+
+  int64_t next_row = 0;
+  for (size_t e = 0; e < num_local; ++e) {
+    const int64_t count = num_routed_tokens[e];
+    if (count == 0) continue;
+    linear(act + e * num_tokens * width, count, local_down[e], projected.data() + next_row * hidden_size);
+    for (int64_t j = 0; j < count; ++j) {
+      const size_t slot = e * num_tokens + j;
+      if (routed_tokens[slot] >= static_cast<uint64_t>(num_tokens) || token_idx_map[slot] < 0 ||
+          token_idx_map[slot] >= top_k)
+        throw Error("projection_to_output: slot " + std::to_string(j) + " of local expert " + std::to_string(e) +
+                    " names token " + std::to_string(routed_tokens[slot]) + ", top-k position " +
+                    std::to_string(token_idx_map[slot]) + " outside [T, K] = [" + std::to_string(num_tokens) +
+                    ", " + std::to_string(top_k) + "]");
+      const int64_t pair = static_cast<int64_t>(routed_tokens[slot]) * top_k + token_idx_map[slot];
+      row_of_pair[pair] = next_row + j;
+      weight_of_pair[pair] = routed_token_weights[slot];
+    }
+    next_row += count;
+  }
+
+  std::fill_n(out, num_tokens * hidden_size, 0.0f);
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    float* out_row = out + t * hidden_size;
+    for (int k = 0; k < top_k; ++k) {
+      const int64_t row = row_of_pair[t * top_k + k];
+      if (row < 0) continue;
+      const float weight = weight_of_pair[t * top_k + k];
+      const float* projected_row = projected.data() + row * hidden_size;
+      for (int64_t h = 0; h < hidden_size; ++h) out_row[h] += weight * projected_row[h];
+    }
+  }
+}
+
+}  // namespace moe

@@ -1,0 +1,155 @@
+#include "sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "sampling/counter_random.h"
+
+namespace moe {
+namespace {
+
+// top-p first ranks this many candidates and widens only if their mass falls short: the nucleus of
+// a real model's distribution is usually far smaller than the vocabulary.
+constexpr size_t kFirstTopPWindow = 1024;
+constexpr size_t kTopPWindowGrowth = 16;
+// Selecting n of V ids uses a bounded heap while n < V / kHeapSelectionRatio, else nth_element.
+constexpr size_t kHeapSelectionRatio = 16;
+
+// Tokens still in the running. weight_by_id[id] = exp((logit - max) / T), the unnormalised
+// probability (1 for the most probable token); set only for the ids in `ids`. One per thread,
+// reused, so that a vocabulary-sized call allocates (and page-faults) nothing once warm.
+struct Candidates {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> ranked;  // scratch for top-p's ranking
+  std::vector<float> weight_by_id;
+  double total = 0.0;   // Σ weight over ids
+  bool sorted = false;  // ids in descending probability (ties: lower id first); else every id in id order
+};
+
+// Most probable first; equal logits put the lower id first, as greedy does.
+auto more_probable(const float* logits) {
+  return [logits](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; };
+}
+
+// out = the n most probable ids, most probable first. For a small n, a bounded heap whose top is
+// the weakest kept id: one comparison per token and rare replacements, far cheaper than ranking
+// the whole vocabulary; for a large n, a selection and a sort of the front.
+void most_probable(const float* logits, int64_t vocab_size, size_t n, std::vector<int32_t>& out) {
+  const auto better = more_probable(logits);
+  out.clear();
+  if (n * kHeapSelectionRatio >= static_cast<size_t>(vocab_size)) {
+    out.resize(static_cast<size_t>(vocab_size));
+    std::iota(out.begin(), out.end(), 0);
+    const auto front_end = out.begin() + static_cast<std::ptrdiff_t>(n);
+    std::nth_element(out.begin(), front_end, out.end(), better);
+    std::sort(out.begin(), front_end, better);
+    out.resize(n);
+    return;
+  }
+  for (int32_t id = 0; id < vocab_size; ++id) {
+    if (out.size() < n) {
+      out.push_back(id);
+      std::push_heap(out.begin(), out.end(), better);
+    } else if (better(id, out.front())) {
+      std::pop_heap(out.begin(), out.end(), better);
+      out.back() = id;
+      std::push_heap(out.begin(), out.end(), better);
+    }
+  }
+  std::sort_heap(out.begin(), out.end(), better);
+}
+
+// Every token, or the top_k most probable (sorted) when top-k is on and smaller than the vocabulary.
+void take_top_k(const float* logits, int64_t vocab_size, const SamplingParams& params, float max_logit,
+                Candidates& c) {
+  c.sorted = params.top_k > 0 && params.top_k < vocab_size;
+  if (c.sorted) {
+    most_probable(logits, vocab_size, static_cast<size_t>(params.top_k), c.ids);
+  } else {
+    c.ids.resize(static_cast<size_t>(vocab_size));
+    std::iota(c.ids.begin(), c.ids.end(), 0);
+  }
+  const float inverse_temperature = 1.0f / params.temperature;
+  c.weight_by_id.resize(static_cast<size_t>(vocab_size));
+  c.total = 0.0;
+  for (int32_t id : c.ids) {
+    c.weight_by_id[id] = std::exp((logits[id] - max_logit) * inverse_temperature);
+    c.total += c.weight_by_id[id];
+  }
+}
+
+// Keeps the shortest most-probable prefix whose mass reaches top_p of the total (a token stays when
+// the mass before it is still short), ranking only as far as needed.
+void apply_top_p(Candidates& c, float top_p, const float* logits) {
+  const double target = static_cast<double>(top_p) * c.total;
+  const size_t count = c.ids.size();
+  size_t window = c.sorted ? count : std::min(count, kFirstTopPWindow);
+  for (;;) {
+    // Unsorted candidates are the whole vocabulary, so ranking the vocabulary ranks them.
+    if (c.sorted)
+      c.ranked.assign(c.ids.begin(), c.ids.end());
+    else
+      most_probable(logits, static_cast<int64_t>(count), window, c.ranked);
+    double mass = 0.0;
+    for (size_t i = 0; i < window; ++i) {
+      if (mass >= target) {  // target > 0, so the most probable token always stays
+        c.ranked.resize(i);
+        std::swap(c.ids, c.ranked);
+        c.total = mass;
+        c.sorted = true;
+        return;
+      }
+      mass += c.weight_by_id[c.ranked[i]];
+    }
+    if (window == count) return;  // rounding kept the whole set
+    window = std::min(count, window * kTopPWindowGrowth);
+  }
+}
+
+// Drops tokens whose probability is below min_p × the top token's; as weights are relative to the
+// top token (weight 1), that is a weight below min_p.
+void apply_min_p(Candidates& c, float min_p) {
+  std::erase_if(c.ids, [&](int32_t id) { return c.weight_by_id[id] < min_p; });
+  c.total = 0.0;
+  for (int32_t id : c.ids) c.total += c.weight_by_id[id];
+}
+
+// Inverse-CDF draw over the candidates in their current order.
+int32_t draw(const Candidates& c, double uniform) {
+  const double target = uniform * c.total;
+  double mass = 0.0;
+  for (int32_t id : c.ids) {
+    mass += c.weight_by_id[id];
+    if (mass > target) return id;
+  }
+  return c.ids.back();  // rounding left the target at the very top of the mass
+}
+
+}  // namespace
+
+SampledToken sample_token(const float* logits, int64_t vocab_size, const SamplingParams& params, uint64_t step) {
+  validate(params);
+  if (vocab_size < 1) throw Error("sample_token: vocabulary size must be positive, got " + std::to_string(vocab_size));
+  // max_element returns the first maximum, so greedy ties go to the lowest id.
+  const float* top = std::max_element(logits, logits + vocab_size);
+  const float max_logit = *top;
+
+  int32_t id = static_cast<int32_t>(top - logits);
+  if (params.temperature > 0.0f) {
+    thread_local Candidates candidates;
+    take_top_k(logits, vocab_size, params, max_logit, candidates);
+    if (params.top_p < 1.0f) apply_top_p(candidates, params.top_p, logits);
+    if (params.min_p > 0.0f) apply_min_p(candidates, params.min_p);
+    id = draw(candidates, counter_uniform(params.seed, step));
+  }
+
+  double partition = 0.0;
+  for (int64_t i = 0; i < vocab_size; ++i) partition += std::exp(logits[i] - max_logit);
+  return SampledToken{id, static_cast<float>(logits[id] - max_logit - std::log(partition))};
+}
+
+}  // namespace moe
