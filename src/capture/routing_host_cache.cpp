@@ -1,0 +1,53 @@
+#include "capture/routing_host_cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace moe {
+
+RoutingHostCache::RoutingHostCache(int64_t num_slots, int num_moe_layers, int top_k, bool with_weights)
+    : num_slots_(num_slots),
+      num_moe_layers_(num_moe_layers),
+      top_k_(top_k),
+      ids_(static_cast<size_t>(num_slots * num_moe_layers * top_k)) {
+  if (with_weights) weights_.resize(ids_.size());
+}
+
+int64_t RoutingHostCache::bytes() const {
+  return static_cast<int64_t>(ids_.size() * sizeof(int16_t) + weights_.size() * sizeof(float));
+}
+
+int64_t RoutingHostCache::bytes_per_token() const { return num_slots_ ? bytes() / num_slots_ : 0; }
+
+void RoutingHostCache::store(const StagedRouting& staged, const std::vector<int32_t>& token_slots) {
+  if (staged.num_moe_layers != num_moe_layers_ || staged.top_k != top_k_ ||
+      static_cast<int64_t>(token_slots.size()) != staged.num_tokens)
+    throw Error("routing host cache: staged rows of step " + std::to_string(staged.step) + " do not match");
+  const size_t row = static_cast<size_t>(row_size());
+  for (int64_t t = 0; t < staged.num_tokens; ++t) {
+    const int32_t slot = token_slots[t];
+    if (slot < 0 || slot >= num_slots_) throw Error("routing host cache: slot " + std::to_string(slot) + " out of range");
+    std::memcpy(ids_.data() + slot * row, staged.ids.data() + t * row, row * sizeof(int16_t));
+    if (!weights_.empty() && !staged.weights.empty())
+      std::memcpy(weights_.data() + slot * row, staged.weights.data() + t * row, row * sizeof(float));
+  }
+}
+
+void RoutingHostCache::gather(const int32_t* slots, int64_t count, std::vector<int16_t>& ids_out,
+                              std::vector<float>* weights_out) const {
+  const size_t row = static_cast<size_t>(row_size());
+  for (int64_t i = 0; i < count; ++i) {
+    const int16_t* src = ids_.data() + static_cast<size_t>(slots[i]) * row;
+    ids_out.insert(ids_out.end(), src, src + row);
+    if (weights_out && !weights_.empty()) {
+      const float* w = weights_.data() + static_cast<size_t>(slots[i]) * row;
+      weights_out->insert(weights_out->end(), w, w + row);
+    }
+  }
+}
+
+void RoutingHostCache::fill(int16_t value) { std::fill(ids_.begin(), ids_.end(), value); }
+
+}  // namespace moe

@@ -1,0 +1,117 @@
+// config.json parsing: both spellings seen in the wild, dense-layer selection, clear refusals.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/json_file.h"
+#include "model/model_config.h"
+
+namespace moe {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fixture(const std::string& name) { return std::string(MOE_TEST_DATA_DIR) + "/" + name; }
+
+// Loads a variant of a fixture's config.json with `edit` applied.
+ModelConfig load_edited(const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json config = read_json_file(fixture(name) + "/config.json");
+  edit(config);
+  const fs::path dir = fs::temp_directory_path() / ("moe_cfg_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << config.dump();
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() { fs::remove_all(dir); }
+  } cleanup{dir};
+  return load_model_config(dir.string());
+}
+
+std::string error_of(const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+  try {
+    load_edited(name, edit);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(ModelConfig, Qwen3HubSpelling) {
+  const ModelConfig c = load_model_config(fixture("qwen3-moe-tiny"));
+  EXPECT_EQ(c.architecture, "Qwen3MoeForCausalLM");
+  EXPECT_EQ(c.num_experts, 16);
+  EXPECT_EQ(c.num_experts_per_tok, 4);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.moe_layer_ids, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(c.head_dim, 16);
+}
+
+TEST(ModelConfig, MixtralTransformers5Spelling) {
+  const ModelConfig c = load_model_config(fixture("mixtral-tiny"));
+  EXPECT_EQ(c.num_experts, 8);  // num_local_experts
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);  // rope_parameters.rope_theta
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.num_moe_layers(), 3);
+}
+
+TEST(ModelConfig, Qwen2MoeSharedExpertAndBias) {
+  const ModelConfig c = load_model_config(fixture("qwen2-moe-tiny"));
+  EXPECT_EQ(c.shared_expert_intermediate_size, 48);
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_FALSE(c.norm_topk_prob);
+  EXPECT_EQ(c.head_dim, 8);  // hidden / heads when head_dim is absent
+}
+
+TEST(ModelConfig, DenseLayersFromMlpOnlyLayersAndSparseStep) {
+  auto c = load_edited("qwen3-moe-tiny", [](auto& j) { j["mlp_only_layers"] = {1}; });
+  EXPECT_EQ(c.moe_layer_ids, (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(c.moe_index(2), 1);
+  EXPECT_EQ(c.moe_index(1), -1);
+  c = load_edited("qwen3-moe-tiny", [](auto& j) { j["decoder_sparse_step"] = 2; });
+  EXPECT_EQ(c.moe_layer_ids, (std::vector<int>{1, 3}));
+}
+
+TEST(ModelConfig, RopeThetaSpellingsAgree) {
+  const auto c = load_edited("qwen3-moe-tiny", [](auto& j) {
+    j.erase("rope_theta");
+    j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 5e5}};
+  });
+  EXPECT_DOUBLE_EQ(c.rope_theta, 5e5);
+}
+
+TEST(ModelConfig, UnknownArchitectureListsSupported) {
+  const std::string msg = error_of("qwen3-moe-tiny", [](auto& j) { j["architectures"] = {"LlamaForCausalLM"}; });
+  EXPECT_NE(msg.find("LlamaForCausalLM"), std::string::npos) << msg;
+  for (const char* name : {"Qwen3MoeForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM"})
+    EXPECT_NE(msg.find(name), std::string::npos) << msg;
+}
+
+TEST(ModelConfig, UnsupportedRopeScaling) {
+  std::string msg = error_of("qwen3-moe-tiny", [](auto& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}}; });
+  EXPECT_NE(msg.find("yarn"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("supported"), std::string::npos) << msg;
+  msg = error_of("mixtral-tiny", [](auto& j) { j["rope_parameters"]["rope_type"] = "linear"; });
+  EXPECT_NE(msg.find("linear"), std::string::npos) << msg;
+}
+
+TEST(ModelConfig, MissingFieldIsNamed) {
+  const std::string msg = error_of("mixtral-tiny", [](auto& j) { j.erase("num_local_experts"); });
+  EXPECT_NE(msg.find("num_local_experts"), std::string::npos) << msg;
+}
+
+TEST(ModelConfig, SlidingWindowRefused) {
+  const std::string msg = error_of("mixtral-tiny", [](auto& j) { j["sliding_window"] = 4096; });
+  EXPECT_NE(msg.find("sliding-window"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace moe
