@@ -1,0 +1,181 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "common/error.h"
+
+namespace moe {
+
+namespace {
+
+template <typename Queue>
+void erase_from(Queue& queue, const Request* request) {
+  queue.erase(std::remove(queue.begin(), queue.end(), request), queue.end());
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerConfig& config, uint64_t seed_source)
+    : config_(config), kv_(config.max_total_tokens, config.enable_radix_cache), seed_rng_(seed_source) {
+  if (config.max_running_requests < 1)
+    throw Error("max_running_requests must be at least 1, got " + std::to_string(config.max_running_requests));
+}
+
+int64_t Scheduler::max_sequence_len() const {
+  const int64_t pool = kv_.pool().capacity();
+  return config_.context_length > 0 ? std::min(pool, config_.context_length) : pool;
+}
+
+void Scheduler::add_request(Request request) {
+  const std::string where = "request '" + request.rid + "'";
+  if (groups_.count(request.rid)) throw Error(where + ": a request with this rid is already running");
+  if (request.prompt_ids.empty()) throw Error(where + ": the prompt is empty");
+  const int64_t limit = max_sequence_len();
+  if (request.prompt_len() > limit)
+    throw Error(where + ": the prompt has " + std::to_string(request.prompt_len()) +
+                " tokens, more than the " + std::to_string(limit) +
+                " the context length and KV cache allow");
+  if (request.stop.max_new_tokens < 1)
+    throw Error(where + ": max_new_tokens must be at least 1, got " + std::to_string(request.stop.max_new_tokens));
+  if (request.n < 1) throw Error(where + ": n must be at least 1, got " + std::to_string(request.n));
+  validate(request.sampling);
+
+  // The last output token is never fed, so prompt + max_new_tokens - 1 positions must fit.
+  request.stop.max_new_tokens =
+      static_cast<int32_t>(std::min<int64_t>(request.stop.max_new_tokens, limit - request.prompt_len() + 1));
+  const uint64_t seed = request.seed ? *request.seed : seed_rng_();
+  auto& group = groups_[request.rid];
+  for (int i = 0; i < request.n; ++i) {
+    auto completion = std::make_unique<Request>(request);
+    completion->index = i;
+    completion->uid = next_uid_++;
+    completion->sampling.seed = seed + static_cast<uint64_t>(i);
+    // Later completions wait until the first one's prompt is in the prefix cache, then share it.
+    completion->state = i == 0 ? RequestState::Waiting : RequestState::Parked;
+    if (i == 0) waiting_.push_back(completion.get());
+    group.push_back(std::move(completion));
+  }
+}
+
+Request* Scheduler::find(const std::string& rid, int index, uint64_t uid) {
+  auto it = groups_.find(rid);
+  if (it == groups_.end() || index < 0 || index >= static_cast<int>(it->second.size())) return nullptr;
+  Request* request = it->second[index].get();
+  return request != nullptr && request->uid == uid ? request : nullptr;
+}
+
+StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
+                                      std::span<const float> logprobs) {
+  if (in_flight_step_ == 0 || batch.step_id != in_flight_step_)
+    throw std::logic_error("Scheduler::process_result: not the batch in flight");
+  const auto num_sampled = static_cast<size_t>(batch.forward.num_logit_rows());
+  if (sampled_ids.size() != num_sampled || (!logprobs.empty() && logprobs.size() != num_sampled))
+    throw Error("worker result has " + std::to_string(sampled_ids.size()) + " sampled ids and " +
+                std::to_string(logprobs.size()) + " logprobs for a batch that samples " +
+                std::to_string(num_sampled) + " sequences");
+  in_flight_step_ = 0;
+
+  StepOutcome outcome;
+  size_t sample = 0;
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const BatchSequence& seq = batch.forward.sequences[i];
+    const ScheduledSequence& info = batch.sequences[i];
+    const size_t row = sample;
+    if (seq.needs_logits) ++sample;
+    Request* request = find(info.rid, info.index, info.uid);
+    if (request == nullptr) continue;  // finished or aborted while the batch was in flight
+
+    request->num_computed += seq.num_new_tokens;
+    if (request->num_computed <= request->prefill_end) kv_.cache_progress(*request);
+    if (request->index == 0 && request->num_computed >= request->prompt_len()) unpark_siblings(request->rid);
+    if (!seq.needs_logits) continue;
+
+    const int32_t token = sampled_ids[row];
+    const float logprob = logprobs.empty() ? 0.0f : logprobs[row];
+    request->output_ids.push_back(token);
+    request->output_logprobs.push_back(logprob);
+    outcome.tokens.push_back({request->rid, request->index, token, logprob});
+    const auto num_output = static_cast<int64_t>(request->output_ids.size());
+    if (std::optional<FinishReason> reason = request->stop.check(token, num_output))
+      outcome.finished.push_back(finish(*request, std::move(*reason)));
+  }
+  return outcome;
+}
+
+std::vector<FinishedRequest> Scheduler::abort(const std::string& rid, const std::string& message) {
+  std::vector<FinishedRequest> finished;
+  auto it = groups_.find(rid);
+  if (it == groups_.end()) return finished;
+  std::vector<Request*> live;
+  for (auto& completion : it->second)
+    if (completion) live.push_back(completion.get());
+  for (Request* request : live) finished.push_back(finish(*request, FinishReason::abort(message)));
+  return finished;
+}
+
+std::optional<FinishedRequest> Scheduler::finish_request(const std::string& rid, int index, FinishReason reason) {
+  auto it = groups_.find(rid);
+  if (it == groups_.end() || index < 0 || index >= static_cast<int>(it->second.size()) || !it->second[index])
+    return std::nullopt;
+  return finish(*it->second[index], std::move(reason));
+}
+
+FinishedRequest Scheduler::finish(Request& request, FinishReason reason) {
+  std::vector<int32_t> computed_slots(request.slot_table.begin(), request.slot_table.begin() + request.num_computed);
+  switch (request.state) {
+    case RequestState::Running:
+      kv_.release(request);
+      erase_from(running_, &request);
+      break;
+    case RequestState::Waiting:
+      erase_from(waiting_, &request);
+      break;
+    case RequestState::Parked:
+      break;
+  }
+  FinishedRequest done{request.rid,
+                       request.index,
+                       std::move(reason),
+                       request.prompt_len(),
+                       std::move(request.output_ids),
+                       std::move(request.output_logprobs),
+                       request.cached_tokens,
+                       request.num_preemptions,
+                       request.return_routed_experts,
+                       std::move(computed_slots)};
+  // A first completion that ends before its prompt was cached must not strand its siblings.
+  if (done.index == 0) unpark_siblings(done.rid);
+
+  auto group = groups_.find(done.rid);
+  group->second[done.index].reset();  // destroys request
+  if (std::none_of(group->second.begin(), group->second.end(), [](const auto& r) { return r != nullptr; }))
+    groups_.erase(group);
+  return done;
+}
+
+void Scheduler::unpark_siblings(const std::string& rid) {
+  auto& group = groups_.at(rid);
+  // Pushed to the front in reverse so they keep their order, ahead of requests that came later.
+  for (auto it = group.rbegin(); it != group.rend(); ++it) {
+    if (*it && (*it)->state == RequestState::Parked) {
+      (*it)->state = RequestState::Waiting;
+      waiting_.push_front(it->get());
+    }
+  }
+}
+
+SchedulerStats Scheduler::stats() const {
+  int64_t parked = 0;
+  for (const auto& [rid, group] : groups_)
+    for (const auto& r : group) parked += r && r->state == RequestState::Parked ? 1 : 0;
+  return {static_cast<int64_t>(running_.size()),
+          static_cast<int64_t>(waiting_.size()) + parked,
+          kv_.pool().num_used(),
+          kv_.pool().capacity(),
+          kv_.cached_tokens(),
+          cache_hit_tokens_,
+          num_preemptions_};
+}
+
+}  // namespace moe

@@ -1,0 +1,108 @@
+#pragma once
+// Continuous batching (DESIGN §1, issue 4): waiting and running queues, a token budget per step
+// that mixes decodes (first) with prefill chunks, admission when KV slots are available (evicting
+// cached prefixes first), preemption by recompute when they run out, abort, stop conditions and
+// n > 1 completions sharing their prompt's KV through the prefix cache. No sockets, no event loop:
+// the scheduler actor feeds it requests and worker results and sends out what it returns.
+//
+// Use: add_request() any time; schedule_step() -> send the batch to the worker ->
+// process_result() with its sampled ids; repeat. One batch is in flight at a time.
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "scheduler/kv_manager.h"
+#include "scheduler/request.h"
+#include "scheduler/scheduled_batch.h"
+#include "scheduler/scheduler_config.h"
+#include "scheduler/step_outcome.h"
+
+namespace moe {
+
+// Counters for metrics and tests.
+struct SchedulerStats {
+  int64_t num_running = 0;
+  int64_t num_waiting = 0;       // parked n > 1 completions included
+  int64_t kv_slots_used = 0;     // by requests and the prefix cache
+  int64_t kv_slots_total = 0;
+  int64_t radix_cached_tokens = 0;
+  int64_t cache_hit_tokens = 0;  // since start
+  int64_t num_preemptions = 0;   // since start
+};
+
+class Scheduler {
+ public:
+  // seed_source draws the seeds of requests that bring none.
+  explicit Scheduler(const SchedulerConfig& config, uint64_t seed_source = std::random_device{}());
+
+  // Queues a request's n completions. Throws moe::Error for a duplicate rid, an empty prompt or one
+  // too long for the context or the KV pool, max_new_tokens < 1, n < 1 or bad sampling values.
+  // max_new_tokens is clamped so that prompt + output fits both. Without a seed, one is drawn now,
+  // so a preempted and recomputed request samples the same tokens; completion i uses seed + i.
+  void add_request(Request request);
+  // Plans the next step, or nullopt when there is nothing to run.
+  std::optional<ScheduledBatch> schedule_step();
+  // Applies the worker's result for `batch`: one sampled id (and logprob, or none at all) per
+  // sequence that needs_logits, in batch order.
+  StepOutcome process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
+                             std::span<const float> logprobs);
+  // Ends every completion of rid, waiting or running, freeing its slots. Unknown rid: nothing.
+  std::vector<FinishedRequest> abort(const std::string& rid, const std::string& message);
+  // Ends one completion for a reason found outside (a stop string seen by the detokenizer).
+  std::optional<FinishedRequest> finish_request(const std::string& rid, int index, FinishReason reason);
+  // Evicts every cached prefix no running request uses.
+  void flush_cache() { kv_.flush_cache(); }
+
+  bool has_unfinished() const { return !groups_.empty(); }
+  SchedulerStats stats() const;
+  // Slots the worker's KV cache must have (the pool plus its padding slot).
+  int64_t kv_cache_slots() const { return kv_.pool().num_slots(); }
+
+ private:
+  // Longest prompt + output a request may reach, from the context and the pool.
+  int64_t max_sequence_len() const;
+  // The live request a batch entry names, or nullptr if it finished since.
+  Request* find(const std::string& rid, int index, uint64_t uid);
+
+  // --- Planning one step (scheduler_step.cpp).
+  // Decodes, then continuing prefill chunks, of the running requests.
+  void schedule_running(ScheduledBatch& batch, int64_t& budget, bool& preempted);
+  // Moves waiting requests into the batch while budget, max_running_requests and KV allow.
+  void admit_waiting(ScheduledBatch& batch, int64_t& budget);
+  // Slots for a running request's next tokens, preempting others if needed; 0 if it was preempted.
+  int64_t grant_slots(Request& request, int64_t want, bool accept_fewer, const ScheduledBatch& batch,
+                      bool& preempted);
+  // The latest admitted running request, other than requester, not already in this step.
+  Request* pick_victim(const Request& requester, uint64_t step);
+  // Frees a running request's KV and puts it back at the head of the waiting queue.
+  void preempt(Request& request);
+  // Appends the request's next num_new_tokens (slots already granted) to the batch.
+  void add_to_batch(ScheduledBatch& batch, Request& request, int64_t num_new_tokens);
+
+  // --- Lifecycle.
+  // Removes a request from wherever it is, frees its KV and reports it.
+  FinishedRequest finish(Request& request, FinishReason reason);
+  // Moves rid's parked completions to the head of the waiting queue.
+  void unpark_siblings(const std::string& rid);
+
+  SchedulerConfig config_;
+  KvManager kv_;
+  std::mt19937_64 seed_rng_;
+  // Every live request, by rid; the vector holds its n completions (nullptr once finished).
+  std::unordered_map<std::string, std::vector<std::unique_ptr<Request>>> groups_;
+  std::deque<Request*> waiting_;
+  std::vector<Request*> running_;  // in admission order: the last admitted is preempted first
+  uint64_t next_uid_ = 1;
+  uint64_t last_step_id_ = 0;
+  uint64_t in_flight_step_ = 0;  // 0 = no batch in flight
+  int64_t cache_hit_tokens_ = 0;
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace moe

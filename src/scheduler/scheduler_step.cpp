@@ -1,0 +1,122 @@
+// Scheduler::schedule_step and its helpers: how one step's batch is chosen.
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+#include "scheduler/scheduler.h"
+
+namespace moe {
+
+std::optional<ScheduledBatch> Scheduler::schedule_step() {
+  if (in_flight_step_ != 0) throw std::logic_error("Scheduler::schedule_step: the previous batch is still in flight");
+  ScheduledBatch batch;
+  batch.step_id = ++last_step_id_;
+  int64_t budget = config_.chunked_prefill_size > 0 ? config_.chunked_prefill_size
+                                                    : std::numeric_limits<int64_t>::max();
+  bool preempted = false;
+  schedule_running(batch, budget, preempted);
+  // After a preemption the pool is short: admitting now would only preempt again next step.
+  if (!preempted) admit_waiting(batch, budget);
+  if (batch.sequences.empty()) return std::nullopt;
+  in_flight_step_ = batch.step_id;
+  return batch;
+}
+
+// Running requests go first, in admission order: decodes (one pending token) in a first pass, then
+// the chunks of prompts that are still being prefilled.
+void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& preempted) {
+  for (const bool decode_pass : {true, false}) {
+    const std::vector<Request*> candidates = running_;  // preemption edits running_
+    for (Request* request : candidates) {
+      if (budget == 0) return;
+      if (request->state != RequestState::Running || request->scheduled_step == batch.step_id) continue;
+      const int64_t pending = request->total_len() - request->num_computed;
+      if ((pending == 1) != decode_pass) continue;
+      const int64_t granted = grant_slots(*request, std::min(pending, budget), !decode_pass, batch, preempted);
+      if (granted == 0) continue;  // the request was preempted itself
+      add_to_batch(batch, *request, granted);
+      budget -= granted;
+    }
+  }
+}
+
+// New requests, first come first served, while the budget, max_running_requests and the KV pool allow.
+void Scheduler::admit_waiting(ScheduledBatch& batch, int64_t& budget) {
+  while (budget > 0 && !waiting_.empty() &&
+         static_cast<int64_t>(running_.size()) < config_.max_running_requests) {
+    Request& request = *waiting_.front();
+    const int64_t hit = kv_.attach_prefix(request);
+    const int64_t pending = request.total_len() - request.num_computed;
+    // Room for the whole remaining prefill, and one more token for every running request's next
+    // decode, so that admitting does not immediately force a preemption.
+    if (kv_.available() < pending + static_cast<int64_t>(running_.size())) {
+      kv_.release(request);
+      return;
+    }
+    const int64_t chunk = std::min(pending, budget);
+    kv_.extend(request, chunk);
+    waiting_.pop_front();
+    request.state = RequestState::Running;
+    request.prefill_end = request.total_len();
+    request.cached_tokens += hit;
+    cache_hit_tokens_ += hit;
+    running_.push_back(&request);
+    add_to_batch(batch, request, chunk);
+    budget -= chunk;
+  }
+}
+
+// Gives a running request `want` new slots (or fewer, down to one, when accept_fewer), preempting
+// the latest admitted requests not yet in this batch until they fit. If none is left to preempt, the
+// request preempts itself and 0 is returned. A request alone always fits: add_request capped its
+// length at the pool's capacity.
+int64_t Scheduler::grant_slots(Request& request, int64_t want, bool accept_fewer, const ScheduledBatch& batch,
+                               bool& preempted) {
+  while (true) {
+    const int64_t available = kv_.available();
+    if (available >= want || (accept_fewer && available > 0)) {
+      const int64_t granted = std::min(want, available);
+      kv_.extend(request, granted);
+      return granted;
+    }
+    Request* victim = pick_victim(request, batch.step_id);
+    if (victim == nullptr) {
+      if (batch.sequences.empty())
+        throw std::logic_error("Scheduler: a lone request does not fit in the KV pool");
+      victim = &request;
+    }
+    preempt(*victim);
+    preempted = true;
+    if (victim == &request) return 0;
+  }
+}
+
+Request* Scheduler::pick_victim(const Request& requester, uint64_t step) {
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it)
+    if (*it != &requester && (*it)->scheduled_step != step) return *it;
+  return nullptr;
+}
+
+// Preemption by recompute: the request's computed KV goes to the prefix cache (where a later
+// admission may find it again), everything else is freed, and it waits at the head of the queue
+// to prefill its prompt and the tokens it generated so far.
+void Scheduler::preempt(Request& request) {
+  kv_.release(request);
+  running_.erase(std::find(running_.begin(), running_.end(), &request));
+  request.state = RequestState::Waiting;
+  waiting_.push_front(&request);
+  ++request.num_preemptions;
+  ++num_preemptions_;
+}
+
+void Scheduler::add_to_batch(ScheduledBatch& batch, Request& request, int64_t num_new_tokens) {
+  const int64_t end = request.num_computed + num_new_tokens;
+  std::vector<int32_t> slots(request.slot_table.begin(), request.slot_table.begin() + end);
+  batch.forward.add_sequence(request.tokens(request.num_computed, end), std::move(slots),
+                             end == request.total_len());
+  batch.sequences.push_back({request.uid, request.rid, request.index, request.sampling,
+                             static_cast<int64_t>(request.output_ids.size()), request.return_routed_experts});
+  request.scheduled_step = batch.step_id;
+}
+
+}  // namespace moe

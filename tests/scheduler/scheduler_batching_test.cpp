@@ -1,0 +1,131 @@
+// The batching policy: token budget, chunked prefill, decodes first, max_running_requests.
+#include <gtest/gtest.h>
+
+
+#include "common/error.h"
+
+#include "fake_worker.h"
+#include "scheduler_driver.h"
+
+namespace moe::test {
+namespace {
+
+SchedulerConfig config_with(int64_t pool, int64_t chunk, int max_running = 256) {
+  SchedulerConfig config;
+  config.max_total_tokens = pool;
+  config.chunked_prefill_size = chunk;
+  config.max_running_requests = max_running;
+  return config;
+}
+
+TEST(SchedulerBatching, ManyRequestsMatchTheReferenceAndRespectTheBudget) {
+  for (const int64_t chunk : {1, 7, 16, 0}) {
+    Scheduler scheduler(config_with(4096, chunk));
+    FakeWorker worker(scheduler.kv_cache_slots());
+    for (int i = 0; i < 8; ++i)
+      scheduler.add_request(make_request(numbered_rid(i), prompt_of(3 + 9 * i, 100 * i), 5 + i, 77 + i));
+    RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) { return worker.run(b); });
+
+    ASSERT_EQ(log.finished.size(), 8u);
+    for (int i = 0; i < 8; ++i) {
+      const FinishedRequest& done = log.finished.at({numbered_rid(i), 0});
+      EXPECT_EQ(done.output_ids, reference_output(prompt_of(3 + 9 * i, 100 * i), 77 + i, 5 + i)) << "chunk " << chunk;
+      EXPECT_EQ(done.reason.kind, FinishKind::Length);
+    }
+    if (chunk > 0) {
+      for (const ScheduledBatch& batch : log.batches) EXPECT_LE(batch.forward.num_tokens(), chunk);
+    }
+    scheduler.flush_cache();
+    EXPECT_EQ(scheduler.stats().kv_slots_used, 0);
+  }
+}
+
+TEST(SchedulerBatching, LongPromptsArePrefilledInChunksThatSampleOnlyAtTheEnd) {
+  Scheduler scheduler(config_with(256, 16));
+  scheduler.add_request(make_request("long", prompt_of(40, 1), 2));
+  std::vector<int32_t> chunk_sizes;
+  std::vector<bool> samples;
+  for (int step = 0; step < 3; ++step) {
+    auto batch = scheduler.schedule_step();
+    ASSERT_TRUE(batch);
+    ASSERT_EQ(batch->forward.sequences.size(), 1u);
+    const BatchSequence& seq = batch->forward.sequences[0];
+    chunk_sizes.push_back(seq.num_new_tokens);
+    samples.push_back(seq.needs_logits);
+    EXPECT_EQ(batch->forward.positions.front(), 16 * step);
+    EXPECT_EQ(static_cast<int32_t>(seq.kv_slots.size()), 16 * step + seq.num_new_tokens);
+    std::vector<int32_t> sampled(static_cast<size_t>(batch->forward.num_logit_rows()), 5);
+    scheduler.process_result(*batch, sampled, {});
+  }
+  EXPECT_EQ(chunk_sizes, (std::vector<int32_t>{16, 16, 8}));
+  EXPECT_EQ(samples, (std::vector<bool>{false, false, true}));
+}
+
+TEST(SchedulerBatching, DecodesGoFirstAndPrefillTakesTheRestOfTheBudget) {
+  Scheduler scheduler(config_with(256, 10));
+  scheduler.add_request(make_request("a", prompt_of(4, 1), 8));
+  auto first = scheduler.schedule_step();
+  scheduler.process_result(*first, std::vector<int32_t>{9}, {});
+
+  scheduler.add_request(make_request("b", prompt_of(30, 50), 2));
+  auto mixed = scheduler.schedule_step();
+  ASSERT_TRUE(mixed);
+  ASSERT_EQ(mixed->sequences.size(), 2u);
+  EXPECT_EQ(mixed->sequences[0].rid, "a");
+  EXPECT_EQ(mixed->forward.sequences[0].num_new_tokens, 1);
+  EXPECT_EQ(mixed->forward.token_ids[0], 9);  // the token sampled last step is fed now
+  EXPECT_EQ(mixed->forward.positions[0], 4);
+  EXPECT_EQ(mixed->sequences[0].sample_step, 1);
+  EXPECT_EQ(mixed->sequences[1].rid, "b");
+  EXPECT_EQ(mixed->forward.sequences[1].num_new_tokens, 9);
+  EXPECT_FALSE(mixed->forward.sequences[1].needs_logits);
+}
+
+TEST(SchedulerBatching, NeverRunsMoreThanMaxRunningRequests) {
+  Scheduler scheduler(config_with(1024, 64, 2));
+  FakeWorker worker(scheduler.kv_cache_slots());
+  for (int i = 0; i < 5; ++i) scheduler.add_request(make_request(numbered_rid(i), prompt_of(5, 10 * i), 4, 3));
+  int64_t most_running = 0;
+  RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) {
+    most_running = std::max(most_running, scheduler.stats().num_running);
+    EXPECT_LE(b.sequences.size(), 2u);
+    return worker.run(b);
+  });
+  EXPECT_EQ(most_running, 2);
+  EXPECT_EQ(log.finished.size(), 5u);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(log.finished.at({numbered_rid(i), 0}).output_ids, reference_output(prompt_of(5, 10 * i), 3, 4));
+}
+
+TEST(SchedulerBatching, CaptureHooksNameTheSlotsOfTheTokensRunThisStep) {
+  Scheduler scheduler(config_with(256, 64));
+  Request request = make_request("a", prompt_of(6, 1), 3);
+  request.return_routed_experts = true;
+  scheduler.add_request(std::move(request));
+  scheduler.add_request(make_request("b", prompt_of(3, 40), 3));
+  auto batch = scheduler.schedule_step();
+  ASSERT_TRUE(batch);
+  EXPECT_TRUE(batch->captures_routing());
+  const std::vector<int32_t> rows = batch->token_slots();
+  ASSERT_EQ(rows.size(), 9u);
+  const auto a = batch->new_token_slots(0), b = batch->new_token_slots(1);
+  EXPECT_EQ(std::vector<int32_t>(rows.begin(), rows.begin() + 6), std::vector<int32_t>(a.begin(), a.end()));
+  EXPECT_EQ(std::vector<int32_t>(rows.begin() + 6, rows.end()), std::vector<int32_t>(b.begin(), b.end()));
+  scheduler.process_result(*batch, std::vector<int32_t>{3, 4}, {});
+  auto decode = scheduler.schedule_step();
+  ASSERT_EQ(decode->new_token_slots(0).size(), 1u);
+  EXPECT_EQ(decode->new_token_slots(0)[0], decode->forward.sequences[0].kv_slots[6]);
+}
+
+TEST(SchedulerBatching, ResultsMustMatchTheBatchInFlight) {
+  Scheduler scheduler(config_with(256, 64));
+  scheduler.add_request(make_request("a", prompt_of(3, 1), 3));
+  auto batch = scheduler.schedule_step();
+  EXPECT_THROW(scheduler.schedule_step(), std::logic_error);
+  EXPECT_THROW(scheduler.process_result(*batch, std::vector<int32_t>{1, 2}, {}), Error);
+  scheduler.process_result(*batch, std::vector<int32_t>{1}, {});
+  EXPECT_THROW(scheduler.process_result(*batch, std::vector<int32_t>{1}, {}), std::logic_error);
+}
+
+}  // namespace
+}  // namespace moe::test

@@ -1,0 +1,50 @@
+#include "scheduler_driver.h"
+
+#include <numeric>
+#include <stdexcept>
+
+namespace moe::test {
+
+RunLog run_to_completion(Scheduler& scheduler, const WorkerFn& worker, int max_steps) {
+  RunLog log;
+  for (int step = 0; scheduler.has_unfinished(); ++step) {
+    if (step == max_steps) throw std::runtime_error("scheduler did not finish within the step limit");
+    std::optional<ScheduledBatch> batch = scheduler.schedule_step();
+    if (!batch) throw std::runtime_error("scheduler has unfinished requests but scheduled nothing");
+    const std::vector<int32_t> sampled = worker(*batch);
+    StepOutcome outcome = scheduler.process_result(*batch, sampled, {});
+    for (FinishedRequest& done : outcome.finished) {
+      auto key = std::make_pair(done.rid, done.index);
+      log.finished.emplace(std::move(key), std::move(done));
+    }
+    log.batches.push_back(std::move(*batch));
+  }
+  return log;
+}
+
+Request make_request(std::string rid, std::vector<int32_t> prompt, int max_new_tokens,
+                     std::optional<uint64_t> seed, int n) {
+  Request request;
+  request.rid = std::move(rid);
+  request.prompt_ids = std::move(prompt);
+  request.stop.max_new_tokens = max_new_tokens;
+  request.stop.ignore_eos = true;
+  request.sampling.temperature = 0.0f;
+  request.seed = seed;
+  request.n = n;
+  return request;
+}
+
+std::vector<int32_t> prompt_of(int length, int32_t first) {
+  std::vector<int32_t> prompt(static_cast<size_t>(length));
+  std::iota(prompt.begin(), prompt.end(), first);
+  return prompt;
+}
+
+std::string numbered_rid(int i) {
+  std::string rid = "r";
+  rid += std::to_string(i);
+  return rid;
+}
+
+}  // namespace moe::test

@@ -1,0 +1,164 @@
+// Request lifecycle: validation, seeds, stop tokens, stop strings, abort and preemption.
+#include <gtest/gtest.h>
+
+
+#include "common/error.h"
+#include "fake_worker.h"
+#include "scheduler_driver.h"
+
+namespace moe::test {
+namespace {
+
+SchedulerConfig small_config(int64_t pool, bool cache = true, int64_t chunk = 16) {
+  SchedulerConfig config;
+  config.max_total_tokens = pool;
+  config.chunked_prefill_size = chunk;
+  config.enable_radix_cache = cache;
+  config.context_length = 64;
+  return config;
+}
+
+TEST(SchedulerLifecycle, RejectsBadRequestsWithAClearError) {
+  Scheduler scheduler(small_config(48));
+  EXPECT_THROW(scheduler.add_request(make_request("empty", {}, 4)), Error);
+  try {
+    scheduler.add_request(make_request("long", prompt_of(49, 1), 4));
+    FAIL() << "a prompt longer than the KV pool was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'long'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("49 tokens"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(scheduler.add_request(make_request("zero", prompt_of(3, 1), 0)), Error);
+  EXPECT_THROW(scheduler.add_request(make_request("no-n", prompt_of(3, 1), 4, 1, 0)), Error);
+  Request bad_sampling = make_request("temp", prompt_of(3, 1), 4);
+  bad_sampling.sampling.temperature = -1.0f;
+  EXPECT_THROW(scheduler.add_request(bad_sampling), Error);
+  scheduler.add_request(make_request("ok", prompt_of(3, 1), 4));
+  EXPECT_THROW(scheduler.add_request(make_request("ok", prompt_of(3, 1), 4)), Error);
+  EXPECT_EQ(scheduler.stats().num_waiting, 1);
+}
+
+TEST(SchedulerLifecycle, ContextLengthClampsMaxNewTokens) {
+  Scheduler scheduler(small_config(256));  // context 64
+  FakeWorker worker(scheduler.kv_cache_slots());
+  scheduler.add_request(make_request("edge", prompt_of(60, 1), 100, 1));
+  RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) { return worker.run(b); });
+  const FinishedRequest& done = log.finished.at({"edge", 0});
+  EXPECT_EQ(done.output_ids.size(), 5u);  // positions 0..63 fed, the 5th output is never fed
+  EXPECT_EQ(done.reason.kind, FinishKind::Length);
+  EXPECT_EQ(done.kv_slots.size(), 64u);
+}
+
+TEST(SchedulerLifecycle, AGivenSeedIsKeptAndAMissingOneIsDrawn) {
+  Scheduler scheduler(small_config(256), /*seed_source=*/12345);
+  scheduler.add_request(make_request("seeded", prompt_of(3, 1), 2, 777, 2));
+  scheduler.add_request(make_request("unseeded", prompt_of(3, 1), 2));
+  auto batch = scheduler.schedule_step();
+  ASSERT_EQ(batch->sequences.size(), 2u);
+  EXPECT_EQ(batch->sequences[0].sampling.seed, 777u);
+  std::mt19937_64 expected(12345);
+  EXPECT_EQ(batch->sequences[1].sampling.seed, expected());
+}
+
+TEST(SchedulerLifecycle, EosAndStopTokensFinishWithTheMatchedToken) {
+  Scheduler scheduler(small_config(256));
+  FakeWorker worker(scheduler.kv_cache_slots());
+  const auto prompt = prompt_of(4, 1);
+  const std::vector<int32_t> expected = reference_output(prompt, 3, 10);
+  Request eos = make_request("eos", prompt, 10, 3);
+  eos.stop.ignore_eos = false;
+  eos.stop.eos_token_ids = {expected[4]};
+  Request stop = make_request("stop", prompt, 10, 3);
+  stop.stop.stop_token_ids = {expected[2]};
+  scheduler.add_request(std::move(eos));
+  scheduler.add_request(std::move(stop));
+  RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) { return worker.run(b); });
+  const FinishedRequest& by_eos = log.finished.at({"eos", 0});
+  EXPECT_EQ(by_eos.output_ids, std::vector<int32_t>(expected.begin(), expected.begin() + 5));
+  EXPECT_EQ(by_eos.reason.kind, FinishKind::Stop);
+  EXPECT_EQ(std::get<int32_t>(by_eos.reason.matched), expected[4]);
+  EXPECT_EQ(log.finished.at({"stop", 0}).output_ids.size(), 3u);
+}
+
+TEST(SchedulerLifecycle, AStopStringFromTheDetokenizerFinishesOneCompletion) {
+  Scheduler scheduler(small_config(256));
+  scheduler.add_request(make_request("s", prompt_of(4, 1), 10, 3, 2));
+  EXPECT_FALSE(scheduler.finish_request("s", 5, FinishReason::stop_string("x")));
+  auto batch = scheduler.schedule_step();
+  scheduler.process_result(*batch, std::vector<int32_t>{8}, {});
+  std::optional<FinishedRequest> done = scheduler.finish_request("s", 0, FinishReason::stop_string("END"));
+  ASSERT_TRUE(done);
+  EXPECT_EQ(std::get<std::string>(done->reason.matched), "END");
+  EXPECT_EQ(done->output_ids, std::vector<int32_t>{8});
+  EXPECT_TRUE(scheduler.has_unfinished());  // completion 1 goes on
+  EXPECT_EQ(scheduler.abort("s", "bye").size(), 1u);
+  EXPECT_FALSE(scheduler.has_unfinished());
+  scheduler.flush_cache();
+  EXPECT_EQ(scheduler.stats().kv_slots_used, 0);
+}
+
+TEST(SchedulerLifecycle, AbortFreesEverySlotWhetherWaitingRunningOrInFlight) {
+  for (const bool cache : {true, false}) {
+    Scheduler scheduler(small_config(64, cache, 64));
+    scheduler.add_request(make_request("run", prompt_of(20, 1), 8, 1));
+    scheduler.add_request(make_request("inflight", prompt_of(10, 100), 8, 1));
+    scheduler.add_request(make_request("wait", prompt_of(40, 200), 8, 1));  // does not fit beside them
+    auto first = scheduler.schedule_step();
+    scheduler.process_result(*first, std::vector<int32_t>(first->forward.num_logit_rows(), 7), {});
+    EXPECT_EQ(scheduler.stats().num_running, 2);
+    EXPECT_EQ(scheduler.stats().num_waiting, 1);
+
+    auto second = scheduler.schedule_step();
+    const std::vector<FinishedRequest> aborted = scheduler.abort("inflight", "client left");
+    ASSERT_EQ(aborted.size(), 1u);
+    EXPECT_EQ(aborted[0].reason.kind, FinishKind::Abort);
+    EXPECT_EQ(aborted[0].reason.message, "client left");
+    const StepOutcome outcome =
+        scheduler.process_result(*second, std::vector<int32_t>(second->forward.num_logit_rows(), 7), {});
+    for (const GeneratedToken& token : outcome.tokens) EXPECT_NE(token.rid, "inflight");
+
+    EXPECT_EQ(scheduler.abort("wait", "no").size(), 1u);
+    EXPECT_EQ(scheduler.abort("run", "no").size(), 1u);
+    EXPECT_TRUE(scheduler.abort("unknown", "no").empty());
+    EXPECT_FALSE(scheduler.has_unfinished());
+    EXPECT_EQ(scheduler.stats().num_running + scheduler.stats().num_waiting, 0);
+    scheduler.flush_cache();
+    EXPECT_EQ(scheduler.stats().kv_slots_used, 0) << "cache " << cache;
+  }
+}
+
+TEST(SchedulerLifecycle, ATinyPoolPreemptsAndThePreemptedRequestsResumeWithTheSameOutput) {
+  for (const bool cache : {true, false}) {
+    Scheduler scheduler(small_config(40, cache));
+    FakeWorker worker(scheduler.kv_cache_slots());
+    for (int i = 0; i < 4; ++i)
+      scheduler.add_request(make_request(numbered_rid(i), prompt_of(6, 10 * i), 14, 50 + i));
+    RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) {
+      EXPECT_LE(scheduler.stats().kv_slots_used, 40);
+      return worker.run(b);
+    });
+    EXPECT_GT(scheduler.stats().num_preemptions, 0) << "cache " << cache;
+    int preempted_requests = 0;
+    for (int i = 0; i < 4; ++i) {
+      const FinishedRequest& done = log.finished.at({numbered_rid(i), 0});
+      EXPECT_EQ(done.output_ids, reference_output(prompt_of(6, 10 * i), 50 + i, 14)) << "cache " << cache;
+      preempted_requests += done.num_preemptions > 0 ? 1 : 0;
+    }
+    EXPECT_GT(preempted_requests, 0);
+    scheduler.flush_cache();
+    EXPECT_EQ(scheduler.stats().kv_slots_used, 0);
+  }
+}
+
+TEST(SchedulerLifecycle, ARequestAsLongAsThePoolRunsAloneToTheEnd) {
+  Scheduler scheduler(small_config(32));
+  FakeWorker worker(scheduler.kv_cache_slots());
+  scheduler.add_request(make_request("big", prompt_of(30, 1), 10, 4));
+  scheduler.add_request(make_request("small", prompt_of(5, 1), 10, 4));
+  RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) { return worker.run(b); });
+  EXPECT_EQ(log.finished.at({"big", 0}).output_ids, reference_output(prompt_of(30, 1), 4, 3));
+  EXPECT_EQ(log.finished.at({"small", 0}).output_ids, reference_output(prompt_of(5, 1), 4, 10));
+}
+
+}  // namespace
+}  // namespace moe::test
