@@ -1,0 +1,312 @@
+#pragma once
+// Every message the actors exchange (DESIGN §1): one plain struct per kind, tagged with its kind.
+// The msgpack codec lives in src/transport; this header stays free of msgpack and ZeroMQ so that
+// clients, actors and tests can use the structs without pulling either in.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+namespace moe::msg {
+
+// Bumped whenever a struct below changes shape; a frame of another version is rejected.
+inline constexpr uint32_t kProtocolVersion = 1;
+
+// The tag carried by every frame; values are part of the wire format, never reuse one.
+enum class MessageKind : uint8_t {
+  GenerateRequest = 1,
+  TokenizedRequest = 2,
+  WorkerBatch = 3,
+  WorkerResult = 4,
+  DetokenizeBatch = 5,
+  TextOutputBatch = 6,
+  Abort = 7,
+  ErrorReply = 8,
+  HealthCheck = 9,
+  HealthReply = 10,
+  Ready = 11,
+  Shutdown = 12,
+};
+
+// The client's sampling settings, named and defaulted as SGLang's /generate sampling_params.
+struct SamplingParams {
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  int32_t top_k = -1;  // -1 = off
+  float min_p = 0.0f;
+  int32_t max_new_tokens = 128;
+  int32_t min_new_tokens = 0;
+  std::vector<std::string> stop;        // stop strings
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  bool skip_special_tokens = true;
+  int32_t n = 1;                        // completions of the same prompt
+  std::optional<uint64_t> seed;         // none = the engine picks one
+  bool operator==(const SamplingParams&) const = default;
+};
+
+// What a client asked for about routed experts (DESIGN §3), carried unchanged to the detokenizer.
+struct RoutingOptions {
+  bool return_routed_experts = false;
+  int32_t start_len = 0;                  // skip the first rows (multi-turn)
+  std::string dtype = "int32";            // int32 | int16 | uint8 | auto
+  bool include_last = false;              // P+G rows instead of P+G-1
+  bool return_router_weights = false;
+  std::string weights_dtype = "float32";  // float32 | float16
+  bool raw = false;                       // bytes instead of base64 (ZeroMQ clients only)
+  bool operator==(const RoutingOptions&) const = default;
+};
+
+// One turn of a chat conversation, for the chat endpoint.
+struct ChatMessage {
+  std::string role;
+  std::string content;
+  bool operator==(const ChatMessage&) const = default;
+};
+
+// A client's request as it enters the tokenizer actor: exactly one of text, input_ids, messages.
+struct GenerateRequest {
+  static constexpr MessageKind kind = MessageKind::GenerateRequest;
+  std::string rid;  // empty = the tokenizer assigns one
+  std::optional<std::string> text;
+  std::optional<std::vector<int32_t>> input_ids;
+  std::optional<std::vector<ChatMessage>> messages;
+  SamplingParams sampling;
+  bool stream = false;
+  bool return_logprob = false;
+  RoutingOptions routing;
+  bool operator==(const GenerateRequest&) const = default;
+};
+
+// A validated, tokenized request, from the tokenizer to the scheduler.
+struct TokenizedRequest {
+  static constexpr MessageKind kind = MessageKind::TokenizedRequest;
+  std::string rid;
+  std::vector<int32_t> input_ids;
+  SamplingParams sampling;
+  bool stream = false;
+  bool return_logprob = false;
+  RoutingOptions routing;
+  bool operator==(const TokenizedRequest&) const = default;
+};
+
+// The per-token sampling settings the worker needs; `step` is the request's output-token index,
+// which with `seed` fixes the random draw so a recomputed request samples the same tokens.
+struct TokenSampling {
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  int32_t top_k = -1;
+  float min_p = 0.0f;
+  uint64_t seed = 0;
+  uint64_t step = 0;
+  bool return_logprob = false;
+  bool operator==(const TokenSampling&) const = default;
+};
+
+// One sequence of a worker batch, as the model's ForwardBatch holds it.
+struct WorkerSequence {
+  int32_t num_new_tokens = 0;
+  std::vector<int32_t> kv_slots;  // KV slot of every position 0 .. prefix + num_new_tokens - 1
+  bool needs_logits = false;      // sample after its last new token
+  TokenSampling sampling;
+  bool operator==(const WorkerSequence&) const = default;
+};
+
+// One forward step, from the scheduler to a model worker.
+struct WorkerBatch {
+  static constexpr MessageKind kind = MessageKind::WorkerBatch;
+  uint64_t step = 0;
+  std::vector<int32_t> token_ids;  // [T], sequences' new tokens back to back
+  std::vector<int32_t> positions;  // [T]
+  std::vector<WorkerSequence> sequences;
+  bool capture_routing = false;         // some request asked for routed experts
+  bool capture_router_weights = false;  // some request asked for router weights too
+  bool operator==(const WorkerBatch&) const = default;
+};
+
+// Routed-expert rows: row r, layer l, slot k at [(r * num_layers + l) * top_k + k].
+struct RoutingRows {
+  int32_t num_layers = 0;
+  int32_t top_k = 0;
+  std::vector<int16_t> expert_ids;  // [rows, num_layers, top_k]
+  std::vector<float> weights;       // same shape, or empty when weights were not captured
+  int64_t num_rows() const {
+    const int64_t row_size = int64_t{num_layers} * top_k;
+    return row_size == 0 ? 0 : static_cast<int64_t>(expert_ids.size()) / row_size;
+  }
+  bool operator==(const RoutingRows&) const = default;
+};
+
+// The rows of one step's tokens in its batch order; the copy engine may deliver them a step late.
+struct StepRouting {
+  uint64_t step = 0;
+  RoutingRows rows;
+  bool operator==(const StepRouting&) const = default;
+};
+
+// A worker's answer to a WorkerBatch: one sampled token per sequence that needed logits, in order.
+struct WorkerResult {
+  static constexpr MessageKind kind = MessageKind::WorkerResult;
+  uint64_t step = 0;
+  std::vector<int32_t> sampled_ids;
+  std::vector<float> logprobs;      // aligned with sampled_ids; empty when nobody asked
+  std::vector<StepRouting> routing;  // rows whose copies completed, oldest step first
+  bool operator==(const WorkerResult&) const = default;
+};
+
+// Why a request finished, as SGLang's meta_info.finish_reason.type spells it.
+enum class FinishKind : uint8_t { Stop = 0, Length = 1, Abort = 2 };
+
+// A finished request's reason; `matched_*` for Stop, `message` for Abort.
+struct FinishReason {
+  FinishKind kind = FinishKind::Length;
+  std::optional<int32_t> matched_token;
+  std::optional<std::string> matched_text;
+  std::string message;
+  bool operator==(const FinishReason&) const = default;
+};
+
+// What the detokenizer must know about a request's output, sent with its first item.
+struct OutputOptions {
+  bool stream = false;
+  bool skip_special_tokens = true;
+  std::vector<std::string> stop;
+  bool return_logprob = false;
+  RoutingOptions routing;
+  bool operator==(const OutputOptions&) const = default;
+};
+
+// New output of one request (one completion of it when n > 1) since its previous item.
+struct DetokenizeItem {
+  std::string rid;
+  int32_t index = 0;                      // which of the n completions
+  std::optional<OutputOptions> options;   // present on the request's first item
+  std::vector<int32_t> new_token_ids;
+  std::vector<float> new_logprobs;        // aligned with new_token_ids; empty when not asked
+  RoutingRows routing;                    // rows covered since the previous item
+  std::optional<FinishReason> finish_reason;  // set on the last item
+  int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;
+  bool operator==(const DetokenizeItem&) const = default;
+};
+
+// From the scheduler to the detokenizer, once per step.
+struct DetokenizeBatch {
+  static constexpr MessageKind kind = MessageKind::DetokenizeBatch;
+  std::vector<DetokenizeItem> items;
+  bool operator==(const DetokenizeBatch&) const = default;
+};
+
+// A numeric array ready for a client: base64 text, or raw little-endian bytes when asked.
+struct EncodedArray {
+  std::string data;
+  bool raw = false;
+  std::vector<int64_t> shape;
+  std::string dtype;  // numpy's name: int32, int16, uint8, float32, float16
+  bool operator==(const EncodedArray&) const = default;
+};
+
+// One reply (or streamed chunk) for a client; text and ids are the new part since the last chunk.
+struct TextOutput {
+  std::string rid;
+  int32_t index = 0;
+  std::string text;
+  std::vector<int32_t> output_ids;
+  std::vector<float> output_logprobs;       // aligned with output_ids; empty when not asked
+  std::optional<FinishReason> finish_reason;  // set on the final chunk
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;            // total so far
+  int32_t cached_tokens = 0;
+  std::optional<EncodedArray> routed_experts;
+  std::optional<EncodedArray> router_weights;
+  bool operator==(const TextOutput&) const = default;
+};
+
+// From the detokenizer to the tokenizer, which routes each output to its client.
+struct TextOutputBatch {
+  static constexpr MessageKind kind = MessageKind::TextOutputBatch;
+  std::vector<TextOutput> outputs;
+  bool operator==(const TextOutputBatch&) const = default;
+};
+
+// Stop a request: its client went away, or the detokenizer matched a stop string.
+struct Abort {
+  static constexpr MessageKind kind = MessageKind::Abort;
+  std::string rid;
+  std::string reason;
+  bool operator==(const Abort&) const = default;
+};
+
+// A failed request (or, with an empty rid, a failed actor); `code` follows HTTP (400, 500, 503).
+struct ErrorReply {
+  static constexpr MessageKind kind = MessageKind::ErrorReply;
+  std::string rid;
+  std::string message;
+  int32_t code = 500;
+  std::string source;  // the actor that reported it
+  bool operator==(const ErrorReply&) const = default;
+};
+
+// A liveness probe that travels the pipeline; each actor answers or forwards it.
+struct HealthCheck {
+  static constexpr MessageKind kind = MessageKind::HealthCheck;
+  uint64_t id = 0;
+  bool operator==(const HealthCheck&) const = default;
+};
+
+// The answer to HealthCheck `id`.
+struct HealthReply {
+  static constexpr MessageKind kind = MessageKind::HealthReply;
+  uint64_t id = 0;
+  bool healthy = true;
+  std::string message;
+  bool operator==(const HealthReply&) const = default;
+};
+
+// An actor telling the launcher it has bound its sockets and can take work.
+struct Ready {
+  static constexpr MessageKind kind = MessageKind::Ready;
+  std::string actor;
+  int64_t pid = 0;
+  bool operator==(const Ready&) const = default;
+};
+
+// The launcher asking an actor to finish what it holds and exit.
+struct Shutdown {
+  static constexpr MessageKind kind = MessageKind::Shutdown;
+  std::string reason;
+  bool operator==(const Shutdown&) const = default;
+};
+
+// Any message; what the codec decodes a frame into.
+using Message = std::variant<GenerateRequest, TokenizedRequest, WorkerBatch, WorkerResult, DetokenizeBatch,
+                             TextOutputBatch, Abort, ErrorReply, HealthCheck, HealthReply, Ready, Shutdown>;
+
+// The kind of a message held in the variant.
+inline MessageKind kind_of(const Message& message) {
+  return std::visit([](const auto& m) { return std::decay_t<decltype(m)>::kind; }, message);
+}
+
+// A kind's name, for logs and error messages ("unknown" for a value no struct has).
+inline std::string_view kind_name(MessageKind kind) {
+  switch (kind) {
+    case MessageKind::GenerateRequest: return "GenerateRequest";
+    case MessageKind::TokenizedRequest: return "TokenizedRequest";
+    case MessageKind::WorkerBatch: return "WorkerBatch";
+    case MessageKind::WorkerResult: return "WorkerResult";
+    case MessageKind::DetokenizeBatch: return "DetokenizeBatch";
+    case MessageKind::TextOutputBatch: return "TextOutputBatch";
+    case MessageKind::Abort: return "Abort";
+    case MessageKind::ErrorReply: return "ErrorReply";
+    case MessageKind::HealthCheck: return "HealthCheck";
+    case MessageKind::HealthReply: return "HealthReply";
+    case MessageKind::Ready: return "Ready";
+    case MessageKind::Shutdown: return "Shutdown";
+  }
+  return "unknown";
+}
+
+}  // namespace moe::msg

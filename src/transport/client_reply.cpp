@@ -1,0 +1,245 @@
+#include "transport/client_protocol.h"
+
+#include "common/error.h"
+#include "transport/client_values.h"
+
+namespace moe::transport {
+namespace {
+
+using detail::FieldPath;
+using detail::Packer;
+using detail::write_str;
+
+// SGLang's finish_reason: {"type": "stop", "matched": id or text} | {"type": "length", "length": n}
+// | {"type": "abort", "message": why}.
+void write_finish_reason(Packer& packer, const msg::FinishReason& reason, int32_t completion_tokens) {
+  switch (reason.kind) {
+    case msg::FinishKind::Stop: {
+      const bool matched = reason.matched_token || reason.matched_text;
+      packer.pack_map(matched ? 2 : 1);
+      write_str(packer, "type");
+      write_str(packer, "stop");
+      if (reason.matched_token) {
+        write_str(packer, "matched");
+        packer.pack(*reason.matched_token);
+      } else if (reason.matched_text) {
+        write_str(packer, "matched");
+        write_str(packer, *reason.matched_text);
+      }
+      return;
+    }
+    case msg::FinishKind::Length:
+      packer.pack_map(2);
+      write_str(packer, "type");
+      write_str(packer, "length");
+      write_str(packer, "length");
+      packer.pack(completion_tokens);
+      return;
+    case msg::FinishKind::Abort:
+      packer.pack_map(2);
+      write_str(packer, "type");
+      write_str(packer, "abort");
+      write_str(packer, "message");
+      write_str(packer, reason.message);
+      return;
+  }
+}
+
+// `name` (base64 str, or bin when raw), `name_shape` and `name_dtype`: three meta_info entries.
+void write_encoded_array(Packer& packer, const std::string& name, const msg::EncodedArray& array) {
+  write_str(packer, name);
+  if (array.raw) {
+    detail::write_bytes(packer, array.data);
+  } else {
+    write_str(packer, array.data);
+  }
+  write_str(packer, name + "_shape");
+  detail::write_client_value(packer, array.shape);
+  write_str(packer, name + "_dtype");
+  write_str(packer, array.dtype);
+}
+
+// meta_info: ids and counts always, the rest only when the request asked for it.
+void write_meta_info(Packer& packer, const msg::TextOutput& output) {
+  const uint32_t entries = 6 + (output.output_logprobs.empty() ? 0 : 1) + (output.routed_experts ? 3 : 0) +
+                           (output.router_weights ? 3 : 0);
+  packer.pack_map(entries);
+  write_str(packer, "id");
+  write_str(packer, output.rid);
+  write_str(packer, "index");
+  packer.pack(output.index);
+  write_str(packer, "prompt_tokens");
+  packer.pack(output.prompt_tokens);
+  write_str(packer, "completion_tokens");
+  packer.pack(output.completion_tokens);
+  write_str(packer, "cached_tokens");
+  packer.pack(output.cached_tokens);
+  write_str(packer, "finish_reason");
+  if (output.finish_reason) {
+    write_finish_reason(packer, *output.finish_reason, output.completion_tokens);
+  } else {
+    packer.pack_nil();
+  }
+  if (!output.output_logprobs.empty()) {
+    // SGLang's triples [logprob, token id, token text]; the text is not sent.
+    write_str(packer, "output_token_logprobs");
+    packer.pack_array(static_cast<uint32_t>(output.output_logprobs.size()));
+    for (size_t i = 0; i < output.output_logprobs.size(); ++i) {
+      packer.pack_array(3);
+      packer.pack(output.output_logprobs[i]);
+      packer.pack(i < output.output_ids.size() ? output.output_ids[i] : -1);
+      packer.pack_nil();
+    }
+  }
+  if (output.routed_experts) write_encoded_array(packer, "routed_experts", *output.routed_experts);
+  if (output.router_weights) write_encoded_array(packer, "router_weights", *output.router_weights);
+}
+
+// The value under `key` in a map, or null when absent or nil.
+const msgpack::object* find_key(const msgpack::object& map, std::string_view key) {
+  for (uint32_t i = 0; i < map.via.map.size; ++i) {
+    const msgpack::object_kv& entry = map.via.map.ptr[i];
+    if (entry.key.type == msgpack::type::STR && std::string_view(entry.key.via.str.ptr, entry.key.via.str.size) == key) {
+      return entry.val.type == msgpack::type::NIL ? nullptr : &entry.val;
+    }
+  }
+  return nullptr;
+}
+
+// Reads `key` of `map` into `out` when present, leaving `out` alone otherwise.
+template <class T>
+void read_entry(const msgpack::object& map, std::string_view key, T& out, const FieldPath& path) {
+  if (const msgpack::object* value = find_key(map, key)) detail::read_client_value(*value, out, path.field(key));
+}
+
+// A map that must be present under `key`.
+const msgpack::object& require_map(const msgpack::object& map, std::string_view key, const FieldPath& path) {
+  const msgpack::object* value = find_key(map, key);
+  if (!value) detail::fail(path, std::string("missing `") + std::string(key) + "`");
+  if (value->type != msgpack::type::MAP) detail::fail_type(path.field(key), "a map", *value);
+  return *value;
+}
+
+// The inverse of write_finish_reason (the length is implied by completion_tokens).
+msg::FinishReason read_finish_reason(const msgpack::object& map, const FieldPath& path) {
+  std::string type;
+  read_entry(map, "type", type, path);
+  msg::FinishReason reason;
+  if (type == "stop") {
+    reason.kind = msg::FinishKind::Stop;
+    if (const msgpack::object* matched = find_key(map, "matched")) {
+      if (matched->type == msgpack::type::STR) {
+        detail::read(*matched, reason.matched_text.emplace(), path.field("matched"));
+      } else {
+        detail::read(*matched, reason.matched_token.emplace(), path.field("matched"));
+      }
+    }
+  } else if (type == "length") {
+    reason.kind = msg::FinishKind::Length;
+  } else if (type == "abort") {
+    reason.kind = msg::FinishKind::Abort;
+    read_entry(map, "message", reason.message, path);
+  } else {
+    detail::fail(path.field("type"), "unknown finish reason \"" + type + "\"");
+  }
+  return reason;
+}
+
+// The inverse of write_encoded_array; none when `name` is absent.
+std::optional<msg::EncodedArray> read_encoded_array(const msgpack::object& meta, const std::string& name,
+                                                    const FieldPath& path) {
+  const msgpack::object* data = find_key(meta, name);
+  if (!data) return std::nullopt;
+  msg::EncodedArray array;
+  array.raw = data->type == msgpack::type::BIN;
+  detail::read(*data, array.data, path.field(name));
+  read_entry(meta, name + "_shape", array.shape, path);
+  read_entry(meta, name + "_dtype", array.dtype, path);
+  return array;
+}
+
+// A reply map that is not an error.
+msg::TextOutput read_output(const msgpack::object& root, const FieldPath& path) {
+  msg::TextOutput output;
+  read_entry(root, "text", output.text, path);
+  read_entry(root, "output_ids", output.output_ids, path);
+  const FieldPath meta_path = path.field("meta_info");
+  const msgpack::object& meta = require_map(root, "meta_info", path);
+  read_entry(meta, "id", output.rid, meta_path);
+  read_entry(meta, "index", output.index, meta_path);
+  read_entry(meta, "prompt_tokens", output.prompt_tokens, meta_path);
+  read_entry(meta, "completion_tokens", output.completion_tokens, meta_path);
+  read_entry(meta, "cached_tokens", output.cached_tokens, meta_path);
+  if (const msgpack::object* reason = find_key(meta, "finish_reason")) {
+    if (reason->type != msgpack::type::MAP) detail::fail_type(meta_path.field("finish_reason"), "a map", *reason);
+    output.finish_reason = read_finish_reason(*reason, meta_path.field("finish_reason"));
+  }
+  if (const msgpack::object* triples = find_key(meta, "output_token_logprobs")) {
+    const FieldPath triples_path = meta_path.field("output_token_logprobs");
+    if (triples->type != msgpack::type::ARRAY) detail::fail_type(triples_path, "an array", *triples);
+    for (uint32_t i = 0; i < triples->via.array.size; ++i) {
+      const msgpack::object& triple = triples->via.array.ptr[i];
+      if (triple.type != msgpack::type::ARRAY || triple.via.array.size == 0) {
+        detail::fail_type(triples_path.at(i), "[logprob, token id, text]", triple);
+      }
+      detail::read(triple.via.array.ptr[0], output.output_logprobs.emplace_back(), triples_path.at(i));
+    }
+  }
+  output.routed_experts = read_encoded_array(meta, "routed_experts", meta_path);
+  output.router_weights = read_encoded_array(meta, "router_weights", meta_path);
+  return output;
+}
+
+// The map under "error".
+msg::ErrorReply read_error(const msgpack::object& error, const FieldPath& path) {
+  msg::ErrorReply reply;
+  read_entry(error, "message", reply.message, path);
+  read_entry(error, "code", reply.code, path);
+  read_entry(error, "rid", reply.rid, path);
+  return reply;
+}
+
+}  // namespace
+
+std::string encode_client_reply(const msg::TextOutput& output) {
+  detail::StringSink sink;
+  Packer packer(sink);
+  packer.pack_map(3);
+  write_str(packer, "text");
+  write_str(packer, output.text);
+  write_str(packer, "output_ids");
+  detail::write_client_value(packer, output.output_ids);
+  write_str(packer, "meta_info");
+  write_meta_info(packer, output);
+  return std::move(sink.bytes);
+}
+
+std::string encode_client_error(const msg::ErrorReply& error) {
+  detail::StringSink sink;
+  Packer packer(sink);
+  packer.pack_map(1);
+  write_str(packer, "error");
+  packer.pack_map(error.rid.empty() ? 3 : 4);
+  write_str(packer, "message");
+  write_str(packer, error.message);
+  write_str(packer, "type");
+  write_str(packer, error.code < 500 ? "invalid_request_error" : "server_error");
+  write_str(packer, "code");
+  packer.pack(error.code);
+  if (!error.rid.empty()) {
+    write_str(packer, "rid");
+    write_str(packer, error.rid);
+  }
+  return std::move(sink.bytes);
+}
+
+ClientReply decode_client_reply(std::string_view frame) {
+  const msgpack::object_handle handle = detail::unpack_frame(frame, "reply");
+  const msgpack::object& root = handle.get();
+  const FieldPath path{nullptr, "reply"};
+  if (root.type != msgpack::type::MAP) detail::fail_type(path, "a map", root);
+  if (find_key(root, "error")) return read_error(require_map(root, "error", path), path.field("error"));
+  return read_output(root, path);
+}
+
+}  // namespace moe::transport

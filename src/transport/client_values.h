@@ -1,0 +1,135 @@
+#pragma once
+// Values of the client protocol (docs/zmq-protocol.md), which any msgpack library must be able to
+// speak: structs are maps keyed by SGLang's field names, number lists are arrays, absent optionals
+// are left out. Internal to src/transport (client_request.cpp, client_reply.cpp).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "moe/messages.h"
+#include "transport/message_fields.h"
+#include "transport/msgpack_io.h"
+
+namespace moe::msg {
+
+// The /generate request fields, by their SGLang names (routing options sit at the top level there).
+template <StructOf<GenerateRequest> M, class Visit>
+void visit_client_fields(M& r, Visit&& visit) {
+  visit("rid", r.rid);
+  visit("text", r.text);
+  visit("input_ids", r.input_ids);
+  visit("messages", r.messages);
+  visit("sampling_params", r.sampling);
+  visit("stream", r.stream);
+  visit("return_logprob", r.return_logprob);
+  visit("return_routed_experts", r.routing.return_routed_experts);
+  visit("routed_experts_start_len", r.routing.start_len);
+  visit("routed_experts_dtype", r.routing.dtype);
+  visit("routed_experts_include_last", r.routing.include_last);
+  visit("return_router_weights", r.routing.return_router_weights);
+  visit("router_weights_dtype", r.routing.weights_dtype);
+  visit("routed_experts_raw", r.routing.raw);
+}
+
+// sampling_params: the same names as the struct's fields.
+template <StructOf<SamplingParams> M, class Visit>
+void visit_client_fields(M& params, Visit&& visit) {
+  visit_fields(params, visit);
+}
+
+// A chat turn: {"role", "content"}.
+template <StructOf<ChatMessage> M, class Visit>
+void visit_client_fields(M& message, Visit&& visit) {
+  visit_fields(message, visit);
+}
+
+}  // namespace moe::msg
+
+namespace moe::transport::detail {
+
+// Reads one client value into a field: scalars, optionals, arrays, and structs as maps.
+template <class T>
+void read_client_value(const msgpack::object& object, T& out, const FieldPath& path);
+
+// Fills `out` from a map; keys it does not know are ignored and nil values leave the default.
+template <class T>
+void read_client_map(const msgpack::object& object, T& out, const FieldPath& path) {
+  if (object.type != msgpack::type::MAP) fail_type(path, "a map", object);
+  for (uint32_t i = 0; i < object.via.map.size; ++i) {
+    const msgpack::object_kv& entry = object.via.map.ptr[i];
+    if (entry.key.type != msgpack::type::STR || entry.val.type == msgpack::type::NIL) continue;
+    const std::string_view key(entry.key.via.str.ptr, entry.key.via.str.size);
+    visit_client_fields(out, [&](std::string_view name, auto& field) {
+      if (name == key) read_client_value(entry.val, field, path.field(name));
+    });
+  }
+}
+
+// (Defined after read_client_map, which it and its elements recurse into.)
+template <class T>
+void read_client_value(const msgpack::object& object, T& out, const FieldPath& path) {
+  if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
+    read(object, out, path);
+  } else if constexpr (kIsOptional<T>) {
+    read_client_value(object, out.emplace(), path);
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    // A list of strings may be given as one string (SGLang's "stop": "\n").
+    if (object.type == msgpack::type::STR) {
+      out.assign(1, std::string(object.via.str.ptr, object.via.str.size));
+      return;
+    }
+    if (object.type != msgpack::type::ARRAY) fail_type(path, "a string or an array of strings", object);
+    out.resize(object.via.array.size);
+    for (size_t i = 0; i < out.size(); ++i) read(object.via.array.ptr[i], out[i], path.at(i));
+  } else if constexpr (kIsVector<T>) {
+    if (object.type != msgpack::type::ARRAY) fail_type(path, "an array", object);
+    out.resize(object.via.array.size);
+    for (size_t i = 0; i < out.size(); ++i) read_client_value(object.via.array.ptr[i], out[i], path.at(i));
+  } else {
+    read_client_map(object, out, path);
+  }
+}
+
+// Packs one field the way read_client_value reads it.
+template <class T>
+void write_client_value(Packer& packer, const T& value);
+
+// Packs a struct as a map of its fields, leaving out absent optionals.
+template <class T>
+void write_client_map(Packer& packer, const T& value) {
+  uint32_t present = 0;
+  visit_client_fields(value, [&present](std::string_view, const auto& field) {
+    if constexpr (kIsOptional<std::decay_t<decltype(field)>>) {
+      present += field.has_value() ? 1 : 0;
+    } else {
+      ++present;
+    }
+  });
+  packer.pack_map(present);
+  visit_client_fields(value, [&packer](std::string_view name, const auto& field) {
+    if constexpr (kIsOptional<std::decay_t<decltype(field)>>) {
+      if (!field) return;
+    }
+    write_str(packer, name);
+    write_client_value(packer, field);
+  });
+}
+
+// (Defined after write_client_map, which it recurses into.)
+template <class T>
+void write_client_value(Packer& packer, const T& value) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    write_str(packer, value);
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    packer.pack(value);
+  } else if constexpr (kIsOptional<T>) {
+    write_client_value(packer, *value);
+  } else if constexpr (kIsVector<T>) {
+    packer.pack_array(static_cast<uint32_t>(value.size()));
+    for (const auto& element : value) write_client_value(packer, element);
+  } else {
+    write_client_map(packer, value);
+  }
+}
+
+}  // namespace moe::transport::detail

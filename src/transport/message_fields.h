@@ -1,0 +1,223 @@
+#pragma once
+// The field list of every message struct, in wire order: the codec packs a struct as a msgpack
+// array of these fields and names them in decoding errors. A field added to a struct in
+// include/moe/messages.h must be added here too (and kProtocolVersion bumped).
+// The functions live in moe::msg so that argument-dependent lookup finds them from the codec.
+#include <concepts>
+#include <type_traits>
+
+#include "moe/messages.h"
+
+namespace moe::msg {
+
+// M is T or const T: one visitor per struct serves both encoding and decoding.
+template <class M, class T>
+concept StructOf = std::same_as<std::remove_const_t<M>, T>;
+
+template <StructOf<SamplingParams> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("temperature", m.temperature);
+  visit("top_p", m.top_p);
+  visit("top_k", m.top_k);
+  visit("min_p", m.min_p);
+  visit("max_new_tokens", m.max_new_tokens);
+  visit("min_new_tokens", m.min_new_tokens);
+  visit("stop", m.stop);
+  visit("stop_token_ids", m.stop_token_ids);
+  visit("ignore_eos", m.ignore_eos);
+  visit("skip_special_tokens", m.skip_special_tokens);
+  visit("n", m.n);
+  visit("seed", m.seed);
+}
+
+template <StructOf<RoutingOptions> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("return_routed_experts", m.return_routed_experts);
+  visit("start_len", m.start_len);
+  visit("dtype", m.dtype);
+  visit("include_last", m.include_last);
+  visit("return_router_weights", m.return_router_weights);
+  visit("weights_dtype", m.weights_dtype);
+  visit("raw", m.raw);
+}
+
+template <StructOf<ChatMessage> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("role", m.role);
+  visit("content", m.content);
+}
+
+template <StructOf<GenerateRequest> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("rid", m.rid);
+  visit("text", m.text);
+  visit("input_ids", m.input_ids);
+  visit("messages", m.messages);
+  visit("sampling", m.sampling);
+  visit("stream", m.stream);
+  visit("return_logprob", m.return_logprob);
+  visit("routing", m.routing);
+}
+
+template <StructOf<TokenizedRequest> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("rid", m.rid);
+  visit("input_ids", m.input_ids);
+  visit("sampling", m.sampling);
+  visit("stream", m.stream);
+  visit("return_logprob", m.return_logprob);
+  visit("routing", m.routing);
+}
+
+template <StructOf<TokenSampling> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("temperature", m.temperature);
+  visit("top_p", m.top_p);
+  visit("top_k", m.top_k);
+  visit("min_p", m.min_p);
+  visit("seed", m.seed);
+  visit("step", m.step);
+  visit("return_logprob", m.return_logprob);
+}
+
+template <StructOf<WorkerSequence> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("num_new_tokens", m.num_new_tokens);
+  visit("kv_slots", m.kv_slots);
+  visit("needs_logits", m.needs_logits);
+  visit("sampling", m.sampling);
+}
+
+template <StructOf<WorkerBatch> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("step", m.step);
+  visit("token_ids", m.token_ids);
+  visit("positions", m.positions);
+  visit("sequences", m.sequences);
+  visit("capture_routing", m.capture_routing);
+  visit("capture_router_weights", m.capture_router_weights);
+}
+
+template <StructOf<RoutingRows> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("num_layers", m.num_layers);
+  visit("top_k", m.top_k);
+  visit("expert_ids", m.expert_ids);
+  visit("weights", m.weights);
+}
+
+template <StructOf<StepRouting> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("step", m.step);
+  visit("rows", m.rows);
+}
+
+template <StructOf<WorkerResult> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("step", m.step);
+  visit("sampled_ids", m.sampled_ids);
+  visit("logprobs", m.logprobs);
+  visit("routing", m.routing);
+}
+
+template <StructOf<FinishReason> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("kind", m.kind);
+  visit("matched_token", m.matched_token);
+  visit("matched_text", m.matched_text);
+  visit("message", m.message);
+}
+
+template <StructOf<OutputOptions> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("stream", m.stream);
+  visit("skip_special_tokens", m.skip_special_tokens);
+  visit("stop", m.stop);
+  visit("return_logprob", m.return_logprob);
+  visit("routing", m.routing);
+}
+
+template <StructOf<DetokenizeItem> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("rid", m.rid);
+  visit("index", m.index);
+  visit("options", m.options);
+  visit("new_token_ids", m.new_token_ids);
+  visit("new_logprobs", m.new_logprobs);
+  visit("routing", m.routing);
+  visit("finish_reason", m.finish_reason);
+  visit("prompt_tokens", m.prompt_tokens);
+  visit("cached_tokens", m.cached_tokens);
+}
+
+template <StructOf<DetokenizeBatch> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("items", m.items);
+}
+
+template <StructOf<EncodedArray> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("data", m.data);
+  visit("raw", m.raw);
+  visit("shape", m.shape);
+  visit("dtype", m.dtype);
+}
+
+template <StructOf<TextOutput> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("rid", m.rid);
+  visit("index", m.index);
+  visit("text", m.text);
+  visit("output_ids", m.output_ids);
+  visit("output_logprobs", m.output_logprobs);
+  visit("finish_reason", m.finish_reason);
+  visit("prompt_tokens", m.prompt_tokens);
+  visit("completion_tokens", m.completion_tokens);
+  visit("cached_tokens", m.cached_tokens);
+  visit("routed_experts", m.routed_experts);
+  visit("router_weights", m.router_weights);
+}
+
+template <StructOf<TextOutputBatch> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("outputs", m.outputs);
+}
+
+template <StructOf<Abort> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("rid", m.rid);
+  visit("reason", m.reason);
+}
+
+template <StructOf<ErrorReply> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("rid", m.rid);
+  visit("message", m.message);
+  visit("code", m.code);
+  visit("source", m.source);
+}
+
+template <StructOf<HealthCheck> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("id", m.id);
+}
+
+template <StructOf<HealthReply> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("id", m.id);
+  visit("healthy", m.healthy);
+  visit("message", m.message);
+}
+
+template <StructOf<Ready> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("actor", m.actor);
+  visit("pid", m.pid);
+}
+
+template <StructOf<Shutdown> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("reason", m.reason);
+}
+
+}  // namespace moe::msg

@@ -1,0 +1,235 @@
+#include "transport/client_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "expect_error.h"
+#include "sample_messages.h"
+
+namespace moe::transport {
+namespace {
+
+using nlohmann::json;
+
+// A request frame as any msgpack client would pack this JSON-shaped value.
+std::string pack(const json& value) {
+  const std::vector<uint8_t> bytes = json::to_msgpack(value);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+json unpack(const std::string& frame) { return json::from_msgpack(frame); }
+
+void expect_request_error(const std::string& frame, const std::string& needle) {
+  test::expect_error_containing([&] { parse_client_request(frame); }, needle);
+}
+
+TEST(ClientRequest, ParsesEverySGLangGenerateField) {
+  const json request = {
+      {"rid", "r1"},
+      {"text", "Hello"},
+      {"sampling_params",
+       {{"temperature", 0},  // an integer where a float is expected, as Python clients send it
+        {"top_p", 0.5},
+        {"top_k", 5},
+        {"min_p", 0.125},
+        {"max_new_tokens", 16},
+        {"min_new_tokens", 2},
+        {"stop", {"a", "b"}},
+        {"stop_token_ids", {1, 2}},
+        {"ignore_eos", true},
+        {"skip_special_tokens", false},
+        {"n", 2},
+        {"seed", 7}}},
+      {"stream", true},
+      {"return_logprob", true},
+      {"return_routed_experts", true},
+      {"routed_experts_start_len", 4},
+      {"routed_experts_dtype", "auto"},
+      {"routed_experts_include_last", true},
+      {"return_router_weights", true},
+      {"router_weights_dtype", "float16"},
+      {"routed_experts_raw", true}};
+  const msg::GenerateRequest parsed = parse_client_request(pack(request));
+
+  msg::GenerateRequest expected;
+  expected.rid = "r1";
+  expected.text = "Hello";
+  expected.sampling = {.temperature = 0.0f, .top_p = 0.5f, .top_k = 5, .min_p = 0.125f, .max_new_tokens = 16,
+                       .min_new_tokens = 2, .stop = {"a", "b"}, .stop_token_ids = {1, 2}, .ignore_eos = true,
+                       .skip_special_tokens = false, .n = 2, .seed = 7};
+  expected.stream = true;
+  expected.return_logprob = true;
+  expected.routing = {.return_routed_experts = true, .start_len = 4, .dtype = "auto", .include_last = true,
+                      .return_router_weights = true, .weights_dtype = "float16", .raw = true};
+  EXPECT_EQ(parsed, expected);
+}
+
+TEST(ClientRequest, DefaultsFollowSGLang) {
+  const msg::GenerateRequest parsed = parse_client_request(pack({{"input_ids", {1, 2, 151935}}}));
+  EXPECT_EQ(parsed.input_ids, (std::vector<int32_t>{1, 2, 151935}));
+  EXPECT_FALSE(parsed.text.has_value());
+  EXPECT_EQ(parsed.sampling, msg::SamplingParams{});
+  EXPECT_EQ(parsed.sampling.max_new_tokens, 128);
+  EXPECT_EQ(parsed.routing.dtype, "int32");
+  EXPECT_FALSE(parsed.stream);
+}
+
+TEST(ClientRequest, IgnoresUnknownFieldsAndTreatsNilAsAbsent) {
+  const json request = {{"text", "x"},
+                        {"rid", nullptr},
+                        {"lora_path", "adapter"},
+                        {"custom", {{"deep", {1, 2, {{"x", nullptr}}}}}},
+                        {"sampling_params", {{"frequency_penalty", 1.5}, {"max_new_tokens", 3}, {"seed", nullptr}}}};
+  const msg::GenerateRequest parsed = parse_client_request(pack(request));
+  EXPECT_EQ(parsed.text, "x");
+  EXPECT_EQ(parsed.rid, "");
+  EXPECT_EQ(parsed.sampling.max_new_tokens, 3);
+  EXPECT_FALSE(parsed.sampling.seed.has_value());
+}
+
+TEST(ClientRequest, AcceptsOneStopStringAndChatMessages) {
+  const msg::GenerateRequest parsed = parse_client_request(
+      pack({{"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}},
+            {"sampling_params", {{"stop", "\n"}}}}));
+  ASSERT_TRUE(parsed.messages.has_value());
+  EXPECT_EQ(*parsed.messages, (std::vector<msg::ChatMessage>{{"system", "Be brief."}, {"user", "Hi"}}));
+  EXPECT_EQ(parsed.sampling.stop, std::vector<std::string>{"\n"});
+}
+
+TEST(ClientRequest, NeedsExactlyOnePrompt) {
+  expect_request_error(pack(json::object()), "request: needs `text` or `input_ids`");
+  expect_request_error(pack({{"rid", "r"}, {"text", nullptr}}), "request: needs `text` or `input_ids`");
+  expect_request_error(pack({{"text", "a"}, {"input_ids", {1}}}), "request: give only one of");
+}
+
+TEST(ClientRequest, NamesTheFieldOfAWrongType) {
+  const std::vector<std::pair<json, std::string>> cases = {
+      {{{"text", 5}}, "request.text: expected a string, got positive integer"},
+      {{{"text", {"a", "b"}}}, "request.text: expected a string, got array"},
+      {{{"input_ids", "1 2"}}, "request.input_ids: expected an array, got str"},
+      {{{"input_ids", {1, "2"}}}, "request.input_ids[1]: expected an integer, got str"},
+      {{{"input_ids", {1, 3000000000}}}, "request.input_ids[1]: 3000000000 is out of range"},
+      {{{"text", "x"}, {"stream", "yes"}}, "request.stream: expected a bool, got str"},
+      {{{"text", "x"}, {"sampling_params", 5}}, "request.sampling_params: expected a map, got positive integer"},
+      {{{"text", "x"}, {"sampling_params", {{"temperature", "hot"}}}},
+       "request.sampling_params.temperature: expected a number, got str"},
+      {{{"text", "x"}, {"sampling_params", {{"max_new_tokens", 1.5}}}},
+       "request.sampling_params.max_new_tokens: expected an integer, got float"},
+      {{{"text", "x"}, {"sampling_params", {{"stop", {1}}}}}, "request.sampling_params.stop[0]: expected a string"},
+      {{{"text", "x"}, {"sampling_params", {{"seed", -1}}}}, "request.sampling_params.seed: -1 is out of range"},
+      {{{"messages", {{{"role", 1}, {"content", "x"}}}}}, "request.messages[0].role: expected a string"},
+  };
+  for (const auto& [request, needle] : cases) expect_request_error(pack(request), needle);
+}
+
+TEST(ClientRequest, RejectsFramesThatAreNotAMap) {
+  expect_request_error(pack({1, 2}), "request: expected a map, got array");
+  expect_request_error("\xc1", "request: not valid msgpack");
+  expect_request_error(pack({{"text", "x"}}) + "?", "request: 1 stray bytes");
+}
+
+TEST(ClientRequest, EncodeThenParseRoundTrips) {
+  msg::GenerateRequest request = std::get<msg::GenerateRequest>(test::sample_messages()[0]);
+  msg::GenerateRequest chat = request;
+  request.messages.reset();  // the sample fills every prompt field; a client gives one
+  chat.text.reset();
+  EXPECT_EQ(parse_client_request(encode_client_request(request)), request);
+  EXPECT_EQ(parse_client_request(encode_client_request(chat)), chat);
+  msg::GenerateRequest ids_only;
+  ids_only.input_ids = std::vector<int32_t>{3, 1, 4};
+  EXPECT_EQ(parse_client_request(encode_client_request(ids_only)), ids_only);
+  EXPECT_FALSE(unpack(encode_client_request(ids_only)).contains("text"));
+}
+
+// A finished, non-streamed reply with logprobs and routed experts.
+msg::TextOutput finished_output() {
+  return {.rid = "r1",
+          .index = 0,
+          .text = "Once upon",
+          .output_ids = {7, 8},
+          .output_logprobs = {-0.5f, -0.25f},
+          .finish_reason = msg::FinishReason{msg::FinishKind::Length, std::nullopt, std::nullopt, ""},
+          .prompt_tokens = 12,
+          .completion_tokens = 2,
+          .cached_tokens = 4,
+          .routed_experts = msg::EncodedArray{std::string("\x01\x00\x02\x00", 4), true, {1, 1, 2}, "int16"},
+          .router_weights = msg::EncodedArray{"AACAPw==", false, {1, 1, 1}, "float32"}};
+}
+
+TEST(ClientReply, HasTheShapeOfSGLangGenerateResponse) {
+  const json reply = unpack(encode_client_reply(finished_output()));
+  EXPECT_EQ(reply["text"], "Once upon");
+  EXPECT_EQ(reply["output_ids"], json({7, 8}));
+  const json& meta = reply["meta_info"];
+  EXPECT_EQ(meta["id"], "r1");
+  EXPECT_EQ(meta["prompt_tokens"], 12);
+  EXPECT_EQ(meta["completion_tokens"], 2);
+  EXPECT_EQ(meta["cached_tokens"], 4);
+  EXPECT_EQ(meta["finish_reason"], json({{"type", "length"}, {"length", 2}}));
+  EXPECT_EQ(meta["output_token_logprobs"], json({{-0.5, 7, nullptr}, {-0.25, 8, nullptr}}));
+  ASSERT_TRUE(meta["routed_experts"].is_binary());  // raw bytes, no base64
+  EXPECT_EQ(meta["routed_experts"].get_binary(), (std::vector<uint8_t>{1, 0, 2, 0}));
+  EXPECT_EQ(meta["routed_experts_shape"], json({1, 1, 2}));
+  EXPECT_EQ(meta["routed_experts_dtype"], "int16");
+  EXPECT_EQ(meta["router_weights"], "AACAPw==");
+  EXPECT_EQ(meta["router_weights_dtype"], "float32");
+}
+
+TEST(ClientReply, StreamedChunkHasNullFinishReasonAndNoOptionalFields) {
+  msg::TextOutput chunk{.rid = "r", .index = 1, .text = " upon", .output_ids = {8}, .output_logprobs = {},
+                        .finish_reason = std::nullopt, .prompt_tokens = 3, .completion_tokens = 2,
+                        .cached_tokens = 0, .routed_experts = std::nullopt, .router_weights = std::nullopt};
+  const json reply = unpack(encode_client_reply(chunk));
+  EXPECT_TRUE(reply["meta_info"]["finish_reason"].is_null());
+  EXPECT_EQ(reply["meta_info"]["index"], 1);
+  EXPECT_FALSE(reply["meta_info"].contains("routed_experts"));
+  EXPECT_FALSE(reply["meta_info"].contains("output_token_logprobs"));
+  EXPECT_EQ(std::get<msg::TextOutput>(decode_client_reply(encode_client_reply(chunk))), chunk);
+}
+
+TEST(ClientReply, FinishReasonsAsSGLangSpellsThem) {
+  msg::TextOutput output = finished_output();
+  output.finish_reason = msg::FinishReason{msg::FinishKind::Stop, 151645, std::nullopt, ""};
+  EXPECT_EQ(unpack(encode_client_reply(output))["meta_info"]["finish_reason"],
+            json({{"type", "stop"}, {"matched", 151645}}));
+  EXPECT_EQ(std::get<msg::TextOutput>(decode_client_reply(encode_client_reply(output))), output);
+
+  output.finish_reason = msg::FinishReason{msg::FinishKind::Stop, std::nullopt, "</s>", ""};
+  EXPECT_EQ(unpack(encode_client_reply(output))["meta_info"]["finish_reason"],
+            json({{"type", "stop"}, {"matched", "</s>"}}));
+  EXPECT_EQ(std::get<msg::TextOutput>(decode_client_reply(encode_client_reply(output))), output);
+
+  output.finish_reason = msg::FinishReason{msg::FinishKind::Abort, std::nullopt, std::nullopt, "client went away"};
+  EXPECT_EQ(unpack(encode_client_reply(output))["meta_info"]["finish_reason"],
+            json({{"type", "abort"}, {"message", "client went away"}}));
+  EXPECT_EQ(std::get<msg::TextOutput>(decode_client_reply(encode_client_reply(output))), output);
+
+  EXPECT_EQ(std::get<msg::TextOutput>(decode_client_reply(encode_client_reply(finished_output()))),
+            finished_output());
+}
+
+TEST(ClientReply, ErrorsCarryMessageTypeCodeAndRid) {
+  const msg::ErrorReply error{.rid = "r9", .message = "request.text: expected a string", .code = 400, .source = ""};
+  const json reply = unpack(encode_client_error(error));
+  EXPECT_EQ(reply, json({{"error",
+                          {{"message", "request.text: expected a string"},
+                           {"type", "invalid_request_error"},
+                           {"code", 400},
+                           {"rid", "r9"}}}}));
+  EXPECT_EQ(std::get<msg::ErrorReply>(decode_client_reply(encode_client_error(error))), error);
+  const json server_error = unpack(encode_client_error({.rid = "", .message = "worker died", .code = 500, .source = ""}));
+  EXPECT_EQ(server_error["error"]["type"], "server_error");
+  EXPECT_FALSE(server_error["error"].contains("rid"));
+}
+
+TEST(ClientReply, MalformedRepliesNameTheField) {
+  test::expect_error_containing([] { decode_client_reply(pack({{"text", "x"}})); }, "reply: missing `meta_info`");
+  test::expect_error_containing(
+      [] { decode_client_reply(pack({{"text", "x"}, {"meta_info", {{"finish_reason", {{"type", "tired"}}}}}})); },
+      "reply.meta_info.finish_reason.type: unknown finish reason \"tired\"");
+}
+
+}  // namespace
+}  // namespace moe::transport

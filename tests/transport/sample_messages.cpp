@@ -1,0 +1,138 @@
+#include "sample_messages.h"
+
+namespace moe::test {
+namespace {
+
+msg::SamplingParams sample_sampling() {
+  msg::SamplingParams params;
+  params.temperature = 0.7f;
+  params.top_p = 0.9f;
+  params.top_k = 40;
+  params.min_p = 0.05f;
+  params.max_new_tokens = 512;
+  params.min_new_tokens = 3;
+  params.stop = {"\n\n", "</answer>", "ünïcode"};
+  params.stop_token_ids = {151645, 151643};
+  params.ignore_eos = true;
+  params.skip_special_tokens = false;
+  params.n = 3;
+  params.seed = 18446744073709551557ull;  // needs all 64 bits
+  return params;
+}
+
+msg::RoutingOptions sample_routing_options() {
+  return {.return_routed_experts = true,
+          .start_len = 17,
+          .dtype = "uint8",
+          .include_last = true,
+          .return_router_weights = true,
+          .weights_dtype = "float16",
+          .raw = true};
+}
+
+// rows × layers × top_k ids counting down through int16's range, with weights when asked.
+msg::RoutingRows sample_rows(int rows, int layers, int top_k, bool with_weights) {
+  msg::RoutingRows routing{.num_layers = layers, .top_k = top_k, .expert_ids = {}, .weights = {}};
+  for (int i = 0; i < rows * layers * top_k; ++i) {
+    routing.expert_ids.push_back(static_cast<int16_t>(32767 - 37 * i));
+    if (with_weights) routing.weights.push_back(1.0f / static_cast<float>(i + 1));
+  }
+  return routing;
+}
+
+}  // namespace
+
+std::vector<msg::Message> sample_messages() {
+  std::vector<msg::Message> messages;
+
+  msg::GenerateRequest generate;
+  generate.rid = "req-Ω-1";
+  generate.text = std::string("Hello\0world", 11);  // an embedded NUL must survive
+  generate.messages = std::vector<msg::ChatMessage>{{"system", "Be brief."}, {"user", "Hi"}};
+  generate.sampling = sample_sampling();
+  generate.stream = true;
+  generate.return_logprob = true;
+  generate.routing = sample_routing_options();
+  messages.emplace_back(generate);
+
+  msg::TokenizedRequest tokenized{.rid = "req-2",
+                                  .input_ids = {0, 1, 151935, 2147483647},
+                                  .sampling = sample_sampling(),
+                                  .stream = true,
+                                  .return_logprob = true,
+                                  .routing = sample_routing_options()};
+  messages.emplace_back(tokenized);
+
+  msg::WorkerBatch batch{.step = 1ull << 40,
+                         .token_ids = {5, 6, 7, 8},
+                         .positions = {0, 1, 2, 9},
+                         .sequences = {},
+                         .capture_routing = true,
+                         .capture_router_weights = true};
+  batch.sequences.push_back({.num_new_tokens = 3,
+                             .kv_slots = {10, 11, 12},
+                             .needs_logits = true,
+                             .sampling = {0.5f, 0.8f, 20, 0.1f, 42, 0, true}});
+  batch.sequences.push_back({.num_new_tokens = 1,
+                             .kv_slots = {1, 2, 3, 4, 5, 6, 7, 8, 9, 99},
+                             .needs_logits = false,
+                             .sampling = {0.0f, 1.0f, -1, 0.0f, 7, 9, false}});
+  messages.emplace_back(batch);
+
+  msg::WorkerResult result{.step = 99, .sampled_ids = {151645, 3}, .logprobs = {-0.25f, -7.5f}, .routing = {}};
+  result.routing.push_back({.step = 98, .rows = sample_rows(4, 3, 2, true)});
+  result.routing.push_back({.step = 99, .rows = sample_rows(2, 3, 2, false)});
+  messages.emplace_back(result);
+
+  msg::DetokenizeBatch detokenize;
+  detokenize.items.push_back({.rid = "a",
+                              .index = 2,
+                              .options = msg::OutputOptions{.stream = true,
+                                                            .skip_special_tokens = false,
+                                                            .stop = {"STOP"},
+                                                            .return_logprob = true,
+                                                            .routing = sample_routing_options()},
+                              .new_token_ids = {11, 12},
+                              .new_logprobs = {-1.0f, -2.0f},
+                              .routing = sample_rows(2, 4, 8, true),
+                              .finish_reason = msg::FinishReason{msg::FinishKind::Stop, 151645, std::nullopt, ""},
+                              .prompt_tokens = 30,
+                              .cached_tokens = 16});
+  detokenize.items.push_back({.rid = "b",
+                              .index = 0,
+                              .options = std::nullopt,
+                              .new_token_ids = {13},
+                              .new_logprobs = {},
+                              .routing = {},
+                              .finish_reason = msg::FinishReason{msg::FinishKind::Abort, std::nullopt, "x", "gone"},
+                              .prompt_tokens = 5,
+                              .cached_tokens = 0});
+  messages.emplace_back(detokenize);
+
+  msg::TextOutputBatch text;
+  text.outputs.push_back({.rid = "a",
+                          .index = 1,
+                          .text = "Once upon",
+                          .output_ids = {7, 8},
+                          .output_logprobs = {-0.5f, -0.75f},
+                          .finish_reason = msg::FinishReason{msg::FinishKind::Length, std::nullopt, std::nullopt, ""},
+                          .prompt_tokens = 12,
+                          .completion_tokens = 2,
+                          .cached_tokens = 4,
+                          .routed_experts = msg::EncodedArray{std::string("\x01\x00\xff", 3), true, {13, 4, 2}, "int16"},
+                          .router_weights = msg::EncodedArray{"AAAA", false, {13, 4, 2}, "float16"}});
+  text.outputs.push_back({.rid = "b", .index = 0, .text = "", .output_ids = {}, .output_logprobs = {},
+                          .finish_reason = std::nullopt, .prompt_tokens = 1, .completion_tokens = 0,
+                          .cached_tokens = 0, .routed_experts = std::nullopt, .router_weights = std::nullopt});
+  messages.emplace_back(text);
+
+  messages.emplace_back(msg::Abort{.rid = "a", .reason = "client disconnected"});
+  messages.emplace_back(msg::ErrorReply{.rid = "r", .message = "prompt too long", .code = 400, .source = "tokenizer"});
+  messages.emplace_back(msg::HealthCheck{.id = 123456789});
+  messages.emplace_back(msg::HealthReply{.id = 123456789, .healthy = false, .message = "worker down"});
+  messages.emplace_back(msg::Ready{.actor = "scheduler", .pid = 4242});
+  messages.emplace_back(msg::Shutdown{.reason = "SIGTERM"});
+  return messages;
+}
+
+}  // namespace moe::test

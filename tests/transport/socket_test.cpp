@@ -1,0 +1,217 @@
+// Real sockets between two event loops on two threads, over inproc, ipc and tcp.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "transport/actor_loop.h"
+#include "transport/endpoints.h"
+#include "transport/message_codec.h"
+#include "transport_fixture.h"
+
+namespace moe::transport {
+namespace {
+
+using test::arrives;
+using test::TransportTest;
+
+// A payload of `size` bytes that starts with its sequence number, so order can be checked.
+std::string numbered_payload(int number, size_t size) {
+  std::string payload = std::to_string(number) + ":";
+  payload.resize(size, static_cast<char>('a' + number % 26));
+  return payload;
+}
+
+int number_of(const std::string& payload) { return std::stoi(payload.substr(0, payload.find(':'))); }
+
+TEST_P(TransportTest, PushPullDeliversTenThousandMessagesInOrder) {
+  constexpr uint64_t kCount = 10000;
+  std::vector<uint64_t> received;
+  std::promise<void> all_received;
+  ActorLoop receiver(context_, "receiver");
+  ActorLoop sender(context_, "sender");
+
+  auto& inbox = receiver.make<Inbox>(bind_address("pipeline"), [&](msg::Message&& message) {
+    received.push_back(std::get<msg::HealthCheck>(message).id);
+    if (received.size() == kCount) all_received.set_value();
+  });
+  auto& outbox = sender.make<Outbox>(inbox.endpoint());
+  sender.post([&] {
+    for (uint64_t i = 0; i < kCount; ++i) outbox.send(msg::HealthCheck{.id = i});
+  });
+  receiver.start();
+  sender.start();
+
+  auto future = all_received.get_future();
+  ASSERT_TRUE(arrives(future)) << "received " << received.size() << " of " << kCount;
+  receiver.stop();
+  receiver.join();
+  std::vector<uint64_t> expected(kCount);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(received, expected);
+}
+
+TEST_P(TransportTest, RouterAnswersSeveralDealersEachInOrder) {
+  constexpr int kDealers = 5;
+  constexpr int kRequestsEach = 200;
+  std::vector<std::vector<std::string>> replies(kDealers);
+  std::atomic<int> total{0};
+  std::promise<void> all_answered;
+  ActorLoop server(context_, "server");
+  ActorLoop clients(context_, "clients");
+
+  RouterEndpoint* router = nullptr;
+  router = &server.make<RouterEndpoint>(
+      bind_address("clients"), [&router](ClientAddress client, std::string payload) { router->reply(client, payload + "!"); },
+      [](const ClientAddress&) {});
+  std::vector<DealerEndpoint*> dealers;
+  for (int d = 0; d < kDealers; ++d) {
+    dealers.push_back(&clients.make<DealerEndpoint>(router->endpoint(), [&, d](std::string payload) {
+      replies[d].push_back(std::move(payload));
+      if (++total == kDealers * kRequestsEach) all_answered.set_value();
+    }));
+  }
+  clients.post([&] {
+    for (int i = 0; i < kRequestsEach; ++i) {
+      for (int d = 0; d < kDealers; ++d) dealers[d]->send("dealer" + std::to_string(d) + "#" + std::to_string(i));
+    }
+  });
+  server.start();
+  clients.start();
+
+  auto future = all_answered.get_future();
+  ASSERT_TRUE(arrives(future)) << "answered " << total << " of " << kDealers * kRequestsEach;
+  clients.stop();
+  clients.join();
+  for (int d = 0; d < kDealers; ++d) {
+    ASSERT_EQ(replies[d].size(), static_cast<size_t>(kRequestsEach));
+    for (int i = 0; i < kRequestsEach; ++i) {
+      EXPECT_EQ(replies[d][i], "dealer" + std::to_string(d) + "#" + std::to_string(i) + "!");
+    }
+  }
+}
+
+TEST_P(TransportTest, BurstBeyondTheHighWaterMarkIsDeliveredWhole) {
+  // 2000 × 16 KiB overflows ZeroMQ's queues (8 messages each way) and the kernel's socket buffers,
+  // so the sender must park messages and resume only when ZMQ_FD signals room again.
+  constexpr int kBurst = 2000;
+  constexpr size_t kSize = 16 * 1024;
+  const SocketOptions small_queues{.send_high_water_mark = 8, .receive_high_water_mark = 8};
+  std::vector<std::string> received;
+  std::promise<void> all_received;
+  std::promise<size_t> parked_after_first_flush;
+  ActorLoop receiver(context_, "receiver");
+  ActorLoop sender(context_, "sender");
+
+  AsyncSocket& pull = receiver.make<AsyncSocket>(SocketKind::Pull, small_queues);
+  const std::string endpoint = pull.bind(bind_address("burst"));
+  pull.on_receive([&](Multipart&& message) {
+    received.push_back(std::move(message.front()));
+    if (received.size() == kBurst) all_received.set_value();
+  });
+  AsyncSocket& push = sender.make<AsyncSocket>(SocketKind::Push, small_queues);
+  push.connect(endpoint);
+  sender.post([&] {
+    for (int i = 0; i < kBurst; ++i) push.send({numbered_payload(i, kSize)});
+    // Queued after the socket's own flush, so this sees what could not be sent yet.
+    sender.post([&] { parked_after_first_flush.set_value(push.queued_messages()); });
+  });
+  sender.start();
+  auto parked = parked_after_first_flush.get_future();
+  ASSERT_TRUE(arrives(parked));
+  EXPECT_GT(parked.get(), 0u) << "the burst never exceeded the high-water mark";
+
+  receiver.start();  // only now does anything drain
+  auto future = all_received.get_future();
+  ASSERT_TRUE(arrives(future)) << "received " << received.size() << " of " << kBurst;
+  receiver.stop();
+  receiver.join();
+  for (int i = 0; i < kBurst; ++i) {
+    ASSERT_EQ(number_of(received[i]), i);
+    ASSERT_EQ(received[i].size(), kSize);
+  }
+}
+
+TEST_P(TransportTest, RouterKeepsServingOthersWhileOneClientStopsReading) {
+  constexpr int kBurst = 2000;
+  constexpr size_t kSize = 16 * 1024;
+  constexpr int kFastRequests = 50;
+  const SocketOptions small_queues{.send_high_water_mark = 8, .receive_high_water_mark = 8};
+  std::vector<std::string> slow_received;
+  std::promise<void> release_slow;
+  std::shared_future<void> released = release_slow.get_future().share();
+  std::promise<void> slow_done;
+  int fast_replies = 0;
+  std::promise<void> fast_done;
+  ActorLoop server(context_, "server");
+  ActorLoop slow_client(context_, "slow");
+  ActorLoop fast_client(context_, "fast");
+
+  RouterEndpoint* router = nullptr;
+  router = &server.make<RouterEndpoint>(
+      bind_address("clients"),
+      [&router](ClientAddress client, std::string payload) {
+        if (payload != "burst please") return router->reply(client, "ok");
+        for (int i = 0; i < kBurst; ++i) router->reply(client, numbered_payload(i, kSize));
+      },
+      [](const ClientAddress&) {}, small_queues);
+  auto& slow = slow_client.make<DealerEndpoint>(
+      router->endpoint(),
+      [&](std::string payload) {
+        if (slow_received.empty()) released.wait();  // a client that stops reading for a while
+        slow_received.push_back(std::move(payload));
+        if (slow_received.size() == kBurst) slow_done.set_value();
+      },
+      small_queues);
+  auto& fast = fast_client.make<DealerEndpoint>(router->endpoint(), [&](std::string payload) {
+    EXPECT_EQ(payload, "ok");
+    if (++fast_replies == kFastRequests) fast_done.set_value();
+  });
+  slow.send("burst please");
+  for (int i = 0; i < kFastRequests; ++i) fast.send("ping");
+  server.start();
+  slow_client.start();
+  fast_client.start();
+
+  auto fast_future = fast_done.get_future();
+  EXPECT_TRUE(arrives(fast_future)) << "a stalled client blocked the others: " << fast_replies << " replies";
+  release_slow.set_value();
+  auto slow_future = slow_done.get_future();
+  ASSERT_TRUE(arrives(slow_future)) << "the slow client got " << slow_received.size() << " of " << kBurst;
+  slow_client.stop();
+  slow_client.join();
+  for (int i = 0; i < kBurst; ++i) ASSERT_EQ(number_of(slow_received[i]), i);
+}
+
+TEST_P(TransportTest, ReplyToADisconnectedClientReportsItGone) {
+  std::promise<ClientAddress> request_seen;
+  std::promise<ClientAddress> gone;
+  bool gone_reported = false;
+  ActorLoop server(context_, "server");
+  auto client = std::make_unique<ActorLoop>(context_, "client");
+
+  RouterEndpoint& router = server.make<RouterEndpoint>(
+      bind_address("clients"), [&](ClientAddress address, std::string) { request_seen.set_value(address); },
+      [&](const ClientAddress& address) {
+        if (!gone_reported) gone.set_value(address);
+        gone_reported = true;
+      });
+  client->make<DealerEndpoint>(router.endpoint(), [](std::string) {}).send("hello");
+  server.start();
+  client->start();
+  auto seen = request_seen.get_future();
+  ASSERT_TRUE(arrives(seen));
+  const ClientAddress address = seen.get();
+  client.reset();  // the client's socket closes
+
+  // The server learns of the disconnect asynchronously; keep replying until a reply bounces.
+  auto gone_future = gone.get_future();
+  for (int attempt = 0; attempt < 500 && gone_future.wait_for(std::chrono::milliseconds(10)) != std::future_status::ready;
+       ++attempt) {
+    server.post([&router, address] { router.reply(address, "late reply"); });
+  }
+  ASSERT_TRUE(arrives(gone_future, std::chrono::seconds(1)));
+  EXPECT_EQ(gone_future.get(), address);
+}
+
+}  // namespace
+}  // namespace moe::transport
