@@ -48,6 +48,11 @@ TEST(JinjaLoops, NestedLoopsEachHaveTheirOwnLoopObject) {
             "121 122 ");
 }
 
+// transformers' {% generation %} only marks assistant tokens for masks; its body renders in place.
+TEST(JinjaStatements, GenerationBlockRendersItsBody) {
+  EXPECT_EQ(render("a{% generation %}{{ 1 + 1 }}{% endgeneration %}b"), "a2b");
+}
+
 TEST(JinjaScoping, SetInsideALoopStaysInItsIteration) {
   // Each iteration starts from the outer value; nothing leaks out of the loop.
   EXPECT_EQ(render("{% set x = 1 %}{% for i in [1, 2] %}{{ x }}{% set x = 2 %}{{ x }}{% endfor %}{{ x }}"), "12121");
