@@ -13,7 +13,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -154,6 +154,8 @@ struct WorkerResult {
   std::vector<int32_t> sampled_ids;
   std::vector<float> logprobs;      // aligned with sampled_ids; empty when nobody asked
   std::vector<StepRouting> routing;  // rows whose copies completed, oldest step first
+  // Only routing rows, sent when a copy finishes while the worker is idle; `step` is unused.
+  bool routing_only = false;
   bool operator==(const WorkerResult&) const = default;
 };
 
@@ -237,6 +239,8 @@ struct Abort {
   static constexpr MessageKind kind = MessageKind::Abort;
   std::string rid;
   std::string reason;
+  int32_t index = -1;        // one completion of an n > 1 request; -1 = all of them
+  bool stop_string = false;  // the detokenizer already sent the final reply (a stop string)
   bool operator==(const Abort&) const = default;
 };
 

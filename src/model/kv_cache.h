@@ -4,6 +4,7 @@
 // scheduler and passed in each ForwardBatch (the request-to-token table); the cache only holds data.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace moe {
@@ -16,16 +17,19 @@ class KvCache {
   int64_t bytes() const;
   int64_t row_size() const { return row_size_; }
   // [num_kv_heads * head_dim] floats of one token slot in one layer.
-  float* key(int layer, int64_t slot) { return keys_[layer].data() + slot * row_size_; }
-  float* value(int layer, int64_t slot) { return values_[layer].data() + slot * row_size_; }
-  const float* key(int layer, int64_t slot) const { return keys_[layer].data() + slot * row_size_; }
-  const float* value(int layer, int64_t slot) const { return values_[layer].data() + slot * row_size_; }
+  float* key(int layer, int64_t slot) { return keys_[layer].get() + slot * row_size_; }
+  float* value(int layer, int64_t slot) { return values_[layer].get() + slot * row_size_; }
+  const float* key(int layer, int64_t slot) const { return keys_[layer].get() + slot * row_size_; }
+  const float* value(int layer, int64_t slot) const { return values_[layer].get() + slot * row_size_; }
 
  private:
   int64_t num_slots_;
+  int64_t num_layers_;
   int64_t row_size_;
-  std::vector<std::vector<float>> keys_;    // [layer][slot * row_size]
-  std::vector<std::vector<float>> values_;  // [layer][slot * row_size]
+  // [layer][slot * row_size], left uninitialised: a slot is always written before it is read, and
+  // untouched pages of a large pool then cost no memory.
+  std::vector<std::unique_ptr<float[]>> keys_;
+  std::vector<std::unique_ptr<float[]>> values_;
 };
 
 }  // namespace moe

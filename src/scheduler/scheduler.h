@@ -56,6 +56,8 @@ class Scheduler {
   std::vector<FinishedRequest> abort(const std::string& rid, const std::string& message);
   // Ends one completion for a reason found outside (a stop string seen by the detokenizer).
   std::optional<FinishedRequest> finish_request(const std::string& rid, int index, FinishReason reason);
+  // The batch in flight will never come back (its worker died): forget it, so that planning can go on.
+  void abandon_in_flight() { in_flight_step_ = 0; }
   // Evicts every cached prefix no running request uses.
   void flush_cache() { kv_.flush_cache(); }
 

@@ -118,6 +118,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("sampled_ids", m.sampled_ids);
   visit("logprobs", m.logprobs);
   visit("routing", m.routing);
+  visit("routing_only", m.routing_only);
 }
 
 template <StructOf<FinishReason> M, class Visit>
@@ -187,6 +188,8 @@ template <StructOf<Abort> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
   visit("rid", m.rid);
   visit("reason", m.reason);
+  visit("index", m.index);
+  visit("stop_string", m.stop_string);
 }
 
 template <StructOf<ErrorReply> M, class Visit>

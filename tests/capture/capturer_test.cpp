@@ -9,33 +9,15 @@
 
 #include "capture/routed_experts_capturer.h"
 #include "capture/routing_host_cache.h"
-#include "common/json_file.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
-#include <nlohmann/json.hpp>
+#include "support/golden_support.h"
 
 namespace moe {
 namespace {
 
-struct Case {
-  std::vector<int32_t> prompt, golden_outputs;
-  std::vector<int32_t> golden_rows;  // flattened [pos][layer][k]
-  std::vector<float> min_gap;
-};
-
-std::vector<Case> load_cases(const std::string& fixture) {
-  const auto golden = read_json_file(std::string(MOE_TEST_DATA_DIR) + "/" + fixture + "/golden.json");
-  std::vector<Case> cases;
-  for (const auto& c : golden["cases"]) {
-    Case out{c["prompt_ids"].get<std::vector<int32_t>>(), c["output_ids"].get<std::vector<int32_t>>(), {}, {}};
-    for (const auto& row : c["routed_experts"])
-      for (const auto& layer : row)
-        for (const auto& id : layer) out.golden_rows.push_back(id.get<int32_t>());
-    out.min_gap = c["router_min_gap"].get<std::vector<float>>();
-    cases.push_back(std::move(out));
-  }
-  return cases;
-}
+using testing::Golden;
+using testing::GoldenCase;
 
 // Runs every case to completion in one batch (prompts in chunks of `chunk`), capturing through
 // `capturer` into `host` with each case on its own slot range starting at slot_base.
@@ -47,15 +29,15 @@ struct CaptureRun {
   uint64_t step = 0;
   std::vector<std::vector<int32_t>> slot_tables;
 
-  std::vector<std::vector<int32_t>> run(const std::vector<Case>& cases, int chunk, int new_tokens) {
+  std::vector<std::vector<int32_t>> run(const std::vector<GoldenCase>& cases, int chunk, int new_tokens) {
     KvCache kv = model.make_kv_cache(slot_base + 4096);
     std::vector<std::vector<int32_t>> tokens;
     std::vector<size_t> fed(cases.size(), 0);
     slot_tables.assign(cases.size(), {});
     int32_t next = slot_base;
-    for (const Case& c : cases) {
-      tokens.push_back(c.prompt);
-      for (size_t i = 0; i < c.prompt.size() + new_tokens; ++i) slot_tables[tokens.size() - 1].push_back(next++);
+    for (const GoldenCase& c : cases) {
+      tokens.push_back(c.prompt_ids);
+      for (size_t i = 0; i < c.prompt_ids.size() + new_tokens; ++i) slot_tables[tokens.size() - 1].push_back(next++);
     }
     std::map<uint64_t, std::vector<int32_t>> step_slots;
     std::vector<float> logits;
@@ -64,7 +46,7 @@ struct CaptureRun {
       std::vector<size_t> owners;
       std::vector<int32_t> token_slots;
       for (size_t r = 0; r < cases.size(); ++r) {
-        const size_t target = cases[r].prompt.size() + new_tokens - 1;  // the last token is never fed
+        const size_t target = cases[r].prompt_ids.size() + new_tokens - 1;  // the last token is never fed
         if (fed[r] >= target) continue;
         size_t n = std::min(tokens[r].size() - fed[r], static_cast<size_t>(chunk));
         std::vector<int32_t> part(tokens[r].begin() + fed[r], tokens[r].begin() + fed[r] + n);
@@ -93,31 +75,21 @@ struct CaptureRun {
   }
 };
 
-void expect_rows_match(const Case& c, const std::vector<int16_t>& rows, int L, int K) {
-  const size_t count = c.prompt.size() + c.golden_outputs.size() - 1;
-  ASSERT_EQ(rows.size(), count * L * K);
-  for (size_t pos = 0; pos < count; ++pos) {
-    for (int l = 0; l < L; ++l) {
-      std::vector<int32_t> got(rows.begin() + (pos * L + l) * K, rows.begin() + (pos * L + l + 1) * K);
-      std::vector<int32_t> want(c.golden_rows.begin() + (pos * L + l) * K, c.golden_rows.begin() + (pos * L + l + 1) * K);
-      if (c.min_gap[pos] < 1e-3f) continue;  // a near-tie may legitimately differ
-      std::sort(got.begin(), got.end());
-      std::sort(want.begin(), want.end());
-      EXPECT_EQ(got, want) << "position " << pos << " layer " << l;
-    }
-  }
+// The first `count` rows captured for case c equal its golden rows.
+void expect_rows_match(const Golden& golden, const GoldenCase& c, const std::vector<int16_t>& rows, int64_t count) {
+  testing::expect_routing_matches_golden(golden, c, std::vector<int32_t>(rows.begin(), rows.end()), count);
 }
 
 class CapturerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    model_ = Model::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-moe-tiny");
-    cases_ = load_cases("qwen3-moe-tiny");
+    golden_ = testing::load_golden("qwen3-moe-tiny");
+    model_ = Model::load(golden_.model_dir);
     L_ = model_->config().num_moe_layers();
     K_ = model_->config().num_experts_per_tok;
   }
+  Golden golden_;
   std::unique_ptr<Model> model_;
-  std::vector<Case> cases_;
   int L_ = 0, K_ = 0;
 };
 
@@ -127,15 +99,15 @@ TEST_F(CapturerTest, RowsByKvSlotEqualGoldensWithNoSentinelLeft) {
   for (int chunk : {1, 7, 1000}) {
     RoutedExpertsCapturer capturer(L_, 4096, K_, false, std::make_unique<ThreadCopyEngine>());
     CaptureRun run{*model_, capturer, host, chunk == 7 ? 2048 : 0};  // later runs reuse freed slots
-    const auto tokens = run.run(cases_, chunk, 24);
-    for (size_t r = 0; r < cases_.size(); ++r) {
+    const auto tokens = run.run(golden_.cases, chunk, 24);
+    for (size_t r = 0; r < golden_.cases.size(); ++r) {
+      const GoldenCase& c = golden_.cases[r];
       SCOPED_TRACE("chunk " + std::to_string(chunk) + " case " + std::to_string(r));
-      EXPECT_EQ(std::vector<int32_t>(tokens[r].begin() + cases_[r].prompt.size(), tokens[r].end()),
-                cases_[r].golden_outputs);
+      EXPECT_EQ(std::vector<int32_t>(tokens[r].begin() + c.prompt_ids.size(), tokens[r].end()), c.output_ids);
       std::vector<int16_t> rows;
       host.gather(run.slot_tables[r].data(), static_cast<int64_t>(tokens[r].size() - 1), rows, nullptr);
       EXPECT_EQ(std::count(rows.begin(), rows.end(), int16_t{-7}), 0);
-      expect_rows_match(cases_[r], rows, L_, K_);
+      expect_rows_match(golden_, c, rows, static_cast<int64_t>(tokens[r].size() - 1));
     }
   }
 }
@@ -147,12 +119,12 @@ TEST_F(CapturerTest, CopyOfStepNOverlapsForwardOfStepNPlus1) {
   RoutedExpertsCapturer capturer(L_, 4096, K_, true,
                                  std::make_unique<ThreadCopyEngine>([&] { ++copies_done; }, std::chrono::milliseconds(30)));
   RoutingHostCache host(4096, L_, K_, true);
-  const std::vector<Case> one = {cases_[2]};
+  const GoldenCase& one = golden_.cases[2];
   std::vector<int32_t> slots;
   for (int32_t i = 0; i < 64; ++i) slots.push_back(i);
   KvCache kv = model_->make_kv_cache(64);
   std::vector<float> logits;
-  std::vector<int32_t> tokens = one[0].prompt;
+  std::vector<int32_t> tokens = one.prompt_ids;
   int overlapped = 0;
   size_t fed = 0;
   for (uint64_t step = 0; step < 6; ++step) {
@@ -175,14 +147,12 @@ TEST_F(CapturerTest, CopyOfStepNOverlapsForwardOfStepNPlus1) {
     EXPECT_EQ(staged[i].weights.size(), staged[i].ids.size());
   }
   // Step 0 held the prompt, steps 1..5 one token each: the rows of positions 0..P+4.
-  std::vector<int32_t> token_slots(slots.begin(), slots.begin() + one[0].prompt.size());
+  std::vector<int32_t> token_slots(slots.begin(), slots.begin() + one.prompt_ids.size());
   host.store(staged[0], token_slots);
-  for (size_t i = 1; i < staged.size(); ++i) host.store(staged[i], {static_cast<int32_t>(one[0].prompt.size() + i - 1)});
+  for (size_t i = 1; i < staged.size(); ++i) host.store(staged[i], {static_cast<int32_t>(one.prompt_ids.size() + i - 1)});
   std::vector<int16_t> rows;
-  host.gather(slots.data(), static_cast<int64_t>(one[0].prompt.size() + 5), rows, nullptr);
-  Case truncated = one[0];
-  truncated.golden_outputs.resize(6);
-  expect_rows_match(truncated, rows, L_, K_);
+  host.gather(slots.data(), static_cast<int64_t>(one.prompt_ids.size() + 5), rows, nullptr);
+  expect_rows_match(golden_, one, rows, static_cast<int64_t>(one.prompt_ids.size() + 5));
 }
 
 }  // namespace

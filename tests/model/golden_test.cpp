@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "golden_support.h"
+#include "support/golden_support.h"
 #include "moe/expert_placement.h"
 
 namespace moe::testing {

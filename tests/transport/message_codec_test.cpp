@@ -48,7 +48,12 @@ TEST(MessageCodec, FrameIsVersionKindBody) {
   ASSERT_EQ(root.via.array.size, 3u);
   EXPECT_EQ(root.via.array.ptr[0].as<uint32_t>(), msg::kProtocolVersion);
   EXPECT_EQ(root.via.array.ptr[1].as<uint32_t>(), static_cast<uint32_t>(msg::MessageKind::Abort));
-  EXPECT_EQ(root.via.array.ptr[2].as<std::vector<std::string>>(), (std::vector<std::string>{"x", "y"}));
+  const msgpack::object& body = root.via.array.ptr[2];
+  ASSERT_EQ(body.type, msgpack::type::ARRAY);
+  ASSERT_EQ(body.via.array.size, 4u);  // rid, reason, index, stop_string
+  EXPECT_EQ(body.via.array.ptr[0].as<std::string>(), "x");
+  EXPECT_EQ(body.via.array.ptr[1].as<std::string>(), "y");
+  EXPECT_EQ(body.via.array.ptr[2].as<int32_t>(), -1);
 }
 
 TEST(MessageCodec, RoutingRowsTravelAsBinNotIntegerArrays) {
@@ -99,18 +104,19 @@ TEST(MessageCodec, NamesTheFieldOfABodyThatDoesNotFitItsKind) {
                       "Abort.rid: expected a string, got positive integer");
   expect_decode_error(frame_of(msg::kProtocolVersion, abort_kind,
                                [](auto& packer) { packer.pack(std::vector<std::string>{"only one"}); }),
-                      "Abort: expected 2 fields, got 1");
+                      "Abort: expected 4 fields, got 1");
   expect_decode_error(frame_of(msg::kProtocolVersion, static_cast<uint32_t>(msg::MessageKind::HealthCheck),
                                [](auto& packer) { packer.pack(std::vector<int>{-1}); }),
                       "HealthCheck.id: -1 is out of range");
   expect_decode_error(frame_of(msg::kProtocolVersion, static_cast<uint32_t>(msg::MessageKind::WorkerResult),
                                [](auto& packer) {
-                                 packer.pack_array(4);
+                                 packer.pack_array(5);
                                  packer.pack(3);
                                  packer.pack_bin(0);
                                  packer.pack_bin(3);  // 3 bytes cannot hold whole floats
                                  packer.pack_bin_body("abc", 3);
                                  packer.pack_array(0);
+                                 packer.pack(false);
                                }),
                       "WorkerResult.logprobs: bin of 3 bytes is not a whole number of 4-byte values");
 }

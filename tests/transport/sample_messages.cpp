@@ -83,6 +83,10 @@ std::vector<msg::Message> sample_messages() {
   result.routing.push_back({.step = 98, .rows = sample_rows(4, 3, 2, true)});
   result.routing.push_back({.step = 99, .rows = sample_rows(2, 3, 2, false)});
   messages.emplace_back(result);
+  msg::WorkerResult routing_only;
+  routing_only.routing_only = true;
+  routing_only.routing.push_back({.step = 100, .rows = sample_rows(1, 3, 2, true)});
+  messages.emplace_back(routing_only);
 
   msg::DetokenizeBatch detokenize;
   detokenize.items.push_back({.rid = "a",
@@ -127,6 +131,7 @@ std::vector<msg::Message> sample_messages() {
   messages.emplace_back(text);
 
   messages.emplace_back(msg::Abort{.rid = "a", .reason = "client disconnected"});
+  messages.emplace_back(msg::Abort{.rid = "b", .reason = "STOP", .index = 2, .stop_string = true});
   messages.emplace_back(msg::ErrorReply{.rid = "r", .message = "prompt too long", .code = 400, .source = "tokenizer"});
   messages.emplace_back(msg::HealthCheck{.id = 123456789});
   messages.emplace_back(msg::HealthReply{.id = 123456789, .healthy = false, .message = "worker down"});

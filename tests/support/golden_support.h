@@ -33,6 +33,12 @@ Golden load_golden(const std::string& fixture);
 // Greedy requests for every case, generating the golden number of tokens, EOS ignored.
 std::vector<GenerationRequest> greedy_requests(const Golden& golden);
 
+// Checks `expected_rows` routing rows ([rows][layer][k] flattened) against golden case `c`: equal ids,
+// except where the golden marks a near-tie (router_min_gap < 1e-3 at the k-th boundary, or adjacent
+// weights within 1e-4 for the order).
+void expect_routing_matches_golden(const Golden& golden, const GoldenCase& c, const std::vector<int32_t>& rows,
+                                   int64_t expected_rows);
+
 // Checks ids, logprobs and `expected_rows` routing rows of `result` against golden case `c`.
 void expect_matches_golden(const Golden& golden, const GoldenCase& c, const GenerationResult& result,
                            int64_t expected_rows, const std::string& label);

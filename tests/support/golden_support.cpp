@@ -1,4 +1,4 @@
-#include "golden_support.h"
+#include "support/golden_support.h"
 
 #include <cmath>
 
@@ -52,21 +52,16 @@ bool near_tie_swap(const std::vector<int32_t>& golden_ids, const std::vector<flo
 
 }  // namespace
 
-void expect_matches_golden(const Golden& golden, const GoldenCase& c, const GenerationResult& result,
-                           int64_t expected_rows, const std::string& label) {
-  SCOPED_TRACE(label);
-  ASSERT_EQ(result.output_ids, c.output_ids);
-  ASSERT_EQ(result.output_logprobs.size(), c.output_logprobs.size());
-  for (size_t i = 0; i < c.output_logprobs.size(); ++i)
-    EXPECT_NEAR(result.output_logprobs[i], c.output_logprobs[i], 1e-3) << "logprob of output " << i;
-  ASSERT_EQ(result.routed_rows, expected_rows);
+void expect_routing_matches_golden(const Golden& golden, const GoldenCase& c, const std::vector<int32_t>& rows,
+                                   int64_t expected_rows) {
   const int L = golden.num_moe_layers, K = golden.top_k;
+  ASSERT_EQ(static_cast<int64_t>(rows.size()), expected_rows * L * K);
   for (int64_t pos = 0; pos < expected_rows; ++pos) {
     for (int l = 0; l < L; ++l) {
       const auto& want = c.routed_experts[pos][l];
       const auto& want_w = c.routed_weights[pos][l];
       for (int k = 0; k < K; ++k) {
-        const int32_t got = result.routed_experts[(pos * L + l) * K + k];
+        const int32_t got = rows[(pos * L + l) * K + k];
         if (got == want[k]) continue;
         // The k-th/(k+1)-th boundary is a near-tie: the last expert may legitimately differ.
         if (k == K - 1 && c.router_min_gap[pos] < 1e-3f) continue;
@@ -76,6 +71,17 @@ void expect_matches_golden(const Golden& golden, const GoldenCase& c, const Gene
       }
     }
   }
+}
+
+void expect_matches_golden(const Golden& golden, const GoldenCase& c, const GenerationResult& result,
+                           int64_t expected_rows, const std::string& label) {
+  SCOPED_TRACE(label);
+  ASSERT_EQ(result.output_ids, c.output_ids);
+  ASSERT_EQ(result.output_logprobs.size(), c.output_logprobs.size());
+  for (size_t i = 0; i < c.output_logprobs.size(); ++i)
+    EXPECT_NEAR(result.output_logprobs[i], c.output_logprobs[i], 1e-3) << "logprob of output " << i;
+  ASSERT_EQ(result.routed_rows, expected_rows);
+  expect_routing_matches_golden(golden, c, result.routed_experts, expected_rows);
 }
 
 }  // namespace moe::testing

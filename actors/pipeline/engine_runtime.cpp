@@ -1,0 +1,207 @@
+#include "common/prelude.h"
+
+#include "pipeline/engine_runtime.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <future>
+#include <random>
+#include <spdlog/spdlog.h>
+#include <thread>
+
+#include "common/error.h"
+#include "common/json_file.h"
+#include "pipeline/detokenizer_actor.h"
+#include "pipeline/pipeline_endpoints.h"
+#include "pipeline/scheduler_actor.h"
+#include "pipeline/tokenizer_actor.h"
+#include "pipeline/worker_actor.h"
+#include "tokenizer/tokenizer_config.h"
+#include "transport/ready_barrier.h"
+#include "transport/zmq_context.h"
+
+namespace moe::actors {
+namespace {
+
+std::string tokenizer_dir(const ServeOptions& options) {
+  const std::string dir = options.tokenizer_path.empty() ? options.model_path : options.tokenizer_path;
+  if (!file_exists(dir + "/tokenizer.json"))
+    throw Error(dir + " has no tokenizer.json: pass --tokenizer-path with the model's tokenizer directory");
+  return dir;
+}
+
+std::unique_ptr<Model> load_model(const ServeOptions& options) {
+  ModelOptions mo;
+  mo.moe_backend = parse_moe_backend(options.moe_runner_backend);
+  mo.ep_size = options.ep_size;
+  mo.expert_placement_file = options.expert_placement;
+  spdlog::info("loading {}", options.model_path);
+  return Model::load(options.model_path, mo);
+}
+
+int64_t context_length(const ServeOptions& options, const ModelConfig& c) {
+  return options.context_length > 0 ? options.context_length : c.max_position_embeddings;
+}
+
+// The KV pool, unless given: as many token slots as the memory budget holds, but no more than
+// eight full contexts (a small model would otherwise get millions of slots it never uses).
+int64_t kv_slots_for(const ServeOptions& options, const ModelConfig& c) {
+  if (options.max_total_tokens > 0) return options.max_total_tokens;
+  const int64_t bytes_per_token = int64_t{2} * c.num_hidden_layers * c.num_key_value_heads * c.head_dim * 4;
+  return std::clamp<int64_t>(options.kv_cache_memory_bytes / bytes_per_token, 1, 8 * context_length(options, c));
+}
+
+SchedulerConfig scheduler_config(const ServeOptions& options, const ModelConfig& c) {
+  return SchedulerConfig{kv_slots_for(options, c), options.max_running_requests, options.chunked_prefill_size,
+                         !options.disable_radix_cache, context_length(options, c)};
+}
+
+ModelWorkerOptions worker_options(const ServeOptions& options, const ModelConfig& c) {
+  ModelWorkerOptions wo;
+  wo.kv_slots = kv_slots_for(options, c) + 1;  // the scheduler's pool plus its padding slot
+  wo.max_batch_tokens = options.chunked_prefill_size > 0 ? options.chunked_prefill_size : kv_slots_for(options, c);
+  wo.enable_routed_experts = options.enable_return_routed_experts;
+  return wo;
+}
+
+}  // namespace
+
+struct EngineRuntime::Actors {
+  std::unique_ptr<transport::ActorLoop> tokenizer_loop, scheduler_loop, worker_loop, heartbeat_loop, detokenizer_loop;
+  std::unique_ptr<TokenizerActor> tokenizer;
+  std::unique_ptr<SchedulerActor> scheduler;
+  std::unique_ptr<WorkerActor> worker;
+  std::unique_ptr<DetokenizerActor> detokenizer;
+
+  // Front door first, so nothing new enters while the rest winds down.
+  void stop_loops() {
+    for (auto* loop : {tokenizer_loop.get(), scheduler_loop.get(), worker_loop.get(), heartbeat_loop.get(),
+                       detokenizer_loop.get()}) {
+      if (!loop) continue;
+      loop->stop();
+      loop->join();
+    }
+  }
+};
+
+EngineRuntime::EngineRuntime(const ServeOptions& options)
+    : context_(std::make_unique<transport::Context>()), actors_(std::make_unique<Actors>()) {
+  const std::string tok_dir = tokenizer_dir(options);
+  tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(tok_dir);
+  const tokenizer::TokenizerConfig tok_config = tokenizer::load_tokenizer_config(tok_dir);
+  const bool local_worker = options.worker_endpoint.empty();
+  std::unique_ptr<Model> model = load_model(options);
+  const ModelConfig config = model->config();
+  model_name_ = options.model_path;
+
+  PipelineEndpoints endpoints = PipelineEndpoints::in_process("engine");
+  if (!local_worker) {
+    if (options.scheduler_endpoint.empty())
+      throw Error("--worker-endpoint needs --scheduler-endpoint, where the remote worker sends its results");
+    endpoints.worker = options.worker_endpoint;
+    endpoints.scheduler = options.scheduler_endpoint;
+  }
+  auto optional_token = [](const std::string& s) { return s.empty() ? std::nullopt : std::optional<std::string>(s); };
+
+  SchedulerServiceOptions so;
+  so.scheduler = scheduler_config(options, config);
+  so.enable_routed_experts = options.enable_return_routed_experts;
+  so.seed_source = std::random_device{}();
+  const ServingModelInfo info{config.vocab_size, config.num_moe_layers(), config.num_experts_per_tok,
+                              config.num_experts, tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok)};
+  auto service = std::make_unique<SchedulerService>(so, info);
+  kv_slots_ = service->kv_cache_slots();
+
+  Actors& a = *actors_;
+  a.tokenizer_loop = std::make_unique<transport::ActorLoop>(*context_, "tokenizer");
+  a.scheduler_loop = std::make_unique<transport::ActorLoop>(*context_, "scheduler");
+  a.detokenizer_loop = std::make_unique<transport::ActorLoop>(*context_, "detokenizer");
+  a.tokenizer = std::make_unique<TokenizerActor>(
+      *a.tokenizer_loop,
+      std::make_unique<RequestPreparer>(tok, tok_config.chat_template, optional_token(tok_config.bos_token),
+                                        optional_token(tok_config.eos_token), config.vocab_size,
+                                        context_length(options, config)),
+      TokenizerActorEndpoints{endpoints.tokenizer, endpoints.scheduler, options.zmq_endpoint});
+  a.scheduler = std::make_unique<SchedulerActor>(
+      *a.scheduler_loop, std::move(service),
+      SchedulerActorEndpoints{endpoints.scheduler, endpoints.worker, endpoints.detokenizer, endpoints.tokenizer},
+      std::chrono::milliseconds(options.worker_timeout_ms));
+  a.detokenizer = std::make_unique<DetokenizerActor>(*a.detokenizer_loop, tok, config.num_experts,
+                                                     endpoints.detokenizer, endpoints.tokenizer, endpoints.scheduler);
+  std::vector<std::string> names = {"tokenizer", "scheduler", "detokenizer"};
+  if (local_worker) {
+    a.worker_loop = std::make_unique<transport::ActorLoop>(*context_, "worker");
+    a.heartbeat_loop = std::make_unique<transport::ActorLoop>(*context_, "worker-heartbeat");
+    a.worker = std::make_unique<WorkerActor>(*a.worker_loop, *a.heartbeat_loop, std::move(model),
+                                             worker_options(options, config), endpoints.worker, endpoints.scheduler);
+    names.push_back("worker");
+  } else {
+    model.reset();  // only the remote worker needs the weights
+  }
+
+  transport::ReadyBarrier barrier(*context_, endpoints.launcher);
+  for (auto* loop : {a.tokenizer_loop.get(), a.scheduler_loop.get(), a.detokenizer_loop.get(), a.worker_loop.get(),
+                     a.heartbeat_loop.get()}) {
+    if (!loop) continue;
+    if (loop->name() != "worker-heartbeat") loop->report_ready(barrier.endpoint());
+    loop->start();
+  }
+  barrier.wait(names, std::chrono::seconds(60));
+  const int64_t kv_bytes = int64_t{2} * config.num_hidden_layers * config.num_key_value_heads * config.head_dim * 4;
+  spdlog::info("KV cache: {} token slots ({:.1f} MiB); max running requests {}; chunked prefill {}", kv_slots_ - 1,
+               kv_bytes * kv_slots_ / 1048576.0, options.max_running_requests, options.chunked_prefill_size);
+  if (options.enable_return_routed_experts)
+    spdlog::info("routed-experts capture on: host cache {:.1f} MiB ({} bytes per token slot)",
+                 kv_slots_ * config.num_moe_layers() * config.num_experts_per_tok * 6.0 / 1048576.0,
+                 config.num_moe_layers() * config.num_experts_per_tok * 6);
+}
+
+EngineRuntime::~EngineRuntime() { actors_->stop_loops(); }
+
+transport::ActorLoop& EngineRuntime::tokenizer_loop() { return *actors_->tokenizer_loop; }
+TokenizerActor& EngineRuntime::tokenizer() { return *actors_->tokenizer; }
+std::string EngineRuntime::client_endpoint() const { return actors_->tokenizer->client_endpoint(); }
+
+void EngineRuntime::drain(std::chrono::milliseconds timeout) {
+  auto on_tokenizer = [this](auto task) {
+    std::promise<decltype(task())> result;
+    tokenizer_loop().post([&] { result.set_value(task()); });
+    return result.get_future().get();
+  };
+  on_tokenizer([this] {
+    tokenizer().begin_shutdown();
+    return 0;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (on_tokenizer([this] { return tokenizer().live_requests(); }) > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  on_tokenizer([this] {
+    tokenizer().fail_remaining("the server is shutting down");
+    return 0;
+  });
+}
+
+void run_worker_process(const ServeOptions& options) {
+  if (options.scheduler_endpoint.empty() || options.worker_endpoint.empty())
+    throw Error("a worker process needs --worker-endpoint (to bind) and --scheduler-endpoint (to connect)");
+  std::unique_ptr<Model> model = load_model(options);
+  const ModelConfig config = model->config();
+  transport::Context context;
+  transport::ActorLoop loop(context, "worker");
+  transport::ActorLoop heartbeat(context, "worker-heartbeat");
+  WorkerActor worker(loop, heartbeat, std::move(model), worker_options(options, config), options.worker_endpoint,
+                     options.scheduler_endpoint);
+  boost::asio::signal_set signals(heartbeat.io(), SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code&, int) {
+    loop.stop();
+    heartbeat.stop();
+  });
+  spdlog::info("model worker ready: steps in at {}, results out to {}", options.worker_endpoint,
+               options.scheduler_endpoint);
+  heartbeat.start();
+  loop.run();
+  heartbeat.stop();
+  heartbeat.join();
+}
+
+}  // namespace moe::actors

@@ -1,0 +1,97 @@
+#include "common/prelude.h"
+
+#include "pipeline/scheduler_actor.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/error.h"
+#include "transport/endpoints.h"
+
+namespace moe::actors {
+
+struct SchedulerActor::Timer {
+  explicit Timer(boost::asio::io_context& io) : timer(io) {}
+  boost::asio::steady_timer timer;
+};
+
+SchedulerActor::SchedulerActor(transport::ActorLoop& loop, std::unique_ptr<SchedulerService> service,
+                               const SchedulerActorEndpoints& endpoints, std::chrono::milliseconds worker_timeout)
+    : service_(std::move(service)),
+      worker_timeout_(worker_timeout),
+      last_heard_from_worker_(std::chrono::steady_clock::now()),
+      timer_(std::make_unique<Timer>(loop.io())) {
+  to_worker_ = &loop.make<transport::Outbox>(endpoints.worker);
+  to_detokenizer_ = &loop.make<transport::Outbox>(endpoints.detokenizer);
+  to_tokenizer_ = &loop.make<transport::Outbox>(endpoints.tokenizer);
+  loop.make<transport::Inbox>(endpoints.inbox, [this](msg::Message&& message) { on_message(std::move(message)); });
+  loop.post([this] { watch_worker(); });
+}
+
+SchedulerActor::~SchedulerActor() = default;
+
+void SchedulerActor::on_message(msg::Message&& message) {
+  if (auto* request = std::get_if<msg::TokenizedRequest>(&message)) {
+    on_tokenized(*request);
+  } else if (auto* abort = std::get_if<msg::Abort>(&message)) {
+    on_abort(*abort);
+  } else if (auto* result = std::get_if<msg::WorkerResult>(&message)) {
+    last_heard_from_worker_ = std::chrono::steady_clock::now();
+    if (result->routing_only)
+      service_->on_routing(result->routing);
+    else if (service_->batch_in_flight())
+      service_->on_worker_result(*result);
+    else
+      spdlog::warn("scheduler: dropping the result of step {}, abandoned after a worker failure", result->step);
+  } else if (std::holds_alternative<msg::HealthReply>(message)) {
+    last_heard_from_worker_ = std::chrono::steady_clock::now();  // the worker's heartbeat
+  } else if (auto* error = std::get_if<msg::ErrorReply>(&message)) {
+    fail_all(error->message);
+  } else {
+    spdlog::warn("scheduler: ignoring a {} message", msg::kind_name(msg::kind_of(message)));
+  }
+  pump();
+}
+
+void SchedulerActor::on_tokenized(const msg::TokenizedRequest& request) {
+  if (auto error = service_->add_request(request)) to_tokenizer_->send(*error);
+}
+
+void SchedulerActor::on_abort(const msg::Abort& abort) {
+  if (abort.stop_string)
+    service_->finish_by_stop_string(abort.rid, abort.index, abort.reason);
+  else
+    service_->abort(abort.rid, abort.reason);
+}
+
+void SchedulerActor::pump() {
+  msg::DetokenizeBatch items = service_->take_output();
+  if (!items.items.empty()) to_detokenizer_->send(items);
+  if (auto batch = service_->next_batch()) {
+    // The worker's silence is measured from the moment it was given work, not from start-up.
+    last_heard_from_worker_ = std::max(last_heard_from_worker_, std::chrono::steady_clock::now());
+    to_worker_->send(*batch);
+  }
+}
+
+void SchedulerActor::fail_all(const std::string& message) {
+  spdlog::error("scheduler: failing every live request: {}", message);
+  for (msg::ErrorReply& error : service_->fail_all(message)) to_tokenizer_->send(std::move(error));
+}
+
+// Every half second: a step in flight with no word from the worker for worker_timeout means the
+// worker is gone (killed, or its host unreachable); requests get an error instead of hanging.
+void SchedulerActor::watch_worker() {
+  if (service_->batch_in_flight() &&
+      std::chrono::steady_clock::now() - last_heard_from_worker_ > worker_timeout_) {
+    fail_all("the model worker stopped responding");
+    pump();
+  }
+  timer_->timer.expires_after(std::chrono::milliseconds(500));
+  timer_->timer.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) watch_worker();
+  });
+}
+
+}  // namespace moe::actors

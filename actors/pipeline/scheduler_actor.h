@@ -1,0 +1,47 @@
+#pragma once
+// The scheduler actor: requests and aborts in from the tokenizer, steps out to the model worker and
+// its results back, detokenizer items out. One step is in flight at a time; the next is planned the
+// moment a result arrives. A worker that stops sending heartbeats fails every live request.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "serving/scheduler_service.h"
+#include "transport/actor_loop.h"
+
+namespace moe::transport {
+class Outbox;
+}
+
+namespace moe::actors {
+
+struct SchedulerActorEndpoints {
+  std::string inbox, worker, detokenizer, tokenizer;
+};
+
+class SchedulerActor {
+ public:
+  SchedulerActor(transport::ActorLoop& loop, std::unique_ptr<SchedulerService> service,
+                 const SchedulerActorEndpoints& endpoints, std::chrono::milliseconds worker_timeout);
+  ~SchedulerActor();
+
+ private:
+  void on_message(msg::Message&& message);
+  void on_tokenized(const msg::TokenizedRequest& request);
+  void on_abort(const msg::Abort& abort);
+  // Sends out what the service produced and, when no step is in flight, plans and sends the next.
+  void pump();
+  void fail_all(const std::string& message);
+  void watch_worker();
+
+  std::unique_ptr<SchedulerService> service_;
+  transport::Outbox* to_worker_ = nullptr;
+  transport::Outbox* to_detokenizer_ = nullptr;
+  transport::Outbox* to_tokenizer_ = nullptr;
+  std::chrono::milliseconds worker_timeout_;
+  std::chrono::steady_clock::time_point last_heard_from_worker_;
+  struct Timer;
+  std::unique_ptr<Timer> timer_;
+};
+
+}  // namespace moe::actors

@@ -1,0 +1,103 @@
+#include "pipeline/tokenizer_actor.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/error.h"
+#include "transport/client_protocol.h"
+
+namespace moe::actors {
+
+TokenizerActor::TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<RequestPreparer> preparer,
+                               const TokenizerActorEndpoints& endpoints)
+    : preparer_(std::move(preparer)) {
+  to_scheduler_ = &loop.make<transport::Outbox>(endpoints.scheduler);
+  loop.make<transport::Inbox>(endpoints.inbox, [this](msg::Message&& message) { on_message(std::move(message)); });
+  if (!endpoints.clients.empty()) {
+    transport::SocketOptions options;
+    options.max_message_bytes = 64 << 20;  // a public socket: refuse absurd frames
+    router_ = &loop.make<transport::RouterEndpoint>(
+        endpoints.clients,
+        [this](transport::ClientAddress address, std::string payload) { on_zmq_request(std::move(address), std::move(payload)); },
+        [this](const transport::ClientAddress& address) { on_zmq_client_gone(address); }, options);
+  }
+}
+
+std::string TokenizerActor::submit(const msg::GenerateRequest& request, OutputHandler on_output,
+                                   ErrorHandler on_error) {
+  if (shutting_down_) {
+    on_error(msg::ErrorReply{request.rid, "the server is shutting down", 503, "tokenizer"});
+    return request.rid;
+  }
+  msg::TokenizedRequest tokenized;
+  try {
+    if (!request.rid.empty() && clients_.count(request.rid)) throw Error("rid '" + request.rid + "' is already in use");
+    tokenized = preparer_->prepare(request);
+  } catch (const Error& e) {
+    on_error(msg::ErrorReply{request.rid, e.what(), 400, "tokenizer"});
+    return request.rid;
+  }
+  clients_[tokenized.rid] = Client{std::move(on_output), std::move(on_error), tokenized.sampling.n, std::nullopt};
+  to_scheduler_->send(tokenized);
+  return tokenized.rid;
+}
+
+void TokenizerActor::abort(const std::string& rid, const std::string& reason) {
+  if (!clients_.erase(rid)) return;
+  to_scheduler_->send(msg::Abort{rid, reason});
+}
+
+void TokenizerActor::fail_remaining(const std::string& message) {
+  for (auto& [rid, client] : clients_) {
+    client.on_error(msg::ErrorReply{rid, message, 503, "tokenizer"});
+    to_scheduler_->send(msg::Abort{rid, message});
+  }
+  clients_.clear();
+}
+
+void TokenizerActor::on_message(msg::Message&& message) {
+  if (auto* batch = std::get_if<msg::TextOutputBatch>(&message)) {
+    for (const msg::TextOutput& output : batch->outputs) {
+      auto it = clients_.find(output.rid);
+      if (it == clients_.end()) continue;  // aborted meanwhile
+      Client& client = it->second;
+      client.on_output(output);
+      if (output.finish_reason && --client.remaining == 0) clients_.erase(output.rid);
+    }
+  } else if (auto* error = std::get_if<msg::ErrorReply>(&message)) {
+    auto it = clients_.find(error->rid);
+    if (it == clients_.end()) {
+      spdlog::error("{}: {}", error->source, error->message);
+      return;
+    }
+    it->second.on_error(*error);
+    clients_.erase(it);
+    to_scheduler_->send(msg::Abort{error->rid, "failed: " + error->message});
+  } else {
+    spdlog::warn("tokenizer: ignoring a {} message", msg::kind_name(msg::kind_of(message)));
+  }
+}
+
+void TokenizerActor::on_zmq_request(transport::ClientAddress address, std::string payload) {
+  msg::GenerateRequest request;
+  try {
+    request = transport::parse_client_request(payload);
+  } catch (const Error& e) {
+    router_->reply(address, transport::encode_client_error(msg::ErrorReply{"", e.what(), 400, "tokenizer"}));
+    return;
+  }
+  const std::string rid = submit(
+      request,
+      [this, address](const msg::TextOutput& output) { router_->reply(address, transport::encode_client_reply(output)); },
+      [this, address](const msg::ErrorReply& error) { router_->reply(address, transport::encode_client_error(error)); });
+  auto it = clients_.find(rid);
+  if (it != clients_.end()) it->second.zmq_address = std::move(address);
+}
+
+void TokenizerActor::on_zmq_client_gone(const transport::ClientAddress& address) {
+  std::vector<std::string> gone;
+  for (const auto& [rid, client] : clients_)
+    if (client.zmq_address == address) gone.push_back(rid);
+  for (const std::string& rid : gone) abort(rid, "client disconnected");
+}
+
+}  // namespace moe::actors

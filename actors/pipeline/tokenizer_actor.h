@@ -1,0 +1,62 @@
+#pragma once
+// The tokenizer actor, the engine's front door: takes requests from ZeroMQ clients (a ROUTER socket
+// speaking docs/zmq-protocol.md), from HTTP and from the embedding API, prepares them (validation,
+// chat template, tokenization), sends them to the scheduler and routes every output back to the
+// client that asked: several chunks for a streaming request, one reply (per completion) otherwise.
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "frontend/request_preparer.h"
+#include "transport/actor_loop.h"
+#include "transport/endpoints.h"
+
+namespace moe::actors {
+
+struct TokenizerActorEndpoints {
+  std::string inbox, scheduler;
+  std::string clients;  // ROUTER endpoint for ZeroMQ clients; empty = none
+};
+
+class TokenizerActor {
+ public:
+  using OutputHandler = std::function<void(const msg::TextOutput&)>;
+  using ErrorHandler = std::function<void(const msg::ErrorReply&)>;
+
+  TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<RequestPreparer> preparer,
+                 const TokenizerActorEndpoints& endpoints);
+
+  // On the loop's thread: queue a request; outputs and errors come back through the handlers.
+  // Returns the request id (generated when the request had none).
+  std::string submit(const msg::GenerateRequest& request, OutputHandler on_output, ErrorHandler on_error);
+  // On the loop's thread: the client of rid went away.
+  void abort(const std::string& rid, const std::string& reason);
+  // The ZeroMQ client endpoint actually bound (port resolved), or empty.
+  std::string client_endpoint() const { return router_ ? router_->endpoint() : std::string(); }
+  size_t live_requests() const { return clients_.size(); }
+  // From now on new requests are refused with 503; `fail_remaining` ends the live ones with an error.
+  void begin_shutdown() { shutting_down_ = true; }
+  bool shutting_down() const { return shutting_down_; }
+  void fail_remaining(const std::string& message);
+
+ private:
+  struct Client {
+    OutputHandler on_output;
+    ErrorHandler on_error;
+    int32_t remaining = 1;  // completions still to finish
+    std::optional<transport::ClientAddress> zmq_address;
+  };
+  void on_message(msg::Message&& message);
+  void on_zmq_request(transport::ClientAddress address, std::string payload);
+  void on_zmq_client_gone(const transport::ClientAddress& address);
+
+  std::unique_ptr<RequestPreparer> preparer_;
+  transport::Outbox* to_scheduler_ = nullptr;
+  transport::RouterEndpoint* router_ = nullptr;
+  std::map<std::string, Client> clients_;
+  bool shutting_down_ = false;
+};
+
+}  // namespace moe::actors

@@ -1,0 +1,67 @@
+#include "common/prelude.h"
+
+#include "pipeline/worker_actor.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/error.h"
+#include "transport/endpoints.h"
+
+namespace moe::actors {
+
+// How often the worker process says it is alive; the scheduler fails requests after a few misses.
+constexpr auto kHeartbeatPeriod = std::chrono::milliseconds(500);
+
+struct WorkerActor::Timer {
+  explicit Timer(boost::asio::io_context& io) : timer(io) {}
+  boost::asio::steady_timer timer;
+};
+
+WorkerActor::WorkerActor(transport::ActorLoop& loop, transport::ActorLoop& heartbeat_loop, std::unique_ptr<Model> model,
+                         ModelWorkerOptions options, const std::string& inbox_endpoint,
+                         const std::string& scheduler_endpoint)
+    : loop_(loop), heartbeat_loop_(heartbeat_loop) {
+  // The copy thread finishes a step's rows: hand them out from the worker's own loop.
+  options.on_routing_ready = [this] { loop_.post([this] { send_ready_routing(); }); };
+  worker_ = std::make_unique<ModelWorker>(std::move(model), options);
+  results_ = &loop.make<transport::Outbox>(scheduler_endpoint);
+  loop.make<transport::Inbox>(inbox_endpoint, [this](msg::Message&& message) {
+    if (auto* batch = std::get_if<msg::WorkerBatch>(&message)) return on_batch(*batch);
+    spdlog::warn("worker: ignoring a {} message", msg::kind_name(msg::kind_of(message)));
+  });
+  heartbeat_ = &heartbeat_loop.make<transport::Outbox>(scheduler_endpoint);
+  timer_ = std::make_unique<Timer>(heartbeat_loop.io());
+  heartbeat_loop.post([this] { schedule_heartbeat(); });
+}
+
+WorkerActor::~WorkerActor() = default;
+
+void WorkerActor::on_batch(const msg::WorkerBatch& batch) {
+  try {
+    results_->send(worker_->execute(batch));
+  } catch (const std::exception& e) {
+    spdlog::error("worker: step {} failed: {}", batch.step, e.what());
+    results_->send(msg::ErrorReply{"", std::string("model worker failed: ") + e.what(), 500, "worker"});
+  }
+}
+
+void WorkerActor::send_ready_routing() {
+  auto routing = worker_->take_ready_routing();
+  if (routing.empty()) return;
+  msg::WorkerResult result;
+  result.routing_only = true;
+  result.routing = std::move(routing);
+  results_->send(result);
+}
+
+void WorkerActor::schedule_heartbeat() {
+  heartbeat_->send(msg::HealthReply{0, true, "worker"});
+  timer_->timer.expires_after(kHeartbeatPeriod);
+  timer_->timer.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) schedule_heartbeat();
+  });
+}
+
+}  // namespace moe::actors

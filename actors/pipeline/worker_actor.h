@@ -1,0 +1,39 @@
+#pragma once
+// The model-worker actor: WorkerBatch in, WorkerResult out; routing rows whose copy finishes while
+// the worker is idle go out on their own. A heartbeat loop on its own thread tells the scheduler the
+// process is alive even during a long forward.
+#include <memory>
+#include <string>
+
+#include "transport/actor_loop.h"
+#include "worker/model_worker.h"
+
+namespace moe::transport {
+class Outbox;
+}
+
+namespace moe::actors {
+
+class WorkerActor {
+ public:
+  // Builds its sockets on `loop` (inbox bound at inbox_endpoint, results to scheduler_endpoint) and
+  // its heartbeat on `heartbeat_loop`; run both loops afterwards.
+  WorkerActor(transport::ActorLoop& loop, transport::ActorLoop& heartbeat_loop, std::unique_ptr<Model> model,
+              ModelWorkerOptions options, const std::string& inbox_endpoint, const std::string& scheduler_endpoint);
+  ~WorkerActor();
+
+ private:
+  void on_batch(const msg::WorkerBatch& batch);
+  void send_ready_routing();
+  void schedule_heartbeat();
+
+  transport::ActorLoop& loop_;
+  transport::ActorLoop& heartbeat_loop_;
+  std::unique_ptr<ModelWorker> worker_;
+  transport::Outbox* results_ = nullptr;
+  transport::Outbox* heartbeat_ = nullptr;
+  struct Timer;
+  std::unique_ptr<Timer> timer_;
+};
+
+}  // namespace moe::actors

@@ -1,0 +1,90 @@
+// moe-serve: the engine as a server. Starts the tokenizer, scheduler, model-worker and detokenizer
+// actors (or, with --role worker, only a model worker for a multi-process deployment), serves
+// ZeroMQ clients (and HTTP), and shuts down in order on SIGINT/SIGTERM.
+#include "common/prelude.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/program_options.hpp>
+#include <iostream>
+#include <spdlog/spdlog.h>
+
+#include "common/error.h"
+#include "pipeline/engine_runtime.h"
+
+namespace po = boost::program_options;
+using moe::actors::ServeOptions;
+
+namespace {
+
+// Fills `options` from the command line; returns false when only --help was asked.
+bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std::string& log_level) {
+  po::options_description desc("moe-serve options (named after SGLang's)");
+  desc.add_options()("help,h", "show this help")
+      ("model-path", po::value(&o.model_path)->required(), "Hugging Face model directory")
+      ("tokenizer-path", po::value(&o.tokenizer_path), "tokenizer directory (default: the model's)")
+      ("host", po::value(&o.host)->default_value(o.host), "HTTP address")
+      ("port", po::value(&o.port)->default_value(o.port), "HTTP port (0 = no HTTP server)")
+      ("zmq-endpoint", po::value(&o.zmq_endpoint), "ZeroMQ ROUTER endpoint for clients, e.g. tcp://127.0.0.1:5555")
+      ("enable-return-routed-experts", po::bool_switch(&o.enable_return_routed_experts),
+       "capture the routed experts of every token so requests can ask for them")
+      ("max-running-requests", po::value(&o.max_running_requests)->default_value(o.max_running_requests), "")
+      ("chunked-prefill-size", po::value(&o.chunked_prefill_size)->default_value(o.chunked_prefill_size),
+       "tokens per step, decodes included (<= 0: no limit)")
+      ("max-total-tokens", po::value(&o.max_total_tokens)->default_value(0), "KV slots (0 = what 2 GiB holds, at most 8 contexts)")
+      ("context-length", po::value(&o.context_length)->default_value(0), "0 = the model's max_position_embeddings")
+      ("moe-runner-backend", po::value(&o.moe_runner_backend)->default_value(o.moe_runner_backend),
+       "auto | reference | grouped")
+      ("ep-size", po::value(&o.ep_size)->default_value(1), "expert-parallel shards")
+      ("expert-placement", po::value(&o.expert_placement), "JSON device_expert_mapping file")
+      ("disable-radix-cache", po::bool_switch(&o.disable_radix_cache), "turn the prefix cache off")
+      ("role", po::value(&role)->default_value("all"), "all | worker (only the model worker, for multi-process)")
+      ("worker-endpoint", po::value(&o.worker_endpoint), "the model worker's inbox when it runs in another process")
+      ("scheduler-endpoint", po::value(&o.scheduler_endpoint), "the scheduler's inbox a remote worker connects to")
+      ("worker-timeout-ms", po::value(&o.worker_timeout_ms)->default_value(o.worker_timeout_ms),
+       "fail in-flight requests when the worker is silent this long")
+      ("log-level", po::value(&log_level)->default_value("info"), "trace | debug | info | warn | error");
+  po::variables_map vm;
+  po::store(po::parse_command_line(argc, argv, desc), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: moe-serve --model-path DIR [options]\n\n" << desc << "\n";
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ServeOptions options;
+  std::string role, log_level;
+  try {
+    if (!parse_flags(argc, argv, options, role, log_level)) return 0;
+    spdlog::set_level(spdlog::level::from_str(log_level));
+    if (role == "worker") {
+      moe::actors::run_worker_process(options);
+      return 0;
+    }
+    if (role != "all") throw moe::Error("--role must be all or worker");
+    moe::actors::EngineRuntime runtime(options);
+    if (!runtime.client_endpoint().empty()) spdlog::info("ZeroMQ clients: {}", runtime.client_endpoint());
+    spdlog::info("ready");
+
+    boost::asio::io_context io;
+    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([](const boost::system::error_code&, int signal) {
+      spdlog::info("signal {}: finishing requests in flight, then stopping", signal);
+    });
+    io.run();
+    runtime.drain(std::chrono::seconds(30));
+    spdlog::info("stopped");
+    return 0;
+  } catch (const po::error& e) {
+    std::cerr << "moe-serve: " << e.what() << "\n(moe-serve --help lists the options)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,109 @@
+#include "detokenizer/completion_output.h"
+
+#include <algorithm>
+
+#include "capture/base64.h"
+#include "capture/routing_encoding.h"
+
+namespace moe {
+
+CompletionOutput::CompletionOutput(std::string rid, int32_t index, const tokenizer::Tokenizer& tokenizer,
+                                   const msg::OutputOptions& options, int num_experts)
+    : rid_(std::move(rid)),
+      index_(index),
+      options_(options),
+      routing_(options.routing),
+      num_experts_(num_experts),
+      detokenizer_(tokenizer, options.skip_special_tokens),
+      stops_(options.stop) {
+  resolve_routed_experts_dtype(parse_routed_experts_dtype(routing_.dtype), num_experts_);
+  parse_router_weights_dtype(routing_.weights_dtype);
+}
+
+std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem& item) {
+  if (finished_) return std::nullopt;  // e.g. tokens still in flight after a stop string
+  prompt_tokens_ = item.prompt_tokens;
+  cached_tokens_ = item.cached_tokens;
+  append_rows(item.routing);
+  for (size_t i = 0; i < item.new_token_ids.size(); ++i) {
+    ids_.push_back(item.new_token_ids[i]);
+    if (i < item.new_logprobs.size()) logprobs_.push_back(item.new_logprobs[i]);
+    ++completion_tokens_;
+    const tokenizer::StopScan scan = stops_.feed(detokenizer_.push(item.new_token_ids[i]));
+    text_ += scan.text;
+    if (scan.stopped) {
+      msg::FinishReason reason;
+      reason.kind = msg::FinishKind::Stop;
+      reason.matched_text = options_.stop[scan.stop_index];
+      stopped_by_string_ = true;
+      finished_ = true;
+      return take_pending(reason);
+    }
+  }
+  if (item.finish_reason) {
+    text_ += stops_.feed(detokenizer_.finish()).text;
+    text_ += stops_.finish();
+    finished_ = true;
+    return take_pending(item.finish_reason);
+  }
+  if (!options_.stream) return std::nullopt;
+  return take_pending(std::nullopt);
+}
+
+void CompletionOutput::append_rows(const msg::RoutingRows& rows) {
+  const int64_t n = rows.num_rows();
+  if (n == 0) return;
+  row_layers_ = rows.num_layers;
+  row_top_k_ = rows.top_k;
+  const int64_t skip = std::clamp<int64_t>(routing_.start_len - rows_seen_, 0, n);
+  rows_seen_ += n;
+  const size_t row_size = static_cast<size_t>(rows.num_layers) * rows.top_k;
+  row_ids_.insert(row_ids_.end(), rows.expert_ids.begin() + skip * row_size, rows.expert_ids.end());
+  if (routing_.return_router_weights && !rows.weights.empty())
+    row_weights_.insert(row_weights_.end(), rows.weights.begin() + skip * row_size, rows.weights.end());
+}
+
+std::optional<msg::EncodedArray> CompletionOutput::encode_ids() {
+  if (!routing_.return_routed_experts) return std::nullopt;
+  const RoutedExpertsDtype dtype = resolve_routed_experts_dtype(parse_routed_experts_dtype(routing_.dtype), num_experts_);
+  const std::string bytes = pack_routed_experts(row_ids_.data(), row_ids_.size(), dtype);
+  const int64_t row_size = int64_t{row_layers_} * row_top_k_;
+  msg::EncodedArray out{routing_.raw ? bytes : base64_encode(bytes), routing_.raw,
+                        {row_size ? static_cast<int64_t>(row_ids_.size()) / row_size : 0, row_layers_, row_top_k_},
+                        dtype_name(dtype)};
+  row_ids_.clear();
+  return out;
+}
+
+std::optional<msg::EncodedArray> CompletionOutput::encode_weights() {
+  if (!routing_.return_router_weights) return std::nullopt;
+  const RouterWeightsDtype dtype = parse_router_weights_dtype(routing_.weights_dtype);
+  const std::string bytes = pack_router_weights(row_weights_.data(), row_weights_.size(), dtype);
+  const int64_t row_size = int64_t{row_layers_} * row_top_k_;
+  msg::EncodedArray out{routing_.raw ? bytes : base64_encode(bytes), routing_.raw,
+                        {row_size ? static_cast<int64_t>(row_weights_.size()) / row_size : 0, row_layers_, row_top_k_},
+                        dtype_name(dtype)};
+  row_weights_.clear();
+  return out;
+}
+
+msg::TextOutput CompletionOutput::take_pending(std::optional<msg::FinishReason> finish) {
+  msg::TextOutput out;
+  out.rid = rid_;
+  out.index = index_;
+  out.text = std::move(text_);
+  out.output_ids = std::move(ids_);
+  if (options_.return_logprob) out.output_logprobs = std::move(logprobs_);
+  out.finish_reason = std::move(finish);
+  out.prompt_tokens = prompt_tokens_;
+  out.completion_tokens = completion_tokens_;
+  out.cached_tokens = cached_tokens_;
+  out.routed_experts = encode_ids();
+  out.router_weights = encode_weights();
+  text_.clear();
+  ids_.clear();
+  logprobs_.clear();
+  return out;
+}
+
+}  // namespace moe

@@ -1,0 +1,55 @@
+#pragma once
+// One completion's reply being assembled by the detokenizer: incremental text, stop strings,
+// logprobs and routed-experts rows (with start_len, dtype and base64 or raw bytes), emitted as
+// stream chunks or as one final reply.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "moe/messages.h"
+#include "tokenizer/incremental_detokenizer.h"
+#include "tokenizer/stop_string_matcher.h"
+
+namespace moe {
+
+class CompletionOutput {
+ public:
+  // Throws moe::Error for routing options the model cannot satisfy (uint8 with > 256 experts).
+  CompletionOutput(std::string rid, int32_t index, const tokenizer::Tokenizer& tokenizer,
+                   const msg::OutputOptions& options, int num_experts);
+
+  // Applies the scheduler's next item; returns what to send now (a stream chunk, or the final reply).
+  std::optional<msg::TextOutput> apply(const msg::DetokenizeItem& item);
+  bool finished() const { return finished_; }
+  // A stop string ended the reply here; the scheduler must be told to stop generating it.
+  bool stopped_by_string() const { return stopped_by_string_; }
+
+ private:
+  // Text, ids, logprobs and rows gathered since the last emission, as one TextOutput.
+  msg::TextOutput take_pending(std::optional<msg::FinishReason> finish);
+  void append_rows(const msg::RoutingRows& rows);
+  std::optional<msg::EncodedArray> encode_ids();
+  std::optional<msg::EncodedArray> encode_weights();
+
+  std::string rid_;
+  int32_t index_;
+  msg::OutputOptions options_;
+  msg::RoutingOptions routing_;
+  int num_experts_;
+  tokenizer::IncrementalDetokenizer detokenizer_;
+  tokenizer::StopStringMatcher stops_;
+  bool finished_ = false;
+  bool stopped_by_string_ = false;
+  int32_t prompt_tokens_ = 0, cached_tokens_ = 0, completion_tokens_ = 0;
+  int64_t rows_seen_ = 0;  // routing rows received so far, counting those start_len skips
+
+  // Not yet emitted:
+  std::string text_;
+  std::vector<int32_t> ids_;
+  std::vector<float> logprobs_;
+  int32_t row_layers_ = 0, row_top_k_ = 0;
+  std::vector<int16_t> row_ids_;
+  std::vector<float> row_weights_;
+};
+
+}  // namespace moe

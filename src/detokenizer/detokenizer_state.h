@@ -1,0 +1,32 @@
+#pragma once
+// The detokenizer actor's logic: every live completion's output, fed by the scheduler's batches.
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "detokenizer/completion_output.h"
+
+namespace moe {
+
+class DetokenizerState {
+ public:
+  DetokenizerState(tokenizer::Tokenizer tokenizer, int num_experts)
+      : tokenizer_(std::move(tokenizer)), num_experts_(num_experts) {}
+
+  struct Result {
+    std::vector<msg::TextOutput> outputs;
+    std::vector<msg::ErrorReply> errors;                   // requests whose output cannot be built
+    std::vector<std::pair<std::string, int32_t>> stopped;  // (rid, index) cut by a stop string
+  };
+  Result apply(const msg::DetokenizeBatch& batch);
+  size_t live_completions() const { return outputs_.size(); }
+
+ private:
+  tokenizer::Tokenizer tokenizer_;
+  int num_experts_;
+  std::map<std::pair<std::string, int32_t>, std::unique_ptr<CompletionOutput>> outputs_;
+};
+
+}  // namespace moe

@@ -1,0 +1,52 @@
+#include "serving/routing_rows_tracker.h"
+
+#include "common/error.h"
+
+namespace moe {
+
+RoutingRowsTracker::RoutingRowsTracker(int64_t num_slots, int num_moe_layers, int top_k)
+    : host_(num_slots, num_moe_layers, top_k, true) {}
+
+void RoutingRowsTracker::step_scheduled(uint64_t step, std::vector<int32_t> token_slots) {
+  step_slots_[step] = std::move(token_slots);
+}
+
+void RoutingRowsTracker::after_rows_of(uint64_t step, std::function<void()> emit) {
+  const bool stored = step_slots_.empty() || step < step_slots_.begin()->first;
+  if (stored && pending_.empty()) {
+    emit();
+    return;
+  }
+  pending_.emplace_back(step, std::move(emit));
+}
+
+void RoutingRowsTracker::rows_arrived(const msg::StepRouting& routing) {
+  auto it = step_slots_.find(routing.step);
+  if (it == step_slots_.end())
+    throw Error("routing rows for step " + std::to_string(routing.step) + " that was not scheduled or already stored");
+  StagedRouting staged{routing.step, routing.rows.num_rows(), routing.rows.num_layers, routing.rows.top_k,
+                       routing.rows.expert_ids, routing.rows.weights};
+  host_.store(staged, it->second);
+  step_slots_.erase(it);
+  const uint64_t oldest_missing = step_slots_.empty() ? UINT64_MAX : step_slots_.begin()->first;
+  while (!pending_.empty() && pending_.front().first < oldest_missing) {
+    auto emit = std::move(pending_.front().second);
+    pending_.pop_front();
+    emit();
+  }
+}
+
+void RoutingRowsTracker::reset() {
+  step_slots_.clear();
+  pending_.clear();
+}
+
+msg::RoutingRows RoutingRowsTracker::gather(const int32_t* slots, int64_t count, bool with_weights) const {
+  msg::RoutingRows rows;
+  rows.num_layers = host_.num_moe_layers();
+  rows.top_k = host_.top_k();
+  host_.gather(slots, count, rows.expert_ids, with_weights ? &rows.weights : nullptr);
+  return rows;
+}
+
+}  // namespace moe

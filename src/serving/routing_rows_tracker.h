@@ -1,0 +1,41 @@
+#pragma once
+// The scheduler side of routed-experts capture: stores each step's staged rows in the host cache by
+// KV slot, and holds back a request's output until the rows it covers have arrived, so every reply
+// carries exactly its rows, in order, even though rows travel a step behind the sampled tokens.
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "capture/routing_host_cache.h"
+#include "moe/messages.h"
+
+namespace moe {
+
+class RoutingRowsTracker {
+ public:
+  RoutingRowsTracker(int64_t num_slots, int num_moe_layers, int top_k);
+
+  // A step was sent to the worker: its token axis writes these KV slots.
+  void step_scheduled(uint64_t step, std::vector<int32_t> token_slots);
+  // `emit` must run once the rows of every step <= `step` are in the host cache (at once if they are).
+  void after_rows_of(uint64_t step, std::function<void()> emit);
+  // Staged rows from the worker: stored by slot, then every emission they unblock runs, in order.
+  void rows_arrived(const msg::StepRouting& routing);
+  // The worker is gone: rows of steps still out will never come; pending emissions are dropped.
+  void reset();
+  // Rows of the given slots (one per position), in order.
+  msg::RoutingRows gather(const int32_t* slots, int64_t count, bool with_weights) const;
+
+  const RoutingHostCache& host_cache() const { return host_; }
+  RoutingHostCache& host_cache() { return host_; }
+  size_t pending_emissions() const { return pending_.size(); }
+
+ private:
+  RoutingHostCache host_;
+  std::map<uint64_t, std::vector<int32_t>> step_slots_;  // scheduled steps whose rows are still out
+  std::deque<std::pair<uint64_t, std::function<void()>>> pending_;
+};
+
+}  // namespace moe

@@ -1,0 +1,171 @@
+#include "serving/scheduler_service.h"
+
+#include "common/error.h"
+#include "serving/request_translation.h"
+
+namespace moe {
+
+SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const ServingModelInfo& model)
+    : options_(options), model_(model), scheduler_(options.scheduler, options.seed_source) {
+  // With capture on, every step is captured (not only steps with a request that asked): a later
+  // request's prefix-cache hit must find real rows for slots computed on behalf of anyone.
+  if (options.enable_routed_experts)
+    tracker_.emplace(scheduler_.kv_cache_slots(), model.num_moe_layers, model.top_k);
+}
+
+std::optional<msg::ErrorReply> SchedulerService::add_request(const msg::TokenizedRequest& request) {
+  auto refuse = [&](const std::string& message) { return msg::ErrorReply{request.rid, message, 400, "scheduler"}; };
+  if (request.routing.return_routed_experts && !options_.enable_routed_experts)
+    return refuse("return_routed_experts needs a server started with --enable-return-routed-experts");
+  if (request.routing.include_last)
+    return refuse("routed_experts_include_last is not supported yet: the last token's row needs an extra forward");
+  for (int32_t id : request.input_ids)
+    if (id < 0 || id >= model_.vocab_size)
+      return refuse("input_ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                    std::to_string(model_.vocab_size) + ")");
+  if (requests_.count(request.rid)) return refuse("rid '" + request.rid + "' is already in use");
+  try {
+    scheduler_.add_request(to_request(request, model_.eos_token_ids));
+  } catch (const Error& e) {
+    return refuse(e.what());
+  }
+  RequestInfo info;
+  info.options.stream = request.stream;
+  info.options.skip_special_tokens = request.sampling.skip_special_tokens;
+  info.options.stop = request.sampling.stop;
+  info.options.return_logprob = request.return_logprob;
+  info.options.routing = request.routing;
+  info.prompt_tokens = static_cast<int32_t>(request.input_ids.size());
+  info.live_completions = request.sampling.n;
+  requests_[request.rid] = std::move(info);
+  for (int32_t i = 0; i < request.sampling.n; ++i) completions_[{request.rid, i}] = {};
+  return std::nullopt;
+}
+
+void SchedulerService::abort(const std::string& rid, const std::string& reason) {
+  emit_finished(scheduler_.abort(rid, reason), last_step_);
+}
+
+void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t index, const std::string& matched) {
+  if (!scheduler_.finish_request(rid, index, FinishReason::stop_string(matched))) return;
+  forget({rid, index});  // the detokenizer already sent the final reply
+}
+
+std::optional<msg::WorkerBatch> SchedulerService::next_batch() {
+  if (in_flight_) return std::nullopt;
+  std::optional<ScheduledBatch> batch = scheduler_.schedule_step();
+  if (!batch) return std::nullopt;
+  if (tracker_) tracker_->step_scheduled(batch->step_id, batch->token_slots());
+  last_step_ = batch->step_id;
+  in_flight_ = std::move(batch);
+  return to_worker_batch(*in_flight_, tracker_.has_value(), [this](const std::string& rid) {
+    auto it = requests_.find(rid);
+    return it != requests_.end() && it->second.options.return_logprob;
+  });
+}
+
+void SchedulerService::on_routing(const std::vector<msg::StepRouting>& routing) {
+  if (!tracker_) return;
+  for (const msg::StepRouting& step : routing) tracker_->rows_arrived(step);
+}
+
+void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
+  if (!in_flight_ || in_flight_->step_id != result.step)
+    throw Error("worker result for step " + std::to_string(result.step) + " that is not in flight");
+  const ScheduledBatch batch = std::move(*in_flight_);
+  in_flight_.reset();
+  on_routing(result.routing);
+  StepOutcome outcome = scheduler_.process_result(batch, result.sampled_ids, result.logprobs);
+
+  std::map<Key, const BatchSequence*> sequences;
+  for (size_t i = 0; i < batch.sequences.size(); ++i)
+    sequences[{batch.sequences[i].rid, batch.sequences[i].index}] = &batch.forward.sequences[i];
+  std::map<Key, std::pair<std::vector<int32_t>, std::vector<float>>> tokens;
+  for (const GeneratedToken& t : outcome.tokens) {
+    auto& [ids, logprobs] = tokens[{t.rid, t.index}];
+    ids.push_back(t.token);
+    logprobs.push_back(t.logprob);
+  }
+  std::map<Key, FinishedRequest*> finished;
+  for (FinishedRequest& f : outcome.finished) finished[{f.rid, f.index}] = &f;
+  for (auto& [key, new_tokens] : tokens) {
+    auto fin = finished.find(key);
+    if (fin != finished.end()) {
+      FinishedRequest& f = *fin->second;
+      emit(key, std::move(new_tokens.first), std::move(new_tokens.second), std::move(f.kv_slots),
+           to_message(f.reason), f.cached_tokens, batch.step_id);
+      finished.erase(fin);
+    } else {
+      emit(key, std::move(new_tokens.first), std::move(new_tokens.second), sequences.at(key)->kv_slots,
+           std::nullopt, 0, batch.step_id);
+    }
+  }
+  std::vector<FinishedRequest> rest;
+  for (auto& [key, f] : finished) rest.push_back(std::move(*f));
+  emit_finished(rest, batch.step_id);
+}
+
+std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& message) {
+  std::vector<msg::ErrorReply> errors;
+  in_flight_.reset();
+  scheduler_.abandon_in_flight();
+  if (tracker_) tracker_->reset();
+  std::vector<std::string> rids;
+  for (const auto& [rid, info] : requests_) rids.push_back(rid);
+  for (const std::string& rid : rids) {
+    scheduler_.abort(rid, message);
+    errors.push_back({rid, message, 500, "scheduler"});
+  }
+  requests_.clear();
+  completions_.clear();
+  return errors;
+}
+
+msg::DetokenizeBatch SchedulerService::take_output() { return std::exchange(output_, {}); }
+
+void SchedulerService::emit_finished(const std::vector<FinishedRequest>& finished, uint64_t step) {
+  for (const FinishedRequest& f : finished)
+    emit({f.rid, f.index}, {}, {}, f.kv_slots, to_message(f.reason), f.cached_tokens, step);
+}
+
+void SchedulerService::emit(const Key& key, std::vector<int32_t> tokens, std::vector<float> logprobs,
+                            std::vector<int32_t> slots, std::optional<msg::FinishReason> finish,
+                            int64_t cached_tokens, uint64_t step) {
+  auto build = [this, key, tokens = std::move(tokens), logprobs = std::move(logprobs), slots = std::move(slots),
+                finish = std::move(finish), cached_tokens]() {
+    auto comp = completions_.find(key);
+    if (comp == completions_.end()) return;  // ended meanwhile (stop string, failure)
+    const RequestInfo& info = requests_.at(key.first);
+    msg::DetokenizeItem item;
+    item.rid = key.first;
+    item.index = key.second;
+    if (!comp->second.options_sent) item.options = info.options;
+    comp->second.options_sent = true;
+    item.new_token_ids = tokens;
+    if (info.options.return_logprob) item.new_logprobs = logprobs;
+    const int64_t available = static_cast<int64_t>(slots.size());
+    if (info.options.routing.return_routed_experts && tracker_ && available > comp->second.rows_emitted) {
+      item.routing = tracker_->gather(slots.data() + comp->second.rows_emitted, available - comp->second.rows_emitted,
+                                      info.options.routing.return_router_weights);
+      comp->second.rows_emitted = available;
+    }
+    item.finish_reason = finish;
+    item.prompt_tokens = info.prompt_tokens;
+    item.cached_tokens = static_cast<int32_t>(cached_tokens);
+    output_.items.push_back(std::move(item));
+    if (finish) forget(key);
+  };
+  const auto info = requests_.find(key.first);
+  if (tracker_ && info != requests_.end() && info->second.options.routing.return_routed_experts)
+    tracker_->after_rows_of(step, std::move(build));
+  else
+    build();
+}
+
+void SchedulerService::forget(const Key& key) {
+  if (!completions_.erase(key)) return;
+  auto info = requests_.find(key.first);
+  if (info != requests_.end() && --info->second.live_completions == 0) requests_.erase(info);
+}
+
+}  // namespace moe

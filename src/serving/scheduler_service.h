@@ -1,0 +1,94 @@
+#pragma once
+// The scheduler actor's logic without sockets: turns tokenized requests into worker batches, worker
+// results into detokenizer items, and keeps every item's routed-experts rows exact (rows travel a
+// step behind the tokens, so items of requests that asked for routing wait for their rows).
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "moe/messages.h"
+#include "scheduler/scheduler.h"
+#include "serving/routing_rows_tracker.h"
+
+namespace moe {
+
+// What the scheduler must know of the model it schedules for.
+struct ServingModelInfo {
+  int64_t vocab_size = 0;
+  int num_moe_layers = 0;
+  int top_k = 0;
+  int num_experts = 0;
+  std::vector<int32_t> eos_token_ids;
+};
+
+struct SchedulerServiceOptions {
+  SchedulerConfig scheduler;
+  bool enable_routed_experts = false;  // --enable-return-routed-experts
+  uint64_t seed_source = 0;            // draws the seeds of requests that bring none
+};
+
+class SchedulerService {
+ public:
+  SchedulerService(const SchedulerServiceOptions& options, const ServingModelInfo& model);
+
+  // Queues a request, or returns the error that refuses it (HTTP-style code 400).
+  std::optional<msg::ErrorReply> add_request(const msg::TokenizedRequest& request);
+  // Ends every completion of rid (client gone, or asked); their final items say abort.
+  void abort(const std::string& rid, const std::string& reason);
+  // The detokenizer cut completion (rid, index) at a stop string: stop generating it.
+  void finish_by_stop_string(const std::string& rid, int32_t index, const std::string& matched);
+  // The next step to send, when none is in flight and there is work.
+  std::optional<msg::WorkerBatch> next_batch();
+  void on_worker_result(const msg::WorkerResult& result);
+  // Rows that arrived on their own (the copy finished after the step's result was sent).
+  void on_routing(const std::vector<msg::StepRouting>& routing);
+  // The worker failed or vanished: every live request ends with an error.
+  std::vector<msg::ErrorReply> fail_all(const std::string& message);
+
+  // Items produced since the last call, for the detokenizer.
+  msg::DetokenizeBatch take_output();
+  bool batch_in_flight() const { return in_flight_.has_value(); }
+  bool has_unfinished() const { return scheduler_.has_unfinished(); }
+  SchedulerStats stats() const { return scheduler_.stats(); }
+  int64_t kv_cache_slots() const { return scheduler_.kv_cache_slots(); }
+  int64_t host_cache_bytes() const { return tracker_ ? tracker_->host_cache().bytes() : 0; }
+  void flush_cache() { scheduler_.flush_cache(); }
+  // Overwrites every routing row of the host cache (tests prove no stale or unset row is returned).
+  void fill_routing_rows(int16_t value) {
+    if (tracker_) tracker_->host_cache().fill(value);
+  }
+
+ private:
+  struct RequestInfo {
+    msg::OutputOptions options;
+    int32_t prompt_tokens = 0;
+    int32_t live_completions = 1;  // of its n; the info goes when the last one ends
+  };
+  struct CompletionInfo {
+    bool options_sent = false;
+    int64_t rows_emitted = 0;
+  };
+  using Key = std::pair<std::string, int32_t>;
+
+  // Queues the item for (rid, index) with `tokens` new tokens and rows up to `slots.size()`, waiting
+  // for the rows of `step` when the request asked for routing.
+  void emit(const Key& key, std::vector<int32_t> tokens, std::vector<float> logprobs, std::vector<int32_t> slots,
+            std::optional<msg::FinishReason> finish, int64_t cached_tokens, uint64_t step);
+  void emit_finished(const std::vector<FinishedRequest>& finished, uint64_t step);
+  // Drops the bookkeeping of an ended completion (and of its request once all n have ended).
+  void forget(const Key& key);
+
+  SchedulerServiceOptions options_;
+  ServingModelInfo model_;
+  Scheduler scheduler_;
+  std::optional<RoutingRowsTracker> tracker_;
+  std::optional<ScheduledBatch> in_flight_;
+  uint64_t last_step_ = 0;
+  std::map<std::string, RequestInfo> requests_;
+  std::map<Key, CompletionInfo> completions_;
+  msg::DetokenizeBatch output_;
+};
+
+}  // namespace moe

@@ -1,0 +1,78 @@
+#include "worker/model_worker.h"
+
+#include "common/error.h"
+#include "sampling/sampler.h"
+
+namespace moe {
+namespace {
+
+ForwardBatch to_forward_batch(const msg::WorkerBatch& batch) {
+  ForwardBatch forward;
+  forward.token_ids = batch.token_ids;
+  forward.positions = batch.positions;
+  forward.sequences.reserve(batch.sequences.size());
+  for (const auto& s : batch.sequences) forward.sequences.push_back({s.num_new_tokens, s.kv_slots, s.needs_logits});
+  return forward;
+}
+
+msg::StepRouting to_message(StagedRouting&& staged) {
+  msg::StepRouting out;
+  out.step = staged.step;
+  out.rows.num_layers = staged.num_moe_layers;
+  out.rows.top_k = staged.top_k;
+  out.rows.expert_ids = std::move(staged.ids);
+  out.rows.weights = std::move(staged.weights);
+  return out;
+}
+
+}  // namespace
+
+ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions& options)
+    : model_(std::move(model)), kv_(model_->make_kv_cache(options.kv_slots)) {
+  if (options.enable_routed_experts) {
+    const ModelConfig& c = model_->config();
+    capturer_ = std::make_unique<RoutedExpertsCapturer>(c.num_moe_layers(), options.max_batch_tokens,
+                                                        c.num_experts_per_tok, true,
+                                                        std::make_unique<ThreadCopyEngine>(options.on_routing_ready));
+  }
+}
+
+msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
+  const ForwardBatch forward = to_forward_batch(batch);
+  const bool capture = batch.capture_routing;
+  if (capture && !capturer_) throw Error("routing capture asked of a worker started without it");
+  if (capture) capturer_->begin_step(batch.step, forward.num_tokens());
+  try {
+    model_->forward(forward, kv_, logits_, capture ? capturer_.get() : nullptr);
+  } catch (...) {
+    if (capture) capturer_->end_step();  // keep the capturer's step sequence consistent
+    throw;
+  }
+  if (capture) capturer_->end_step();
+
+  msg::WorkerResult result;
+  result.step = batch.step;
+  const int64_t vocab = model_->config().vocab_size;
+  int64_t row = 0;
+  bool any_logprob = false;
+  for (const auto& s : batch.sequences) any_logprob |= s.needs_logits && s.sampling.return_logprob;
+  for (const auto& s : batch.sequences) {
+    if (!s.needs_logits) continue;
+    const SamplingParams params{s.sampling.temperature, s.sampling.top_p, s.sampling.top_k, s.sampling.min_p,
+                                s.sampling.seed};
+    const SampledToken token = sample_token(logits_.data() + row++ * vocab, vocab, params, s.sampling.step);
+    result.sampled_ids.push_back(token.id);
+    if (any_logprob) result.logprobs.push_back(token.logprob);
+  }
+  result.routing = take_ready_routing();
+  return result;
+}
+
+std::vector<msg::StepRouting> ModelWorker::take_ready_routing() {
+  std::vector<msg::StepRouting> out;
+  if (!capturer_) return out;
+  for (StagedRouting& staged : capturer_->take_ready()) out.push_back(to_message(std::move(staged)));
+  return out;
+}
+
+}  // namespace moe

@@ -1,0 +1,41 @@
+#pragma once
+// The model worker's logic (no sockets): runs a WorkerBatch through the model, samples the
+// sequences that need it and, when the batch asks, captures routing through the double-buffered
+// capturer. It keeps no per-request state beyond KV contents addressed by slot.
+#include <functional>
+#include <memory>
+
+#include "capture/routed_experts_capturer.h"
+#include "model/model.h"
+#include "moe/messages.h"
+
+namespace moe {
+
+struct ModelWorkerOptions {
+  int64_t kv_slots = 0;               // the scheduler's pool size (plus its padding slot)
+  int64_t max_batch_tokens = 0;       // the most tokens one forward may hold (capture buffer rows)
+  bool enable_routed_experts = false; // --enable-return-routed-experts: allocate the capturer
+  std::function<void()> on_routing_ready;  // called from the copy thread when a step's rows are staged
+};
+
+class ModelWorker {
+ public:
+  ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions& options);
+
+  const ModelConfig& config() const { return model_->config(); }
+  // Forward + sampling of one step; routing rows whose copy has finished ride along. A batch that
+  // asks for capture on a worker started without it is a moe::Error (the scheduler refuses such
+  // requests earlier).
+  msg::WorkerResult execute(const msg::WorkerBatch& batch);
+  // Rows of finished copies not yet handed out, oldest step first.
+  std::vector<msg::StepRouting> take_ready_routing();
+  int64_t capture_device_bytes() const { return capturer_ ? capturer_->device_bytes() : 0; }
+
+ private:
+  std::unique_ptr<Model> model_;
+  KvCache kv_;
+  std::unique_ptr<RoutedExpertsCapturer> capturer_;  // null without --enable-return-routed-experts
+  std::vector<float> logits_;
+};
+
+}  // namespace moe

@@ -1,0 +1,155 @@
+// The detokenizer's per-completion assembly: streamed chunks add up to the whole reply, stop strings
+// cut across tokens, routing rows honour start_len, dtype and raw/base64.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "capture/base64.h"
+#include "detokenizer/detokenizer_state.h"
+
+namespace moe {
+namespace {
+
+tokenizer::Tokenizer& qwen3() {
+  static tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer");
+  return tok;
+}
+
+constexpr int kLayers = 2, kTopK = 3;
+
+// One row per token: row r holds experts r, r+1, ... so rows are recognisable.
+msg::RoutingRows rows_from(int first_row, int count) {
+  msg::RoutingRows rows{kLayers, kTopK, {}, {}};
+  for (int r = first_row; r < first_row + count; ++r)
+    for (int j = 0; j < kLayers * kTopK; ++j) rows.expert_ids.push_back(static_cast<int16_t>((r + j) % 64));
+  return rows;
+}
+
+// Items for `ids`, one token each; the first also carries `prompt_rows` prompt rows and the options.
+std::vector<msg::DetokenizeItem> items_for(const std::vector<int32_t>& ids, const msg::OutputOptions& options,
+                                           int prompt_rows) {
+  std::vector<msg::DetokenizeItem> items;
+  int next_row = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    msg::DetokenizeItem item;
+    item.rid = "r1";
+    if (i == 0) item.options = options;
+    item.new_token_ids = {ids[i]};
+    item.new_logprobs = {-0.5f * static_cast<float>(i)};
+    // Token i's item brings the rows computed in its step: the prompt's for the first, then the
+    // row of the token before it (the last token's own row is never computed).
+    const int count = i == 0 ? prompt_rows : 1;
+    item.routing = rows_from(next_row, count);
+    next_row += count;
+    item.prompt_tokens = prompt_rows;
+    if (i + 1 == ids.size()) item.finish_reason = msg::FinishReason{msg::FinishKind::Length, {}, {}, ""};
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+std::vector<msg::TextOutput> run(DetokenizerState& state, const std::vector<msg::DetokenizeItem>& items) {
+  std::vector<msg::TextOutput> outputs;
+  for (const auto& item : items) {
+    auto result = state.apply(msg::DetokenizeBatch{{item}});
+    for (auto& o : result.outputs) outputs.push_back(std::move(o));
+  }
+  return outputs;
+}
+
+TEST(DetokenizerState, StreamedChunksAddUpToTheNonStreamedReply) {
+  const std::string text = "naïve café — 你好，世界 👍🏽 done";
+  const auto ids = qwen3().encode(text);
+  msg::OutputOptions options;
+  options.return_logprob = true;
+  options.routing.return_routed_experts = true;
+  options.routing.raw = true;
+  options.routing.dtype = "int16";
+  DetokenizerState whole(qwen3(), 64);
+  const auto final_only = run(whole, items_for(ids, options, 4));
+  ASSERT_EQ(final_only.size(), 1u);
+  EXPECT_EQ(final_only[0].text, text);
+  EXPECT_EQ(final_only[0].output_ids, ids);
+  EXPECT_EQ(final_only[0].output_logprobs.size(), ids.size());
+  ASSERT_TRUE(final_only[0].routed_experts);
+  const int64_t rows = 4 + static_cast<int64_t>(ids.size()) - 1;
+  EXPECT_EQ(final_only[0].routed_experts->shape, (std::vector<int64_t>{rows, kLayers, kTopK}));
+  EXPECT_EQ(final_only[0].routed_experts->data.size(), static_cast<size_t>(rows * kLayers * kTopK * 2));
+
+  options.stream = true;
+  DetokenizerState streamed(qwen3(), 64);
+  const auto chunks = run(streamed, items_for(ids, options, 4));
+  ASSERT_EQ(chunks.size(), ids.size());
+  std::string joined_text, joined_rows;
+  std::vector<int32_t> joined_ids;
+  for (const auto& c : chunks) {
+    joined_text += c.text;
+    joined_ids.insert(joined_ids.end(), c.output_ids.begin(), c.output_ids.end());
+    joined_rows += c.routed_experts->data;
+  }
+  EXPECT_EQ(joined_text, text);
+  EXPECT_EQ(joined_ids, ids);
+  EXPECT_EQ(joined_rows, final_only[0].routed_experts->data);
+  EXPECT_TRUE(chunks.back().finish_reason.has_value());
+  EXPECT_EQ(streamed.live_completions(), 0u);
+}
+
+TEST(DetokenizerState, StopStringStraddlingTokensCutsTheReply) {
+  const auto ids = qwen3().encode("The answer is 42. STOP here please");
+  msg::OutputOptions options;
+  options.stop = {"STOP"};
+  DetokenizerState state(qwen3(), 64);
+  std::vector<msg::TextOutput> outputs;
+  bool reported = false;
+  for (const auto& item : items_for(ids, options, 1)) {
+    auto result = state.apply(msg::DetokenizeBatch{{item}});
+    for (auto& o : result.outputs) outputs.push_back(std::move(o));
+    for (const auto& key : result.stopped) reported |= key == std::make_pair(std::string("r1"), 0);
+  }
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].text, "The answer is 42. ");
+  ASSERT_TRUE(outputs[0].finish_reason);
+  EXPECT_EQ(outputs[0].finish_reason->kind, msg::FinishKind::Stop);
+  EXPECT_EQ(outputs[0].finish_reason->matched_text, "STOP");
+  EXPECT_TRUE(reported);
+}
+
+TEST(DetokenizerState, RoutingStartLenDtypeAndBase64) {
+  const auto ids = qwen3().encode("one two three four");
+  msg::OutputOptions options;
+  options.routing.return_routed_experts = true;
+  options.routing.start_len = 3;  // int32 base64 by default
+  DetokenizerState state(qwen3(), 64);
+  const auto out = run(state, items_for(ids, options, 5));
+  ASSERT_EQ(out.size(), 1u);
+  const auto& re = *out[0].routed_experts;
+  EXPECT_FALSE(re.raw);
+  EXPECT_EQ(re.dtype, "int32");
+  const int64_t rows = 5 + static_cast<int64_t>(ids.size()) - 1 - 3;
+  EXPECT_EQ(re.shape[0], rows);
+  const std::string bytes = base64_decode(re.data);
+  ASSERT_EQ(bytes.size(), static_cast<size_t>(rows * kLayers * kTopK * 4));
+  int32_t first;
+  std::memcpy(&first, bytes.data(), 4);
+  EXPECT_EQ(first, 3);  // row 3's first expert is 3 + 0
+}
+
+TEST(DetokenizerState, Uint8ForAModelWithMoreThan256ExpertsIsAnErrorForThatRequestOnly) {
+  msg::OutputOptions options;
+  options.routing.return_routed_experts = true;
+  options.routing.dtype = "uint8";
+  DetokenizerState state(qwen3(), 300);
+  auto items = items_for(qwen3().encode("hi there"), options, 2);
+  auto result = state.apply(msg::DetokenizeBatch{{items[0]}});
+  ASSERT_EQ(result.errors.size(), 1u);
+  EXPECT_NE(result.errors[0].message.find("uint8"), std::string::npos);
+  options.routing.dtype = "auto";
+  auto good = items_for(qwen3().encode("fine"), options, 2);
+  for (auto& item : good) item.rid = "r2";
+  result = state.apply(msg::DetokenizeBatch{good});
+  ASSERT_EQ(result.outputs.size(), 1u);
+  EXPECT_EQ(result.outputs[0].routed_experts->dtype, "int16");
+}
+
+}  // namespace
+}  // namespace moe
