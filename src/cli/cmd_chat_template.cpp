@@ -1,13 +1,12 @@
 // moe-cli chat-template: renders a tokenizer's chat template for a conversation read from a JSON file.
 #include <boost/program_options.hpp>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "cli/command.h"
 #include "common/error.h"
+#include "common/json_file.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer_config.h"
 
@@ -15,19 +14,6 @@ namespace moe::cli {
 namespace {
 
 namespace po = boost::program_options;
-
-// Reads a JSON file keeping object key order, which the template's tojson output depends on.
-nlohmann::ordered_json read_ordered_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  try {
-    return nlohmann::ordered_json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(path + " is not valid JSON: " + e.what());
-  }
-}
 
 std::optional<bool> parse_enable_thinking(const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -57,8 +43,8 @@ int run_chat_template(int argc, char** argv) {
   const tokenizer::TokenizerConfig config = tokenizer::load_tokenizer_config(tokenizer_path);
   if (config.chat_template.empty()) throw Error(tokenizer_path + " has no chat_template");
   tokenizer::ChatTemplateInputs inputs;
-  inputs.messages = read_ordered_json(messages_path);
-  if (!tools_path.empty()) inputs.tools = read_ordered_json(tools_path);
+  inputs.messages = read_ordered_json_file(messages_path);
+  if (!tools_path.empty()) inputs.tools = read_ordered_json_file(tools_path);
   inputs.add_generation_prompt = add_generation_prompt;
   inputs.enable_thinking = parse_enable_thinking(enable_thinking);
   // transformers passes the special tokens that are set (special_tokens_map) to the template.

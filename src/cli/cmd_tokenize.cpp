@@ -1,12 +1,11 @@
 // moe-cli tokenize / detokenize: text → ids as a JSON array, ids → text, with a tokenizer directory.
 #include <boost/program_options.hpp>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/command.h"
 #include "common/error.h"
+#include "common/json_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace moe::cli {
@@ -25,14 +24,6 @@ bool parse_options(int argc, char** argv, const po::options_description& options
   return true;
 }
 
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 int run_tokenize(int argc, char** argv) {
   std::string tokenizer_path, text, file;
   bool split_special = false;
@@ -45,7 +36,7 @@ int run_tokenize(int argc, char** argv) {
   po::variables_map values;
   if (!parse_options(argc, argv, options, values)) return 0;
   if (values.count("text") == values.count("file")) throw Error("give exactly one of --text and --file");
-  if (!file.empty()) text = read_whole_file(file);
+  if (!file.empty()) text = read_text_file(file);
   const auto tokenizer = tokenizer::Tokenizer::load(tokenizer_path);
   std::cout << nlohmann::json(tokenizer.encode(text, !split_special)).dump() << "\n";
   return 0;

@@ -8,17 +8,31 @@
 #include "common/error.h"
 
 namespace moe {
+namespace {
 
-nlohmann::json read_json_file(const std::string& path) {
+template <typename Json>
+Json parse_json_file(const std::string& path) {
+  try {
+    return Json::parse(read_text_file(path));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(path + " is not valid JSON: " + e.what());
+  }
+}
+
+}  // namespace
+
+std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open " + path);
   std::stringstream buf;
   buf << in.rdbuf();
-  try {
-    return nlohmann::json::parse(buf.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(path + " is not valid JSON: " + e.what());
-  }
+  return buf.str();
+}
+
+nlohmann::json read_json_file(const std::string& path) { return parse_json_file<nlohmann::json>(path); }
+
+nlohmann::ordered_json read_ordered_json_file(const std::string& path) {
+  return parse_json_file<nlohmann::ordered_json>(path);
 }
 
 bool file_exists(const std::string& path) { return std::filesystem::is_regular_file(path); }

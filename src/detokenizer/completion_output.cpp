@@ -63,14 +63,17 @@ void CompletionOutput::append_rows(const msg::RoutingRows& rows) {
     row_weights_.insert(row_weights_.end(), rows.weights.begin() + skip * row_size, rows.weights.end());
 }
 
+msg::EncodedArray CompletionOutput::to_array(const std::string& bytes, size_t values, const char* dtype) const {
+  const int64_t row_size = int64_t{row_layers_} * row_top_k_;
+  const int64_t rows = row_size ? static_cast<int64_t>(values) / row_size : 0;
+  return {routing_.raw ? bytes : base64_encode(bytes), routing_.raw, {rows, row_layers_, row_top_k_}, dtype};
+}
+
 std::optional<msg::EncodedArray> CompletionOutput::encode_ids() {
   if (!routing_.return_routed_experts) return std::nullopt;
   const RoutedExpertsDtype dtype = resolve_routed_experts_dtype(parse_routed_experts_dtype(routing_.dtype), num_experts_);
-  const std::string bytes = pack_routed_experts(row_ids_.data(), row_ids_.size(), dtype);
-  const int64_t row_size = int64_t{row_layers_} * row_top_k_;
-  msg::EncodedArray out{routing_.raw ? bytes : base64_encode(bytes), routing_.raw,
-                        {row_size ? static_cast<int64_t>(row_ids_.size()) / row_size : 0, row_layers_, row_top_k_},
-                        dtype_name(dtype)};
+  msg::EncodedArray out =
+      to_array(pack_routed_experts(row_ids_.data(), row_ids_.size(), dtype), row_ids_.size(), dtype_name(dtype));
   row_ids_.clear();
   return out;
 }
@@ -78,11 +81,8 @@ std::optional<msg::EncodedArray> CompletionOutput::encode_ids() {
 std::optional<msg::EncodedArray> CompletionOutput::encode_weights() {
   if (!routing_.return_router_weights) return std::nullopt;
   const RouterWeightsDtype dtype = parse_router_weights_dtype(routing_.weights_dtype);
-  const std::string bytes = pack_router_weights(row_weights_.data(), row_weights_.size(), dtype);
-  const int64_t row_size = int64_t{row_layers_} * row_top_k_;
-  msg::EncodedArray out{routing_.raw ? bytes : base64_encode(bytes), routing_.raw,
-                        {row_size ? static_cast<int64_t>(row_weights_.size()) / row_size : 0, row_layers_, row_top_k_},
-                        dtype_name(dtype)};
+  msg::EncodedArray out = to_array(pack_router_weights(row_weights_.data(), row_weights_.size(), dtype),
+                                   row_weights_.size(), dtype_name(dtype));
   row_weights_.clear();
   return out;
 }

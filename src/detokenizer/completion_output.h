@@ -28,6 +28,8 @@ class CompletionOutput {
   // Text, ids, logprobs and rows gathered since the last emission, as one TextOutput.
   msg::TextOutput take_pending(std::optional<msg::FinishReason> finish);
   void append_rows(const msg::RoutingRows& rows);
+  // `values` packed into `bytes` as [rows, layers, K], base64 unless the client asked for raw bytes.
+  msg::EncodedArray to_array(const std::string& bytes, size_t values, const char* dtype) const;
   std::optional<msg::EncodedArray> encode_ids();
   std::optional<msg::EncodedArray> encode_weights();
 

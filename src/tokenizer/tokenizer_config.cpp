@@ -1,9 +1,7 @@
 #include "tokenizer/tokenizer_config.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "common/error.h"
 #include "common/json_file.h"
@@ -39,15 +37,6 @@ std::string chat_template_of(const nlohmann::json& config) {
   return "";
 }
 
-// The whole contents of a text file (chat_template.jinja).
-std::string read_text_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + path.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 TokenizerConfig load_tokenizer_config(const std::string& dir) {
@@ -61,7 +50,7 @@ TokenizerConfig load_tokenizer_config(const std::string& dir) {
     // transformers >= 4.43 may save the template in its own file instead.
     const std::filesystem::path template_file = folder / "chat_template.jinja";
     if (result.chat_template.empty() && std::filesystem::is_regular_file(template_file))
-      result.chat_template = read_text_file(template_file);
+      result.chat_template = read_text_file(template_file.string());
     result.bos_token = token_content(config, "bos_token");
     result.eos_token = token_content(config, "eos_token");
     result.pad_token = token_content(config, "pad_token");
