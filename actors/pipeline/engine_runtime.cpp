@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/json_file.h"
+#include "model/checkpoint_prefetch.h"
 #include "pipeline/detokenizer_actor.h"
 #include "pipeline/pipeline_endpoints.h"
 #include "pipeline/scheduler_actor.h"
@@ -35,8 +36,15 @@ std::unique_ptr<Model> load_model(const ServeOptions& options) {
   mo.moe_backend = parse_moe_backend(options.moe_runner_backend);
   mo.ep_size = options.ep_size;
   mo.expert_placement_file = options.expert_placement;
-  spdlog::info("loading {}", options.model_path);
-  return Model::load(options.model_path, mo);
+  auto model = Model::load(options.model_path, mo);
+  int last_percent = -1;
+  prefetch_checkpoint(options.model_path, [&](int64_t done, int64_t total) {
+    const int percent = total ? static_cast<int>(100 * done / total) : 100;
+    if (percent / 10 == last_percent / 10) return;
+    last_percent = percent;
+    spdlog::info("loading weights of {}: {}% of {:.1f} MiB", options.model_path, percent, total / 1048576.0);
+  });
+  return model;
 }
 
 int64_t context_length(const ServeOptions& options, const ModelConfig& c) {
@@ -161,6 +169,12 @@ EngineRuntime::~EngineRuntime() { actors_->stop_loops(); }
 transport::ActorLoop& EngineRuntime::tokenizer_loop() { return *actors_->tokenizer_loop; }
 TokenizerActor& EngineRuntime::tokenizer() { return *actors_->tokenizer; }
 std::string EngineRuntime::client_endpoint() const { return actors_->tokenizer->client_endpoint(); }
+
+SchedulerStats EngineRuntime::scheduler_stats() {
+  std::promise<SchedulerStats> stats;
+  actors_->scheduler_loop->post([&] { stats.set_value(actors_->scheduler->stats()); });
+  return stats.get_future().get();
+}
 
 void EngineRuntime::drain(std::chrono::milliseconds timeout) {
   auto on_tokenizer = [this](auto task) {
