@@ -12,6 +12,10 @@ class ActorLoop;
 class Context;
 }  // namespace moe::transport
 
+namespace moe {
+struct SchedulerStats;
+}
+
 namespace moe::actors {
 
 class TokenizerActor;
@@ -31,6 +35,8 @@ class EngineRuntime {
   // Refuses new requests (503), waits up to `timeout` for those in flight, fails the rest.
   void drain(std::chrono::milliseconds timeout);
   int64_t kv_slots() const { return kv_slots_; }
+  // The scheduler's counters (KV slots in use, preemptions), read on its loop; callable from any thread.
+  SchedulerStats scheduler_stats();
   const std::string& model_name() const { return model_name_; }
 
  private:

@@ -24,6 +24,8 @@ class SchedulerActor {
   SchedulerActor(transport::ActorLoop& loop, std::unique_ptr<SchedulerService> service,
                  const SchedulerActorEndpoints& endpoints, std::chrono::milliseconds worker_timeout);
   ~SchedulerActor();
+  // On the loop's thread: the scheduler's counters (tests and stats endpoints read them).
+  SchedulerStats stats() const { return service_->stats(); }
 
  private:
   void on_message(msg::Message&& message);
