@@ -1,0 +1,105 @@
+#include "http/generation_exchange.h"
+
+#include <ctime>
+
+#include "api/sse.h"
+#include "http/http_replies.h"
+
+namespace moe::http {
+
+GenerationExchange::GenerationExchange(api::GenerationCall call, EngineFrontend& engine,
+                                       std::weak_ptr<ResponseChannel> channel, api::RequestIdGenerator& ids)
+    : call_(std::move(call)), engine_(engine), channel_(std::move(channel)) {
+  for (msg::GenerateRequest& request : call_.requests) {
+    if (request.rid.empty()) request.rid = ids.next();
+    rids_.push_back(request.rid);
+    unfinished_samples_.push_back(request.sampling.n);
+  }
+  builder_ = api::make_response_builder(call_, rids_.front(), static_cast<int64_t>(std::time(nullptr)));
+}
+
+void GenerationExchange::start() {
+  const std::weak_ptr<GenerationExchange> weak = weak_from_this();
+  for (size_t prompt = 0; prompt < call_.requests.size() && !done_; ++prompt) {
+    engine_.submit(
+        std::move(call_.requests[prompt]),
+        [weak, prompt](const msg::TextOutput& output) {
+          if (const auto self = weak.lock()) self->on_output(prompt, output);
+        },
+        [weak](const msg::ErrorReply& error) {
+          if (const auto self = weak.lock()) self->fail(api::from_error_reply(error));
+        });
+  }
+}
+
+void GenerationExchange::cancel() {
+  if (done_) return;
+  done_ = true;
+  abort_unfinished();
+}
+
+void GenerationExchange::on_output(size_t prompt, const msg::TextOutput& output) {
+  if (done_) return;
+  std::vector<nlohmann::json> payloads;
+  try {
+    payloads = builder_->add(prompt, output);
+  } catch (const std::exception& e) {
+    fail(api::ApiError(500, std::string("the engine sent an inconsistent output: ") + e.what()));
+    return;
+  }
+  if (output.finish_reason) --unfinished_samples_[prompt];
+  const std::shared_ptr<ResponseChannel> out = channel();
+  if (!out) return;
+  if (call_.stream) stream(payloads, *out);
+  if (builder_->finished()) finish();
+}
+
+void GenerationExchange::fail(const api::ApiError& error) {
+  if (done_) return;
+  done_ = true;
+  abort_unfinished();
+  const std::shared_ptr<ResponseChannel> out = channel_.lock();
+  if (!out) return;
+  if (!stream_started_) {
+    out->send(error_reply(error));
+    return;
+  }
+  out->write_stream(api::sse_event(api::error_json(error)));
+  out->write_stream(api::sse_done());
+  out->end_stream();
+}
+
+void GenerationExchange::finish() {
+  done_ = true;
+  const std::shared_ptr<ResponseChannel> out = channel();
+  if (!out) return;
+  if (!call_.stream) {
+    out->send(json_reply(200, builder_->response()));
+    return;
+  }
+  stream(builder_->closing_payloads(), *out);
+  out->write_stream(api::sse_done());
+  out->end_stream();
+}
+
+void GenerationExchange::abort_unfinished() {
+  for (size_t prompt = 0; prompt < rids_.size(); ++prompt) {
+    if (unfinished_samples_[prompt] > 0) engine_.abort(rids_[prompt]);
+  }
+}
+
+std::shared_ptr<ResponseChannel> GenerationExchange::channel() {
+  std::shared_ptr<ResponseChannel> out = channel_.lock();
+  if (!out) cancel();
+  return out;
+}
+
+void GenerationExchange::stream(const std::vector<nlohmann::json>& payloads, ResponseChannel& channel) {
+  if (!stream_started_) {
+    stream_started_ = true;
+    channel.begin_stream();
+  }
+  for (const nlohmann::json& payload : payloads) channel.write_stream(api::sse_event(payload));
+}
+
+}  // namespace moe::http

@@ -1,0 +1,36 @@
+#pragma once
+// One HTTP request and its answer, independent of the socket library: the session (Beast) parses
+// the request and implements ResponseChannel; the router and generation exchanges answer through it.
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace moe::http {
+
+// A request as the router sees it.
+struct HttpRequest {
+  std::string method;  // "GET", "POST"...
+  std::string target;  // path and query
+  std::string body;
+};
+
+// A complete (not streamed) answer.
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra ones, e.g. Allow
+};
+
+// Where an answer goes. Exactly one of send() or begin_stream() .. end_stream() per request.
+class ResponseChannel {
+ public:
+  virtual ~ResponseChannel() = default;
+  virtual void send(HttpReply reply) = 0;
+  // Starts a 200 text/event-stream answer sent in chunks.
+  virtual void begin_stream() = 0;
+  virtual void write_stream(std::string data) = 0;
+  virtual void end_stream() = 0;
+};
+
+}  // namespace moe::http

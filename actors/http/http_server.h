@@ -1,0 +1,52 @@
+#pragma once
+// The HTTP/1.1 front end (DESIGN §4): SGLang's /generate and OpenAI's endpoints on Boost.Beast,
+// running on the event loop it is given (the tokenizer actor's, single-threaded). Keep-alive,
+// a body size limit (413), idle / slow-client timeouts, SSE streaming, abort of the requests of a
+// client that disconnects, 503 while the engine shuts down. Beast stays inside the .cpp files.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace moe::http {
+
+class EngineFrontend;
+
+// Where to listen and the limits that protect the server from slow, idle or greedy clients.
+struct HttpServerConfig {
+  std::string host = "127.0.0.1";
+  uint16_t port = 30000;                   // 0 = a free port, see HttpServer::port()
+  size_t max_body_bytes = 64u << 20;       // larger bodies get 413
+  std::chrono::milliseconds idle_timeout{60'000};     // a kept-alive connection waiting for its next request
+  std::chrono::milliseconds request_timeout{60'000};  // to receive a request's body
+  std::chrono::milliseconds write_timeout{60'000};    // for a client to take one write of the answer
+  std::chrono::milliseconds close_linger{2'000};      // reading what a refused client still sends before closing
+};
+
+// Owns the listening socket; connections live on as long as their operations are pending.
+class HttpServer {
+ public:
+  // Binds and starts accepting on `io` (throws moe::Error when the address cannot be bound).
+  // `engine` must outlive the server; call everything from the thread that runs `io`.
+  HttpServer(boost::asio::io_context& io, EngineFrontend& engine, HttpServerConfig config);
+  // stop()s.
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // The port bound (the chosen one when the config asked for 0).
+  uint16_t port() const;
+  // Stops accepting and closes every connection, aborting the requests still running. Idempotent.
+  void stop();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace moe::http

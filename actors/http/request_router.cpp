@@ -1,0 +1,103 @@
+#include "http/request_router.h"
+
+#include <array>
+#include <ctime>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "api/expert_load.h"
+#include "api/openai_response.h"
+#include "http/http_replies.h"
+
+namespace moe::http {
+namespace {
+
+// What a route leads to.
+enum class Endpoint { Generate, Completion, ChatCompletion, Models, Health, Metrics, ExpertLoad };
+
+// A path served with one method.
+struct Route {
+  std::string_view path;
+  std::string_view method;
+  Endpoint endpoint;
+};
+
+constexpr std::array kRoutes = {
+    Route{"/generate", "POST", Endpoint::Generate},
+    Route{"/v1/completions", "POST", Endpoint::Completion},
+    Route{"/v1/chat/completions", "POST", Endpoint::ChatCompletion},
+    Route{"/v1/models", "GET", Endpoint::Models},
+    Route{"/health", "GET", Endpoint::Health},
+    Route{"/metrics", "GET", Endpoint::Metrics},
+    Route{"/expert_load", "GET", Endpoint::ExpertLoad},
+};
+
+// What generation calls and /health get once the engine stops taking requests.
+api::ApiError shutting_down_error() { return api::ApiError(503, "the server is shutting down"); }
+
+}  // namespace
+
+RequestRouter::RequestRouter(EngineFrontend& engine)
+    : engine_(engine), started_(static_cast<int64_t>(std::time(nullptr))) {}
+
+std::shared_ptr<GenerationExchange> RequestRouter::route(const HttpRequest& request,
+                                                         const std::shared_ptr<ResponseChannel>& channel) {
+  const std::string_view target = request.target;
+  const std::string path(target.substr(0, target.find('?')));
+  const Route* matched = nullptr;
+  for (const Route& route : kRoutes) {
+    if (route.path == path) matched = &route;
+  }
+  try {
+    if (matched == nullptr) throw api::ApiError::not_found("no endpoint at " + path);
+    if (matched->method != request.method) {
+      HttpReply reply = error_reply(api::ApiError(405, "use " + std::string(matched->method) + " for " + path));
+      reply.headers.emplace_back("Allow", matched->method);
+      channel->send(std::move(reply));
+      return nullptr;
+    }
+    switch (matched->endpoint) {
+      case Endpoint::Generate: return generate(api::ApiKind::Generate, request, channel);
+      case Endpoint::Completion: return generate(api::ApiKind::Completion, request, channel);
+      case Endpoint::ChatCompletion: return generate(api::ApiKind::ChatCompletion, request, channel);
+      case Endpoint::Models: channel->send(json_reply(200, api::model_list(engine_.model_name(), started_))); break;
+      case Endpoint::Health: channel->send(health()); break;
+      case Endpoint::Metrics: channel->send(metrics()); break;
+      case Endpoint::ExpertLoad: channel->send(json_reply(200, api::expert_load_json(engine_.expert_load()))); break;
+    }
+  } catch (const api::ApiError& error) {
+    channel->send(error_reply(error));
+  } catch (const std::exception& error) {
+    // A fault of the engine's, not the client's: the client still gets an answer.
+    channel->send(error_reply(api::ApiError(500, error.what())));
+  }
+  return nullptr;
+}
+
+std::shared_ptr<GenerationExchange> RequestRouter::generate(api::ApiKind api, const HttpRequest& request,
+                                                            const std::shared_ptr<ResponseChannel>& channel) {
+  if (engine_.shutting_down()) throw shutting_down_error();
+  const nlohmann::json body = api::parse_json_body(request.body);
+  api::GenerationCall call;
+  switch (api) {
+    case api::ApiKind::Generate: call = api::parse_generate(body); break;
+    case api::ApiKind::Completion: call = api::parse_completion(body, engine_.model_name()); break;
+    case api::ApiKind::ChatCompletion: call = api::parse_chat_completion(body, engine_.model_name()); break;
+  }
+  auto exchange = std::make_shared<GenerationExchange>(std::move(call), engine_, channel, ids_);
+  exchange->start();
+  return exchange;
+}
+
+HttpReply RequestRouter::health() const {
+  if (engine_.shutting_down()) throw shutting_down_error();
+  return HttpReply{200, "text/plain; charset=utf-8", "", {}};
+}
+
+HttpReply RequestRouter::metrics() const {
+  return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",
+                   api::render_prometheus(engine_.stats(), engine_.model_name()), {}};
+}
+
+}  // namespace moe::http

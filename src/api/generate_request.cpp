@@ -1,0 +1,106 @@
+// SGLang's /generate request (DESIGN §4): one prompt or a batch, as `text` or `input_ids`.
+#include <nlohmann/json.hpp>
+
+#include "api/api_error.h"
+#include "api/generation_call.h"
+#include "api/request_fields.h"
+
+namespace moe::api {
+namespace {
+
+using nlohmann::json;
+
+// One request per prompt of `text` (a string or a list of strings); sets `batched` for a list.
+std::vector<msg::GenerateRequest> text_prompts(const json& text, bool& batched) {
+  std::vector<msg::GenerateRequest> requests;
+  batched = text.is_array();
+  if (!batched) {
+    read_value(text, "text", requests.emplace_back().text.emplace());
+    return requests;
+  }
+  for (size_t i = 0; i < text.size(); ++i) read_value(text[i], element_path("text", i), requests.emplace_back().text.emplace());
+  return requests;
+}
+
+// One request per prompt of `input_ids` (a list of ids, or a list of such lists).
+std::vector<msg::GenerateRequest> token_prompts(const json& ids, bool& batched) {
+  std::vector<msg::GenerateRequest> requests;
+  batched = ids.is_array() && !ids.empty() && ids.front().is_array();
+  if (!batched) {
+    read_value(ids, "input_ids", requests.emplace_back().input_ids.emplace());
+  } else {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      read_value(ids[i], element_path("input_ids", i), requests.emplace_back().input_ids.emplace());
+    }
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].input_ids->empty()) {
+      throw ApiError::invalid_field(batched ? element_path("input_ids", i) : "input_ids", "must not be empty");
+    }
+  }
+  return requests;
+}
+
+std::vector<msg::GenerateRequest> prompts(const FieldReader& root, bool& batched) {
+  const json* text = root.find("text");
+  const json* ids = root.find("input_ids");
+  if (text != nullptr && ids != nullptr) throw ApiError::bad_request("give only one of `text` and `input_ids`");
+  if (text == nullptr && ids == nullptr) throw ApiError::bad_request("the request needs `text` or `input_ids`");
+  std::vector<msg::GenerateRequest> requests = text ? text_prompts(*text, batched) : token_prompts(*ids, batched);
+  if (requests.empty()) throw ApiError::invalid_field(text ? "text" : "input_ids", "must not be an empty list");
+  return requests;
+}
+
+// A field that is either one value for every prompt or a list of one value per prompt.
+const json& per_prompt(const json& value, const std::string& name, size_t prompt, size_t num_prompts) {
+  if (!value.is_array()) return value;
+  if (value.size() != num_prompts) {
+    throw ApiError::invalid_field(name, "has " + std::to_string(value.size()) + " entries for " +
+                                            std::to_string(num_prompts) + " prompts");
+  }
+  return value[prompt];
+}
+
+void read_sampling_params(const FieldReader& root, std::vector<msg::GenerateRequest>& requests) {
+  const json* params = root.find("sampling_params");
+  if (params == nullptr) return;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const std::string path = params->is_array() ? element_path("sampling_params", i) : "sampling_params";
+    const FieldReader reader(per_prompt(*params, "sampling_params", i, requests.size()), path);
+    read_sampling_fields(reader, SamplingDialect::SGLang, requests[i].sampling);
+  }
+}
+
+// `rid`: one string for one prompt, or a list of one per prompt.
+void read_rids(const FieldReader& root, bool batched, std::vector<msg::GenerateRequest>& requests) {
+  const json* rid = root.find("rid");
+  if (rid == nullptr) return;
+  if (batched && !rid->is_array()) throw ApiError::invalid_field("rid", "must be a list of one id per prompt");
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const std::string path = rid->is_array() ? element_path("rid", i) : "rid";
+    read_value(per_prompt(*rid, "rid", i, requests.size()), path, requests[i].rid);
+  }
+}
+
+}  // namespace
+
+GenerationCall parse_generate(const json& body) {
+  const FieldReader root(body, "");
+  GenerationCall call;
+  call.api = ApiKind::Generate;
+  call.requests = prompts(root, call.batched);
+  root.read("stream", call.stream);
+  msg::GenerateRequest shared;  // the fields every prompt of a batch shares
+  root.read("return_logprob", shared.return_logprob);
+  read_routing_fields(root, ApiKind::Generate, shared.routing);
+  for (msg::GenerateRequest& request : call.requests) {
+    request.stream = call.stream;
+    request.return_logprob = shared.return_logprob;
+    request.routing = shared.routing;
+  }
+  read_sampling_params(root, call.requests);
+  read_rids(root, call.batched, call.requests);
+  return call;
+}
+
+}  // namespace moe::api

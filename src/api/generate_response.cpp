@@ -1,0 +1,98 @@
+#include "api/generate_response.h"
+
+#include "api/raw_rows.h"
+
+namespace moe::api {
+namespace {
+
+using nlohmann::json;
+
+// SGLang's output_token_logprobs: [logprob, token id, token text] triples; the text is not kept.
+json logprob_triples(const CompletionState& completion) {
+  json triples = json::array();
+  for (size_t i = 0; i < completion.logprobs.size(); ++i) {
+    triples.push_back({completion.logprobs[i], completion.output_ids.at(i), nullptr});
+  }
+  return triples;
+}
+
+// One completion's object; `experts` and `weights` are the rows to send (all, or one chunk's).
+json generate_object(const CompletionState& completion, bool return_logprob, const RawRows* experts,
+                     const RawRows* weights) {
+  json meta = {{"id", completion.rid},
+               {"index", completion.index},
+               {"finish_reason", sglang_finish_reason(completion.finish_reason, completion.completion_tokens)},
+               {"prompt_tokens", completion.prompt_tokens},
+               {"completion_tokens", completion.completion_tokens},
+               {"cached_tokens", completion.cached_tokens}};
+  if (return_logprob) meta["output_token_logprobs"] = logprob_triples(completion);
+  if (experts != nullptr) put_base64(meta, "routed_experts", *experts);
+  if (weights != nullptr) put_base64(meta, "router_weights", *weights);
+  return {{"text", completion.text}, {"output_ids", completion.output_ids}, {"meta_info", std::move(meta)}};
+}
+
+// Gathers the outputs of a /generate call into SGLang objects.
+class GenerateResponseBuilder final : public ResponseBuilder {
+ public:
+  explicit GenerateResponseBuilder(const GenerationCall& call) : ResponseBuilder(call), batched_(call.batched) {
+    for (const msg::GenerateRequest& request : call.requests) {
+      return_logprob_.push_back(request.return_logprob);
+      completions_ += static_cast<size_t>(request.sampling.n);
+    }
+  }
+
+  std::vector<json> add(size_t prompt, const msg::TextOutput& output) override {
+    const CompletionState& completion = grid_.record(prompt, output);
+    if (!stream_) return {};
+    const std::optional<RawRows> experts = chunk_rows(output.routed_experts);
+    const std::optional<RawRows> weights = chunk_rows(output.router_weights);
+    return {generate_object(completion, return_logprob_[prompt], experts ? &*experts : nullptr,
+                            weights ? &*weights : nullptr)};
+  }
+
+  json response() const override {
+    json list = json::array();
+    for (size_t prompt = 0; prompt < grid_.num_prompts(); ++prompt) {
+      for (const CompletionState& completion : grid_.completions(prompt)) {
+        list.push_back(generate_object(completion, return_logprob_[prompt],
+                                       completion.routed_experts ? &*completion.routed_experts : nullptr,
+                                       completion.router_weights ? &*completion.router_weights : nullptr));
+      }
+    }
+    // As SGLang: one object for one prompt sampled once, a list otherwise.
+    return batched_ || completions_ > 1 ? list : list.front();
+  }
+
+ private:
+  static std::optional<RawRows> chunk_rows(const std::optional<msg::EncodedArray>& array) {
+    if (!array) return std::nullopt;
+    return RawRows::from(*array);
+  }
+
+  bool batched_;
+  std::vector<bool> return_logprob_;
+  size_t completions_ = 0;
+};
+
+}  // namespace
+
+json sglang_finish_reason(const std::optional<msg::FinishReason>& reason, int32_t completion_tokens) {
+  if (!reason) return nullptr;
+  switch (reason->kind) {
+    case msg::FinishKind::Stop: {
+      json stop = {{"type", "stop"}};
+      if (reason->matched_token) stop["matched"] = *reason->matched_token;
+      if (reason->matched_text) stop["matched"] = *reason->matched_text;
+      return stop;
+    }
+    case msg::FinishKind::Length: return {{"type", "length"}, {"length", completion_tokens}};
+    case msg::FinishKind::Abort: return {{"type", "abort"}, {"message", reason->message}};
+  }
+  return nullptr;
+}
+
+std::unique_ptr<ResponseBuilder> make_generate_builder(const GenerationCall& call) {
+  return std::make_unique<GenerateResponseBuilder>(call);
+}
+
+}  // namespace moe::api

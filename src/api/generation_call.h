@@ -1,0 +1,45 @@
+#pragma once
+// A generation call as the HTTP API receives it: SGLang's /generate, OpenAI's /v1/completions and
+// /v1/chat/completions, each parsed and validated into engine requests plus how to shape the answer.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "moe/messages.h"
+
+namespace moe::api {
+
+// Which API a call came through; it decides the shape of the answer.
+enum class ApiKind { Generate, Completion, ChatCompletion };
+
+// How OpenAI answers carry routed-expert ids: base64 with `_shape`/`_dtype`, or nested lists (vLLM's).
+enum class RoutingFormat { Base64, List };
+
+// One HTTP generation call: one engine request per prompt, each asking for `sampling.n` completions.
+// Routing, when asked, is requested raw (EncodedArray.raw) so the answer can split and re-encode it.
+struct GenerationCall {
+  ApiKind api = ApiKind::Generate;
+  std::vector<msg::GenerateRequest> requests;
+  bool batched = false;  // /generate got a list of prompts: the answer is a list even for one
+  bool stream = false;
+  std::string model;                  // OpenAI: the served model's name
+  bool include_usage = false;         // OpenAI streaming: a final chunk with `usage`
+  RoutingFormat routing_format = RoutingFormat::Base64;
+};
+
+// Parses a request body; malformed JSON is an ApiError (400) quoting the parser's complaint.
+nlohmann::json parse_json_body(std::string_view body);
+
+// SGLang's /generate: `text` or `input_ids` (one or a list), `sampling_params` (one or a list),
+// `stream`, `return_logprob`, the routed-experts fields, `rid` (one or a list).
+GenerationCall parse_generate(const nlohmann::json& body);
+
+// OpenAI's /v1/completions; a `model` other than `served_model` is a 404.
+GenerationCall parse_completion(const nlohmann::json& body, const std::string& served_model);
+
+// OpenAI's /v1/chat/completions; a `model` other than `served_model` is a 404.
+GenerationCall parse_chat_completion(const nlohmann::json& body, const std::string& served_model);
+
+}  // namespace moe::api

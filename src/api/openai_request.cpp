@@ -1,0 +1,220 @@
+// OpenAI's /v1/completions and /v1/chat/completions requests, with vLLM's extra sampling fields
+// (top_k, min_p, ignore_eos, stop_token_ids, skip_special_tokens, min_tokens) and the routed-experts
+// extras return_routed_experts, routed_experts_dtype, routed_experts_format.
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api_error.h"
+#include "api/generation_call.h"
+#include "api/request_fields.h"
+
+namespace moe::api {
+namespace {
+
+using nlohmann::json;
+
+// Fields of OpenAI's API the engine does not implement. They are accepted at their no-op value
+// only, so a request that relies on one fails loudly instead of being answered as if it were absent.
+struct UnsupportedField {
+  std::string_view name;
+  bool (*is_noop)(const json& value);
+};
+
+bool is_false(const json& v) { return v == false; }
+bool is_zero(const json& v) { return v.is_number() && v.get<double>() == 0.0; }
+bool is_empty(const json& v) { return v.empty() || v == ""; }
+bool is_one(const json& v) { return v == 1; }
+bool is_text_format(const json& v) { return v.is_object() && v.value("type", "") == "text"; }
+
+constexpr UnsupportedField kUnsupportedEverywhere[] = {
+    {"presence_penalty", is_zero}, {"frequency_penalty", is_zero}, {"repetition_penalty", is_one},
+    {"logit_bias", is_empty}};
+constexpr UnsupportedField kUnsupportedInCompletions[] = {{"echo", is_false}, {"suffix", is_empty}};
+constexpr UnsupportedField kUnsupportedInChat[] = {
+    {"tools", is_empty}, {"response_format", is_text_format}, {"chat_template_kwargs", is_empty}};
+
+template <size_t N>
+void reject_unsupported(const FieldReader& root, const UnsupportedField (&fields)[N]) {
+  for (const UnsupportedField& field : fields) {
+    const json* value = root.find(field.name);
+    if (value != nullptr && !field.is_noop(*value)) {
+      throw ApiError::invalid_field(std::string(field.name), "is not supported by this server, got " + value->dump());
+    }
+  }
+}
+
+// `model` must name the served model when given (OpenAI requires it; curl users often leave it out).
+std::string checked_model(const FieldReader& root, const std::string& served_model) {
+  std::string model = served_model;
+  root.read("model", model);
+  if (model != served_model) {
+    throw ApiError::not_found("The model `" + model + "` does not exist; this server serves `" + served_model + "`",
+                              "model_not_found");
+  }
+  return model;
+}
+
+std::string checked_routing_format(const FieldReader& root) {
+  std::string format = "base64";
+  root.read("routed_experts_format", format);
+  if (format != "base64" && format != "list") {
+    throw ApiError::invalid_field("routed_experts_format", "must be \"base64\" or \"list\", got \"" + format + "\"");
+  }
+  return format;
+}
+
+// What both endpoints share: model, sampling, stream options, routing; `prompts` are filled in.
+GenerationCall read_common(const FieldReader& root, ApiKind api, const std::string& served_model,
+                           std::vector<msg::GenerateRequest> prompts, msg::SamplingParams sampling,
+                           bool return_logprob) {
+  reject_unsupported(root, kUnsupportedEverywhere);
+  GenerationCall call;
+  call.api = api;
+  call.model = checked_model(root, served_model);
+  read_sampling_fields(root, SamplingDialect::OpenAI, sampling);
+  root.read("stream", call.stream);
+  if (const json* options = root.find("stream_options")) {
+    FieldReader(*options, "stream_options").read("include_usage", call.include_usage);
+  }
+  msg::RoutingOptions routing;
+  read_routing_fields(root, api, routing);
+  call.routing_format = checked_routing_format(root) == "list" ? RoutingFormat::List : RoutingFormat::Base64;
+  for (msg::GenerateRequest& request : prompts) {
+    request.sampling = sampling;
+    request.stream = call.stream;
+    request.return_logprob = return_logprob;
+    request.routing = routing;
+  }
+  call.requests = std::move(prompts);
+  return call;
+}
+
+// `prompt`: a string, a list of strings, a list of token ids, or a list of such lists.
+std::vector<msg::GenerateRequest> completion_prompts(const FieldReader& root) {
+  const json* prompt = root.find("prompt");
+  if (prompt == nullptr) throw ApiError::invalid_field("prompt", "is required");
+  std::vector<msg::GenerateRequest> requests;
+  if (prompt->is_string()) {
+    requests.emplace_back().text = prompt->get<std::string>();
+    return requests;
+  }
+  if (!prompt->is_array() || prompt->empty()) {
+    throw ApiError::invalid_field("prompt", "must be a string, a list of strings or a non-empty list of token ids");
+  }
+  if (prompt->front().is_number()) {
+    read_value(*prompt, "prompt", requests.emplace_back().input_ids.emplace());
+    return requests;
+  }
+  for (size_t i = 0; i < prompt->size(); ++i) {
+    const json& element = (*prompt)[i];
+    msg::GenerateRequest& request = requests.emplace_back();
+    if (element.is_array()) {
+      read_value(element, element_path("prompt", i), request.input_ids.emplace());
+      if (request.input_ids->empty()) throw ApiError::invalid_field(element_path("prompt", i), "must not be empty");
+    } else {
+      read_value(element, element_path("prompt", i), request.text.emplace());
+    }
+  }
+  return requests;
+}
+
+// `logprobs` (an integer) asks for the sampled tokens' logprobs; the engine computes no
+// alternatives, so only 0 is accepted.
+bool completion_logprobs(const FieldReader& root) {
+  int32_t logprobs = -1;
+  if (!root.read("logprobs", logprobs)) return false;
+  if (logprobs != 0) {
+    throw ApiError::invalid_field("logprobs",
+                                  "must be 0: the sampled token's logprob is returned, top alternatives are not "
+                                  "computed; got " + std::to_string(logprobs));
+  }
+  return true;
+}
+
+// A message's content: a string, null, or a list of {"type": "text", "text": ...} parts.
+std::string message_content(const json& content, const std::string& path) {
+  if (content.is_null()) return {};
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) throw ApiError::invalid_field(path, "must be a string or a list of content parts");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const FieldReader part(content[i], element_path(path, i));
+    std::string type;
+    part.read("type", type);
+    if (type != "text") {
+      throw ApiError::invalid_field(part.path_of("type"), "must be \"text\" (the only content part supported), got \"" +
+                                                               type + "\"");
+    }
+    std::string piece;
+    if (!part.read("text", piece)) throw ApiError::invalid_field(part.path_of("text"), "is required");
+    text += piece;
+  }
+  return text;
+}
+
+std::vector<msg::ChatMessage> chat_messages(const FieldReader& root) {
+  const json* messages = root.find("messages");
+  if (messages == nullptr || !messages->is_array() || messages->empty()) {
+    throw ApiError::invalid_field("messages", "must be a non-empty list of messages");
+  }
+  std::vector<msg::ChatMessage> result;
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const FieldReader message((*messages)[i], element_path("messages", i));
+    msg::ChatMessage& turn = result.emplace_back();
+    if (!message.read("role", turn.role) || turn.role.empty()) {
+      throw ApiError::invalid_field(message.path_of("role"), "is required");
+    }
+    if (const json* content = message.find("content")) turn.content = message_content(*content, message.path_of("content"));
+  }
+  return result;
+}
+
+// `logprobs` (a bool) with `top_logprobs`, which must be 0: no alternatives are computed.
+bool chat_logprobs(const FieldReader& root) {
+  bool logprobs = false;
+  root.read("logprobs", logprobs);
+  int32_t top_logprobs = 0;
+  if (root.read("top_logprobs", top_logprobs) && top_logprobs != 0) {
+    throw ApiError::invalid_field("top_logprobs", "must be 0: top alternatives are not computed; got " +
+                                                      std::to_string(top_logprobs));
+  }
+  return logprobs;
+}
+
+}  // namespace
+
+GenerationCall parse_completion(const json& body, const std::string& served_model) {
+  const FieldReader root(body, "");
+  reject_unsupported(root, kUnsupportedInCompletions);
+  msg::SamplingParams sampling;
+  sampling.max_new_tokens = 16;  // OpenAI's default for completions
+  GenerationCall call = read_common(root, ApiKind::Completion, served_model, completion_prompts(root), sampling,
+                                    completion_logprobs(root));
+  const int32_t n = call.requests.front().sampling.n;
+  int32_t best_of = n;
+  if (root.read("best_of", best_of) && best_of != n) {
+    throw ApiError::invalid_field("best_of", "is not supported unless equal to n, got " + std::to_string(best_of));
+  }
+  return call;
+}
+
+GenerationCall parse_chat_completion(const json& body, const std::string& served_model) {
+  const FieldReader root(body, "");
+  reject_unsupported(root, kUnsupportedInChat);
+  msg::GenerateRequest prompt;
+  prompt.messages = chat_messages(root);
+  msg::SamplingParams sampling;
+  // No limit by default, as OpenAI: the scheduler clamps it to what the context and KV pool hold.
+  sampling.max_new_tokens = std::numeric_limits<int32_t>::max();
+  GenerationCall call =
+      read_common(root, ApiKind::ChatCompletion, served_model, {std::move(prompt)}, sampling, chat_logprobs(root));
+  // The newer name wins over the deprecated max_tokens, as in OpenAI's API.
+  int32_t& max_new_tokens = call.requests.front().sampling.max_new_tokens;
+  if (root.read("max_completion_tokens", max_new_tokens) && max_new_tokens < 1) {
+    throw ApiError::invalid_field("max_completion_tokens", "must be at least 1, got " + std::to_string(max_new_tokens));
+  }
+  return call;
+}
+
+}  // namespace moe::api

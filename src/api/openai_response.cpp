@@ -1,0 +1,219 @@
+#include "api/openai_response.h"
+
+#include <algorithm>
+
+#include "api/raw_rows.h"
+
+namespace moe::api {
+namespace {
+
+using nlohmann::json;
+
+// OpenAI's finish_reason: "stop", "length", or (vLLM's) "abort"; null while unfinished.
+json finish_reason(const std::optional<msg::FinishReason>& reason) {
+  if (!reason) return nullptr;
+  switch (reason->kind) {
+    case msg::FinishKind::Stop: return "stop";
+    case msg::FinishKind::Length: return "length";
+    case msg::FinishKind::Abort: return "abort";
+  }
+  return nullptr;
+}
+
+// vLLM's stop_reason: the stop token id or stop string matched, else null.
+json stop_reason(const std::optional<msg::FinishReason>& reason) {
+  if (reason && reason->matched_token) return *reason->matched_token;
+  if (reason && reason->matched_text) return *reason->matched_text;
+  return nullptr;
+}
+
+// How a token is named in logprobs: its id, as vLLM's return_tokens_as_token_ids.
+std::string token_name(int32_t id) { return "token_id:" + std::to_string(id); }
+
+// The logprobs of tokens [0, logprobs.size()), in the completions or the chat form.
+json logprobs_json(bool chat, const std::vector<int32_t>& ids, const std::vector<float>& logprobs) {
+  if (chat) {
+    json content = json::array();
+    for (size_t i = 0; i < logprobs.size(); ++i) {
+      content.push_back(
+          {{"token", token_name(ids.at(i))}, {"logprob", logprobs[i]}, {"bytes", nullptr}, {"top_logprobs", json::array()}});
+    }
+    return {{"content", std::move(content)}};
+  }
+  json tokens = json::array();
+  for (size_t i = 0; i < logprobs.size(); ++i) tokens.push_back(token_name(ids.at(i)));
+  return {{"tokens", std::move(tokens)}, {"token_logprobs", logprobs}};
+}
+
+// Gathers the outputs of an OpenAI call into its objects and chunks.
+class OpenAiResponseBuilder final : public ResponseBuilder {
+ public:
+  OpenAiResponseBuilder(const GenerationCall& call, const std::string& response_id, int64_t created)
+      : ResponseBuilder(call),
+        chat_(call.api == ApiKind::ChatCompletion),
+        id_((chat_ ? "chatcmpl-" : "cmpl-") + response_id),
+        created_(created),
+        model_(call.model),
+        include_usage_(call.include_usage),
+        list_form_(call.routing_format == RoutingFormat::List),
+        logprobs_(call.requests.front().return_logprob),
+        n_(static_cast<size_t>(call.requests.front().sampling.n)),
+        rows_sent_(call.requests.size() * n_, 0),
+        role_sent_(call.requests.size() * n_, false) {}
+
+  std::vector<json> add(size_t prompt, const msg::TextOutput& output) override {
+    const CompletionState& completion = grid_.record(prompt, output);
+    if (!stream_) return {};
+    const size_t choice = prompt * n_ + static_cast<size_t>(output.index);
+    std::vector<json> payloads;
+    if (chat_ && !role_sent_[choice]) {
+      role_sent_[choice] = true;
+      payloads.push_back(chunk({{"index", choice},
+                                {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                {"logprobs", nullptr},
+                                {"finish_reason", nullptr}}));
+    }
+    json payload = chunk(
+        choice_json(choice, output.text, output.output_ids, output.output_logprobs, completion.finish_reason, true));
+    if (output.routed_experts) add_chunk_rows(payload, choice, output);
+    payloads.push_back(std::move(payload));
+    return payloads;
+  }
+
+  std::vector<json> closing_payloads() const override {
+    if (!include_usage_) return {};
+    json last = header(chat_ ? "chat.completion.chunk" : "text_completion");
+    last["choices"] = json::array();
+    last["usage"] = usage();
+    return {last};
+  }
+
+  json response() const override {
+    json body = header(chat_ ? "chat.completion" : "text_completion");
+    body["choices"] = json::array();
+    for (size_t prompt = 0; prompt < grid_.num_prompts(); ++prompt) {
+      for (const CompletionState& completion : grid_.completions(prompt)) {
+        json choice = choice_json(prompt * n_ + static_cast<size_t>(completion.index), completion.text,
+                                  completion.output_ids, completion.logprobs, completion.finish_reason, false);
+        if (completion.routed_experts) {
+          const RawRows& rows = *completion.routed_experts;
+          put_rows(choice, "routed_experts", rows.slice(completion.prompt_tokens, rows.rows()));
+        }
+        body["choices"].push_back(std::move(choice));
+      }
+    }
+    body["usage"] = usage();
+    if (grid_.completions(0).front().routed_experts) put_prompt_rows(body);
+    return body;
+  }
+
+ private:
+  // The fields every object and chunk starts with.
+  json header(const char* object) const {
+    return {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_}};
+  }
+
+  // A streamed chunk of one choice.
+  json chunk(json choice) const {
+    json payload = header(chat_ ? "chat.completion.chunk" : "text_completion");
+    payload["choices"] = json::array({std::move(choice)});
+    if (include_usage_) payload["usage"] = nullptr;  // as OpenAI: null on every chunk but the last
+    return payload;
+  }
+
+  // A choice with `text`; chat puts it in the assistant's `message`, or its `delta` when streaming.
+  json choice_json(size_t choice, const std::string& text, const std::vector<int32_t>& ids,
+                   const std::vector<float>& logprobs, const std::optional<msg::FinishReason>& reason,
+                   bool delta) const {
+    json result = {{"index", choice},
+                   {"logprobs", logprobs_ ? logprobs_json(chat_, ids, logprobs) : json()},
+                   {"finish_reason", finish_reason(reason)},
+                   {"stop_reason", stop_reason(reason)}};
+    if (!chat_) {
+      result["text"] = text;
+    } else if (delta) {
+      result["delta"] = {{"content", text}};
+    } else {
+      result["message"] = {{"role", "assistant"}, {"content", text}};
+    }
+    return result;
+  }
+
+  // Rows in the requested form: base64 with shape and dtype, or nested lists.
+  void put_rows(json& object, const std::string& name, const RawRows& rows) const {
+    if (list_form_) {
+      put_list(object, name, rows);
+    } else {
+      put_base64(object, name, rows);
+    }
+  }
+
+  // A streamed chunk's rows: those before prompt_tokens go to `prompt_routed_experts` (sent by
+  // sample 0 only: every sample has the same prompt rows), the rest to the choice.
+  void add_chunk_rows(json& payload, size_t choice, const msg::TextOutput& output) {
+    const RawRows rows = RawRows::from(*output.routed_experts);
+    const int64_t first = rows_sent_[choice];
+    rows_sent_[choice] += rows.rows();
+    const int64_t prompt_rows = std::clamp<int64_t>(output.prompt_tokens - first, 0, rows.rows());
+    if (output.index == 0 && prompt_rows > 0) put_rows(payload, "prompt_routed_experts", rows.slice(0, prompt_rows));
+    put_rows(payload["choices"][0], "routed_experts", rows.slice(prompt_rows, rows.rows()));
+  }
+
+  // The prompt rows at the response level: plain fields for one prompt, lists aligned with the
+  // prompts for several.
+  void put_prompt_rows(json& body) const {
+    std::vector<json> parts;
+    for (size_t prompt = 0; prompt < grid_.num_prompts(); ++prompt) {
+      const CompletionState& first = grid_.completions(prompt).front();
+      const RawRows rows = first.routed_experts ? first.routed_experts->slice(0, first.prompt_tokens) : RawRows();
+      put_rows(parts.emplace_back(json::object()), "prompt_routed_experts", rows);
+    }
+    if (parts.size() == 1) {
+      body.update(parts.front());
+      return;
+    }
+    for (const json& part : parts) {
+      for (const auto& [key, value] : part.items()) body[key].push_back(value);
+    }
+  }
+
+  // Token counts: each prompt once (its samples share it), every completion.
+  json usage() const {
+    int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+    for (size_t prompt = 0; prompt < grid_.num_prompts(); ++prompt) {
+      const std::vector<CompletionState>& completions = grid_.completions(prompt);
+      prompt_tokens += completions.front().prompt_tokens;
+      cached_tokens += completions.front().cached_tokens;
+      for (const CompletionState& completion : completions) completion_tokens += completion.completion_tokens;
+    }
+    return {{"prompt_tokens", prompt_tokens},
+            {"completion_tokens", completion_tokens},
+            {"total_tokens", prompt_tokens + completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+  }
+
+  bool chat_;
+  std::string id_;
+  int64_t created_;
+  std::string model_;
+  bool include_usage_;
+  bool list_form_;
+  bool logprobs_;
+  size_t n_;
+  std::vector<int64_t> rows_sent_;  // per choice: routing rows streamed so far
+  std::vector<bool> role_sent_;     // per choice: the chat role chunk went out
+};
+
+}  // namespace
+
+json model_list(const std::string& model, int64_t created) {
+  return {{"object", "list"},
+          {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "moe-engine"}}})}};
+}
+
+std::unique_ptr<ResponseBuilder> make_openai_builder(const GenerationCall& call, const std::string& response_id,
+                                                     int64_t created) {
+  return std::make_unique<OpenAiResponseBuilder>(call, response_id, created);
+}
+
+}  // namespace moe::api

@@ -1,0 +1,51 @@
+#pragma once
+// The numbers GET /metrics reports, as a plain struct the engine frontend fills, and their
+// rendering in Prometheus' text exposition format (version 0.0.4).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moe::api {
+
+// A Prometheus histogram: how many observations fell at or under each upper bound, their sum and count.
+class Histogram {
+ public:
+  // `upper_bounds` ascending; the +Inf bucket is implied.
+  explicit Histogram(std::vector<double> upper_bounds);
+  void observe(double value);
+
+  const std::vector<double>& upper_bounds() const { return upper_bounds_; }
+  // Per bucket, not cumulative: [i] counts values in (bound[i-1], bound[i]]; the last, those above every bound.
+  const std::vector<uint64_t>& bucket_counts() const { return bucket_counts_; }
+  double sum() const { return sum_; }
+  uint64_t count() const { return count_; }
+
+ private:
+  std::vector<double> upper_bounds_;
+  std::vector<uint64_t> bucket_counts_;
+  double sum_ = 0.0;
+  uint64_t count_ = 0;
+};
+
+// Buckets for the time of one scheduler step (a forward pass): 1 ms to 10 s.
+Histogram step_time_histogram();
+
+// Counters since start and gauges now.
+struct ServerStats {
+  uint64_t requests_total = 0;           // generation requests received
+  uint64_t prompt_tokens_total = 0;      // prompt tokens processed
+  uint64_t generation_tokens_total = 0;  // tokens generated
+  uint64_t cached_tokens_total = 0;      // prompt tokens served from the prefix cache
+  int64_t running_requests = 0;
+  int64_t waiting_requests = 0;
+  int64_t kv_slots_used = 0;
+  int64_t kv_slots_total = 0;
+  Histogram step_time_seconds = step_time_histogram();
+  uint64_t capture_bytes_total = 0;       // routed-experts bytes copied from the device
+  int64_t capture_host_cache_bytes = 0;   // size of the routing host cache
+};
+
+// The /metrics body; every sample carries the label model_name="<model_name>".
+std::string render_prometheus(const ServerStats& stats, const std::string& model_name);
+
+}  // namespace moe::api

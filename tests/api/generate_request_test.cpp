@@ -1,0 +1,168 @@
+// SGLang /generate request parsing: every field, batches, and each refusal naming its field.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "api/generation_call.h"
+#include "api_test_support.h"
+
+namespace moe::api {
+namespace {
+
+using nlohmann::json;
+using test::expect_api_error;
+
+TEST(GenerateRequest, ReadsEveryField) {
+  const json body = {{"rid", "r1"},
+                     {"text", "Hello"},
+                     {"sampling_params",
+                      {{"max_new_tokens", 32},
+                       {"temperature", 0},
+                       {"top_p", 0.5},
+                       {"top_k", 4},
+                       {"min_p", 0.25},
+                       {"stop", "\n"},
+                       {"stop_token_ids", {7, 8}},
+                       {"ignore_eos", true},
+                       {"n", 3},
+                       {"seed", 11},
+                       {"skip_special_tokens", false}}},
+                     {"stream", true},
+                     {"return_logprob", true},
+                     {"return_routed_experts", true},
+                     {"routed_experts_start_len", 5},
+                     {"routed_experts_dtype", "int16"},
+                     {"routed_experts_include_last", true},
+                     {"return_router_weights", true},
+                     {"router_weights_dtype", "float16"}};
+  const GenerationCall call = parse_generate(body);
+  EXPECT_EQ(call.api, ApiKind::Generate);
+  EXPECT_FALSE(call.batched);
+  EXPECT_TRUE(call.stream);
+  ASSERT_EQ(call.requests.size(), 1u);
+
+  msg::GenerateRequest expected;
+  expected.rid = "r1";
+  expected.text = "Hello";
+  expected.sampling.max_new_tokens = 32;
+  expected.sampling.temperature = 0.0f;
+  expected.sampling.top_p = 0.5f;
+  expected.sampling.top_k = 4;
+  expected.sampling.min_p = 0.25f;
+  expected.sampling.stop = {"\n"};
+  expected.sampling.stop_token_ids = {7, 8};
+  expected.sampling.ignore_eos = true;
+  expected.sampling.n = 3;
+  expected.sampling.seed = 11;
+  expected.sampling.skip_special_tokens = false;
+  expected.stream = true;
+  expected.return_logprob = true;
+  expected.routing = {.return_routed_experts = true,
+                      .start_len = 5,
+                      .dtype = "int16",
+                      .include_last = true,
+                      .return_router_weights = true,
+                      .weights_dtype = "float16",
+                      .raw = true};
+  EXPECT_EQ(call.requests.front(), expected);
+}
+
+TEST(GenerateRequest, DefaultsAreSGLangsAndRoutingIsAskedRaw) {
+  const GenerationCall call = parse_generate({{"input_ids", {1, 2, 3}}});
+  ASSERT_EQ(call.requests.size(), 1u);
+  const msg::GenerateRequest& request = call.requests.front();
+  EXPECT_EQ(request.input_ids, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_FALSE(request.text.has_value());
+  EXPECT_EQ(request.sampling, msg::SamplingParams{});
+  EXPECT_EQ(request.routing.dtype, "int32");
+  EXPECT_TRUE(request.routing.raw);
+  EXPECT_TRUE(request.rid.empty());
+}
+
+TEST(GenerateRequest, ListsOfPromptsBecomeOneRequestEach) {
+  const GenerationCall texts = parse_generate(
+      {{"text", {"a", "b"}}, {"rid", {"x", "y"}}, {"sampling_params", {{{"n", 2}}, {{"max_new_tokens", 4}}}}});
+  EXPECT_TRUE(texts.batched);
+  ASSERT_EQ(texts.requests.size(), 2u);
+  EXPECT_EQ(texts.requests[1].text, "b");
+  EXPECT_EQ(texts.requests[1].rid, "y");
+  EXPECT_EQ(texts.requests[0].sampling.n, 2);
+  EXPECT_EQ(texts.requests[1].sampling.n, 1);
+  EXPECT_EQ(texts.requests[1].sampling.max_new_tokens, 4);
+
+  const GenerationCall ids = parse_generate({{"input_ids", {{1, 2}, {3}}}, {"return_routed_experts", true}});
+  EXPECT_TRUE(ids.batched);
+  ASSERT_EQ(ids.requests.size(), 2u);
+  EXPECT_EQ(ids.requests[1].input_ids, std::vector<int32_t>{3});
+  EXPECT_TRUE(ids.requests[1].routing.return_routed_experts);
+}
+
+TEST(GenerateRequest, NullMeansAbsent) {
+  const GenerationCall call = parse_generate({{"text", "x"}, {"rid", nullptr}, {"sampling_params", {{"top_k", nullptr}}}});
+  EXPECT_EQ(call.requests.front().sampling.top_k, -1);
+  EXPECT_TRUE(call.requests.front().rid.empty());
+}
+
+TEST(GenerateRequest, IntegralFloatsCountAsIntegers) {
+  const GenerationCall call = parse_generate({{"text", "x"}, {"sampling_params", {{"max_new_tokens", 16.0}}}});
+  EXPECT_EQ(call.requests.front().sampling.max_new_tokens, 16);
+}
+
+TEST(GenerateRequest, RefusesMalformedBodies) {
+  expect_api_error([] { parse_json_body("{\"text\": "); }, 400, "", "not valid JSON");
+  expect_api_error([] { parse_generate(json::array({1, 2})); }, 400, "", "must be a JSON object");
+  expect_api_error([] { parse_generate(json::object()); }, 400, "", "needs `text` or `input_ids`");
+  expect_api_error([] { parse_generate({{"text", "a"}, {"input_ids", {1}}}); }, 400, "", "only one of");
+}
+
+TEST(GenerateRequest, RefusesBadPrompts) {
+  expect_api_error([] { parse_generate({{"text", 5}}); }, 400, "text", "must be a string");
+  expect_api_error([] { parse_generate({{"text", json::array()}}); }, 400, "text", "empty list");
+  expect_api_error([] { parse_generate({{"text", {"a", 1}}}); }, 400, "text[1]", "must be a string");
+  expect_api_error([] { parse_generate({{"input_ids", json::array()}}); }, 400, "input_ids", "must not be empty");
+  expect_api_error([] { parse_generate({{"input_ids", {1, -2}}}); }, 400, "input_ids[1]", "got -2");
+  expect_api_error([] { parse_generate({{"input_ids", {{1}, {1.5}}}}); }, 400, "input_ids[1][0]", "1.5");
+  expect_api_error([] { parse_generate({{"input_ids", {{1}, json::array()}}}); }, 400, "input_ids[1]", "empty");
+}
+
+TEST(GenerateRequest, RefusesOutOfRangeSamplingNamingTheField) {
+  const auto with = [](json params) { return json{{"text", "x"}, {"sampling_params", std::move(params)}}; };
+  expect_api_error([&] { parse_generate(with({{"temperature", -0.5}})); }, 400, "sampling_params.temperature", ">= 0");
+  expect_api_error([&] { parse_generate(with({{"top_p", 0}})); }, 400, "sampling_params.top_p", "(0, 1]");
+  expect_api_error([&] { parse_generate(with({{"top_p", 1.5}})); }, 400, "sampling_params.top_p", "(0, 1]");
+  expect_api_error([&] { parse_generate(with({{"top_k", -2}})); }, 400, "sampling_params.top_k", "top_k");
+  expect_api_error([&] { parse_generate(with({{"min_p", 2}})); }, 400, "sampling_params.min_p", "[0, 1]");
+  expect_api_error([&] { parse_generate(with({{"max_new_tokens", 0}})); }, 400, "sampling_params.max_new_tokens",
+                   "at least 1");
+  expect_api_error([&] { parse_generate(with({{"n", 0}})); }, 400, "sampling_params.n", "at least 1");
+  expect_api_error([&] { parse_generate(with({{"seed", -1}})); }, 400, "sampling_params.seed", "got -1");
+  expect_api_error([&] { parse_generate(with({{"stop", {"a", 3}}})); }, 400, "sampling_params.stop[1]", "string");
+  expect_api_error([&] { parse_generate(with({{"ignore_eos", "yes"}})); }, 400, "sampling_params.ignore_eos",
+                   "true or false");
+  expect_api_error([&] { parse_generate(with({{"max_new_tokens", 1e10}})); }, 400, "sampling_params.max_new_tokens",
+                   "integer");
+  expect_api_error([&] { parse_generate(with("greedy")); }, 400, "sampling_params", "must be an object");
+}
+
+TEST(GenerateRequest, RefusesBadBatchShapes) {
+  expect_api_error([] { parse_generate({{"text", {"a", "b"}}, {"rid", "r"}}); }, 400, "rid", "one id per prompt");
+  expect_api_error([] { parse_generate({{"text", {"a", "b"}}, {"rid", {"r"}}}); }, 400, "rid", "1 entries for 2");
+  expect_api_error([] { parse_generate({{"text", {"a", "b"}}, {"sampling_params", {json::object()}}}); }, 400,
+                   "sampling_params", "1 entries for 2");
+  expect_api_error([] { parse_generate({{"text", {"a", "b"}}, {"sampling_params", {{{"n", 1}}, {{"n", -1}}}}}); },
+                   400, "sampling_params[1].n", "at least 1");
+}
+
+TEST(GenerateRequest, RefusesBadRoutingOptions) {
+  expect_api_error([] { parse_generate({{"text", "x"}, {"routed_experts_dtype", "int64"}}); }, 400,
+                   "routed_experts_dtype", "int32, int16, uint8, auto");
+  expect_api_error([] { parse_generate({{"text", "x"}, {"router_weights_dtype", "bf16"}}); }, 400,
+                   "router_weights_dtype", "float32, float16");
+  expect_api_error([] { parse_generate({{"text", "x"}, {"routed_experts_start_len", -1}}); }, 400,
+                   "routed_experts_start_len", "at least 0");
+  expect_api_error([] { parse_generate({{"text", "x"}, {"return_routed_experts", 1}}); }, 400,
+                   "return_routed_experts", "true or false");
+}
+
+}  // namespace
+}  // namespace moe::api

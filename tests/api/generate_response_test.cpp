@@ -1,0 +1,149 @@
+// SGLang /generate answers built from engine outputs: whole bodies, lists, and streamed events.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "api/generate_response.h"
+#include "api/generation_call.h"
+#include "capture/base64.h"
+#include "api_test_support.h"
+
+namespace moe::api {
+namespace {
+
+using nlohmann::json;
+using test::int32_rows;
+using test::int32_values;
+using test::text_output;
+
+// The int32 ids a meta_info carries, decoded as an SGLang client does (base64 → np.int32).
+std::vector<int32_t> decoded_experts(const json& meta) {
+  EXPECT_EQ(meta["routed_experts_dtype"], "int32");
+  return int32_values(base64_decode(meta["routed_experts"].get<std::string>()));
+}
+
+// Two chunks of a request with P = 3 prompt tokens and G = 2 generated, 2 layers, top-2: the
+// first chunk covers the prompt rows, the second the first generated token's row (P+G-1 = 4 rows).
+std::vector<msg::TextOutput> two_chunks() {
+  msg::TextOutput first = text_output("r1", 0, "Hel", {10}, 3, 1);
+  first.routed_experts = int32_rows(3, 2, 2, 0);
+  first.output_logprobs = {-0.5f};
+  msg::TextOutput last = text_output("r1", 0, "lo", {11}, 3, 2);
+  last.routed_experts = int32_rows(1, 2, 2, 12);
+  last.output_logprobs = {-1.25f};
+  last.finish_reason = test::finish(msg::FinishKind::Stop, 11);
+  last.cached_tokens = 2;
+  return {first, last};
+}
+
+GenerationCall generate_call(json body) { return parse_generate(body); }
+
+TEST(GenerateResponse, WholeAnswerConcatenatesChunksAsSGLangShapesIt) {
+  const GenerationCall call = generate_call({{"text", "x"}, {"return_logprob", true}, {"return_routed_experts", true}});
+  const auto builder = make_response_builder(call, "id", 0);
+  for (const msg::TextOutput& output : two_chunks()) EXPECT_TRUE(builder->add(0, output).empty());
+  ASSERT_TRUE(builder->finished());
+  const json body = builder->response();
+  EXPECT_EQ(body["text"], "Hello");
+  EXPECT_EQ(body["output_ids"], json({10, 11}));
+  const json& meta = body["meta_info"];
+  EXPECT_EQ(meta["id"], "r1");
+  EXPECT_EQ(meta["prompt_tokens"], 3);
+  EXPECT_EQ(meta["completion_tokens"], 2);
+  EXPECT_EQ(meta["cached_tokens"], 2);
+  EXPECT_EQ(meta["finish_reason"], json({{"type", "stop"}, {"matched", 11}}));
+  EXPECT_EQ(meta["output_token_logprobs"], json::parse("[[-0.5, 10, null], [-1.25, 11, null]]"));
+  EXPECT_EQ(meta["routed_experts_shape"], json({4, 2, 2}));
+  std::vector<int32_t> expected(16);
+  for (int32_t i = 0; i < 16; ++i) expected[static_cast<size_t>(i)] = i;
+  EXPECT_EQ(decoded_experts(meta), expected);
+}
+
+TEST(GenerateResponse, StreamRepeatsTextAndCarriesEachChunksRows) {
+  const GenerationCall call = generate_call({{"text", "x"}, {"stream", true}, {"return_routed_experts", true}});
+  const auto builder = make_response_builder(call, "id", 0);
+  const std::vector<msg::TextOutput> outputs = two_chunks();
+  const std::vector<json> first = builder->add(0, outputs[0]);
+  const std::vector<json> last = builder->add(0, outputs[1]);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(last.size(), 1u);
+  // SGLang's default streaming: the text and ids so far.
+  EXPECT_EQ(first[0]["text"], "Hel");
+  EXPECT_EQ(last[0]["text"], "Hello");
+  EXPECT_EQ(last[0]["output_ids"], json({10, 11}));
+  EXPECT_TRUE(first[0]["meta_info"]["finish_reason"].is_null());
+  EXPECT_EQ(last[0]["meta_info"]["finish_reason"]["type"], "stop");
+  EXPECT_FALSE(last[0]["meta_info"].contains("output_token_logprobs"));  // not asked
+  // Rows: each event its own; concatenated they are the unstreamed answer's.
+  EXPECT_EQ(first[0]["meta_info"]["routed_experts_shape"], json({3, 2, 2}));
+  EXPECT_EQ(last[0]["meta_info"]["routed_experts_shape"], json({1, 2, 2}));
+  std::vector<int32_t> streamed = decoded_experts(first[0]["meta_info"]);
+  const std::vector<int32_t> tail = decoded_experts(last[0]["meta_info"]);
+  streamed.insert(streamed.end(), tail.begin(), tail.end());
+
+  const auto whole = make_response_builder(generate_call({{"text", "x"}, {"return_routed_experts", true}}), "id", 0);
+  for (const msg::TextOutput& output : outputs) whole->add(0, output);
+  EXPECT_EQ(streamed, decoded_experts(whole->response()["meta_info"]));
+}
+
+TEST(GenerateResponse, BatchesAndSamplesAnswerAListInPromptThenSampleOrder) {
+  const GenerationCall call = generate_call({{"text", {"a", "b"}}, {"sampling_params", {{{"n", 2}}, {{"n", 1}}}}});
+  const auto builder = make_response_builder(call, "id", 0);
+  const auto finished = [](msg::TextOutput output, msg::FinishKind kind) {
+    output.finish_reason = test::finish(kind);
+    return output;
+  };
+  builder->add(1, finished(text_output("rb", 0, "B", {3}, 1, 1), msg::FinishKind::Length));
+  builder->add(0, finished(text_output("ra", 1, "A1", {2}, 1, 1), msg::FinishKind::Length));
+  EXPECT_FALSE(builder->finished());
+  msg::TextOutput aborted = finished(text_output("ra", 0, "A0", {1}, 1, 1), msg::FinishKind::Abort);
+  aborted.finish_reason->message = "client left";
+  builder->add(0, aborted);
+  ASSERT_TRUE(builder->finished());
+  const json body = builder->response();
+  ASSERT_TRUE(body.is_array());
+  ASSERT_EQ(body.size(), 3u);
+  EXPECT_EQ(body[0]["text"], "A0");
+  EXPECT_EQ(body[0]["meta_info"]["finish_reason"], json({{"type", "abort"}, {"message", "client left"}}));
+  EXPECT_EQ(body[1]["text"], "A1");
+  EXPECT_EQ(body[1]["meta_info"]["index"], 1);
+  EXPECT_EQ(body[2]["text"], "B");
+  EXPECT_EQ(body[2]["meta_info"]["finish_reason"], json({{"type", "length"}, {"length", 1}}));
+  EXPECT_FALSE(body[2]["meta_info"].contains("routed_experts"));
+}
+
+TEST(GenerateResponse, OneItemBatchIsStillAList) {
+  const auto builder = make_response_builder(generate_call({{"input_ids", {{1, 2}}}}), "id", 0);
+  msg::TextOutput output = text_output("r", 0, "t", {5}, 2, 1);
+  output.finish_reason = test::finish(msg::FinishKind::Stop);
+  output.finish_reason->matched_text = "\n";
+  builder->add(0, output);
+  const json body = builder->response();
+  ASSERT_TRUE(body.is_array());
+  EXPECT_EQ(body[0]["meta_info"]["finish_reason"], json({{"type", "stop"}, {"matched", "\n"}}));
+}
+
+TEST(GenerateResponse, RouterWeightsTravelLikeExperts) {
+  const auto builder =
+      make_response_builder(generate_call({{"text", "x"}, {"return_router_weights", true}}), "id", 0);
+  msg::TextOutput output = text_output("r", 0, "t", {5}, 1, 1);
+  output.router_weights = msg::EncodedArray{.data = std::string(8, '\0'), .raw = true, .shape = {1, 1, 2}, .dtype = "float32"};
+  output.finish_reason = msg::FinishReason{};
+  builder->add(0, output);
+  const json meta = builder->response()["meta_info"];
+  EXPECT_EQ(meta["router_weights"], base64_encode(std::string(8, '\0')));
+  EXPECT_EQ(meta["router_weights_shape"], json({1, 1, 2}));
+  EXPECT_EQ(meta["router_weights_dtype"], "float32");
+}
+
+TEST(GenerateResponse, EngineFaultsAreNotSilentlyMerged) {
+  const auto builder = make_response_builder(generate_call({{"text", "x"}}), "id", 0);
+  EXPECT_THROW(builder->add(0, text_output("r", 1, "t", {}, 1, 0)), std::logic_error);  // index past n
+  msg::TextOutput done = text_output("r", 0, "t", {5}, 1, 1);
+  done.finish_reason = msg::FinishReason{};
+  builder->add(0, done);
+  EXPECT_THROW(builder->add(0, done), std::logic_error);  // output after the finish
+}
+
+}  // namespace
+}  // namespace moe::api

@@ -1,0 +1,134 @@
+#include "scripted_engine.h"
+
+namespace moe::http::test {
+
+int32_t ScriptedEngine::expert_at(int64_t position, int layer, int k, int sample, int64_t prompt_tokens) {
+  const int64_t own = position >= prompt_tokens ? 10 * sample : 0;  // samples differ after the prompt only
+  return static_cast<int32_t>((position * 7 + layer * 3 + k + own) % 64);
+}
+
+void ScriptedEngine::submit(msg::GenerateRequest request, OutputHandler on_output, ErrorHandler on_error) {
+  {
+    std::lock_guard lock(mutex_);
+    submitted_.push_back(request);
+  }
+  if (request.text == "engine error") {
+    msg::ErrorReply error;
+    error.rid = request.rid;
+    error.message = "scripted refusal";
+    error.code = 400;
+    on_error(error);
+    return;
+  }
+  int32_t prompt_tokens = 0;
+  if (request.text) prompt_tokens = static_cast<int32_t>(request.text->size());
+  if (request.input_ids) prompt_tokens = static_cast<int32_t>(request.input_ids->size());
+  if (request.messages) {
+    for (const msg::ChatMessage& message : *request.messages) prompt_tokens += static_cast<int32_t>(message.content.size());
+  }
+  const std::string rid = request.rid;
+  Running& running = running_[rid];
+  running.request = std::move(request);
+  running.on_output = std::move(on_output);
+  running.on_error = std::move(on_error);
+  running.prompt_tokens = prompt_tokens;
+  running.timer = std::make_unique<boost::asio::steady_timer>(io_);
+  schedule(rid);
+}
+
+void ScriptedEngine::schedule(const std::string& rid) {
+  Running& running = running_.at(rid);
+  running.timer->expires_after(token_interval);
+  running.timer->async_wait([this, rid](boost::system::error_code error) {
+    if (!error) emit(rid);
+  });
+}
+
+void ScriptedEngine::emit(const std::string& rid) {
+  const auto it = running_.find(rid);
+  if (it == running_.end()) return;
+  // Copies: the handlers may abort (erasing the entry) or submit (moving the map's nodes' peers).
+  const Running& running = it->second;
+  const msg::GenerateRequest request = running.request;
+  const OutputHandler on_output = running.on_output;
+  const ErrorHandler on_error = running.on_error;
+  const int32_t prompt_tokens = running.prompt_tokens;
+  const int32_t g = it->second.next_token++;
+  const bool last = g + 1 == std::min(request.sampling.max_new_tokens, 1000);
+  std::vector<msg::TextOutput> outputs;
+  for (int sample = 0; sample < request.sampling.n; ++sample) {
+    msg::TextOutput& output = outputs.emplace_back();
+    output.rid = rid;
+    output.index = sample;
+    output.text = "w" + std::to_string(g) + " ";
+    output.output_ids = {1000 + g};
+    if (request.return_logprob) output.output_logprobs = {-0.5f * static_cast<float>(g + 1)};
+    output.prompt_tokens = prompt_tokens;
+    output.completion_tokens = g + 1;
+    if (request.routing.return_routed_experts) {
+      output.routed_experts = g == 0 ? rows(prompt_tokens, sample, 0, prompt_tokens)
+                                     : rows(prompt_tokens, sample, prompt_tokens + g - 1, 1);
+    }
+    if (last) output.finish_reason = msg::FinishReason{};  // length
+  }
+  const bool fails = request.text == "fail after one";
+  if (last || fails) running_.erase(it);
+  for (const msg::TextOutput& output : outputs) on_output(output);
+  if (fails) {
+    msg::ErrorReply error;
+    error.rid = rid;
+    error.message = "scripted engine fault";
+    error.code = 500;
+    on_error(error);
+    return;
+  }
+  if (running_.count(rid) != 0) schedule(rid);
+}
+
+msg::EncodedArray ScriptedEngine::rows(int32_t prompt_tokens, int sample, int64_t first, int64_t count) {
+  msg::EncodedArray array;
+  array.raw = true;
+  array.dtype = "int32";
+  array.shape = {count, kLayers, kTopK};
+  for (int64_t p = first; p < first + count; ++p) {
+    for (int layer = 0; layer < kLayers; ++layer) {
+      for (int k = 0; k < kTopK; ++k) {
+        const int32_t id = expert_at(p, layer, k, sample, prompt_tokens);
+        array.data.append(reinterpret_cast<const char*>(&id), 4);
+      }
+    }
+  }
+  return array;
+}
+
+void ScriptedEngine::abort(const std::string& rid) {
+  running_.erase(rid);
+  std::lock_guard lock(mutex_);
+  aborted_.push_back(rid);
+  changed_.notify_all();
+}
+
+api::ServerStats ScriptedEngine::stats() const {
+  api::ServerStats stats;
+  std::lock_guard lock(mutex_);
+  stats.requests_total = submitted_.size();
+  stats.kv_slots_total = 4096;
+  return stats;
+}
+
+std::vector<msg::GenerateRequest> ScriptedEngine::submitted() const {
+  std::lock_guard lock(mutex_);
+  return submitted_;
+}
+
+std::vector<std::string> ScriptedEngine::aborted() const {
+  std::lock_guard lock(mutex_);
+  return aborted_;
+}
+
+bool ScriptedEngine::wait_for_abort(std::chrono::milliseconds limit) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, limit, [this] { return !aborted_.empty(); });
+}
+
+}  // namespace moe::http::test
