@@ -100,7 +100,7 @@ TEST(MessageCodec, RejectsTruncatedAndPaddedFrames) {
 TEST(MessageCodec, NamesTheFieldOfABodyThatDoesNotFitItsKind) {
   const auto abort_kind = static_cast<uint32_t>(msg::MessageKind::Abort);
   expect_decode_error(frame_of(msg::kProtocolVersion, abort_kind,
-                               [](auto& packer) { packer.pack(std::make_tuple(7, std::string("r"))); }),
+                               [](auto& packer) { packer.pack(std::make_tuple(7, std::string("r"), -1, false)); }),
                       "Abort.rid: expected a string, got positive integer");
   expect_decode_error(frame_of(msg::kProtocolVersion, abort_kind,
                                [](auto& packer) { packer.pack(std::vector<std::string>{"only one"}); }),
