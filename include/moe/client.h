@@ -1,0 +1,65 @@
+#pragma once
+// A C++ client of moe-serve's ZeroMQ endpoint (docs/zmq-protocol.md): one DEALER socket with its own
+// I/O thread, any number of requests in flight, replies matched to their request by rid. Light on
+// purpose: no ZeroMQ, msgpack or Asio here.
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "moe/messages.h"
+
+namespace moe {
+
+// A request the engine refused or failed; `reply` is the engine's error (code follows HTTP).
+class RequestError : public std::runtime_error {
+ public:
+  explicit RequestError(msg::ErrorReply reply) : std::runtime_error(reply.message), reply_(std::move(reply)) {}
+  const msg::ErrorReply& reply() const { return reply_; }
+
+ private:
+  msg::ErrorReply reply_;
+};
+
+// Every output of a request (each chunk when streamed, one per completion otherwise), then `on_done`
+// exactly once: with nullptr after the last completion's final output, or with a RequestError.
+using OutputHandler = std::function<void(const msg::TextOutput&)>;
+using DoneHandler = std::function<void(std::exception_ptr)>;
+
+class Client {
+ public:
+  // Connects to a server's --zmq-endpoint (ZeroMQ connects lazily: the server may start later).
+  explicit Client(const std::string& endpoint);
+  // Closes the socket; the server aborts requests still running for it. Pending handlers are not called.
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Sends `request` (an empty rid is replaced by a unique one) and returns its rid. Callable from any
+  // thread; the handlers run on the client's I/O thread and must not block it.
+  std::string submit(msg::GenerateRequest request, OutputHandler on_output, DoneHandler on_done);
+
+  // Blocking, not streamed: one output per completion, ordered by index. Throws RequestError when the
+  // server answers with an error, or when no answer came within `timeout` (code 504).
+  std::vector<msg::TextOutput> generate(msg::GenerateRequest request,
+                                        std::chrono::milliseconds timeout = std::chrono::minutes(10));
+
+  // Blocking, streamed: `on_chunk` gets every chunk as it arrives (on the I/O thread); returns after
+  // the last one. Throws as generate() does.
+  void generate_stream(msg::GenerateRequest request, OutputHandler on_chunk,
+                       std::chrono::milliseconds timeout = std::chrono::minutes(10));
+
+ private:
+  // Waits for `done` and forgets `rid` when it timed out.
+  void wait(const std::string& rid, std::future<void>& done, std::chrono::milliseconds timeout);
+
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace moe

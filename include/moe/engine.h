@@ -1,0 +1,122 @@
+#pragma once
+// The engine embedded in a C++ program (DESIGN §4): the tokenizer, scheduler, model-worker and
+// detokenizer actors run as threads of this process, and async_generate takes any Asio completion
+// token — a callback, boost::asio::use_future, boost::asio::use_awaitable. Only the few Asio headers
+// async_initiate needs are included here; ZeroMQ, msgpack and the model stay in the .cpp.
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange (DESIGN §6)
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "moe/client.h"
+#include "moe/messages.h"
+
+namespace moe {
+
+namespace actors {
+class EngineRuntime;
+}
+
+// What an embedded engine is told; the same meaning and defaults as moe-serve's flags of that name.
+struct EngineOptions {
+  std::string model_path;
+  std::string tokenizer_path;  // default: model_path
+  bool enable_return_routed_experts = false;
+  int max_running_requests = 256;
+  int64_t chunked_prefill_size = 8192;
+  int64_t max_total_tokens = 0;  // KV slots; 0 = what 2 GiB holds, at most 8 contexts
+  std::string moe_runner_backend = "auto";
+  bool disable_radix_cache = false;
+  int64_t context_length = 0;  // 0 = the model's max_position_embeddings
+  std::string zmq_endpoint;    // also serve ZeroMQ clients here; empty = only this process
+};
+
+namespace detail {
+
+// Wraps an Asio completion handler into a copyable callable that runs it on the handler's own
+// executor (a coroutine's, a strand's; inline for a plain callback), keeping that executor busy
+// until then so an io_context does not run out of work while the request is in flight.
+template <class Handler>
+auto on_associated_executor(Handler handler) {
+  using Guard = boost::asio::executor_work_guard<boost::asio::associated_executor_t<Handler>>;
+  struct State {
+    Handler handler;
+    Guard work;
+  };
+  Guard work(boost::asio::get_associated_executor(handler));
+  auto state = std::make_shared<State>(State{std::move(handler), std::move(work)});
+  return [state](auto... args) {
+    boost::asio::dispatch(state->work.get_executor(), [state, args...]() mutable {
+      state->handler(std::move(args)...);
+      state->work.reset();
+    });
+  };
+}
+
+}  // namespace detail
+
+class Engine {
+ public:
+  // Loads the model and tokenizer and starts the actors; throws moe::Error on a bad model or option.
+  explicit Engine(const EngineOptions& options);
+  // Fails the requests still running (their handlers get a RequestError), then stops the actors.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Generates for `request` (not streamed). Completion signature
+  // void(std::exception_ptr, std::vector<msg::TextOutput>): one output per completion, by index;
+  // the exception is a RequestError when the engine refused or failed the request.
+  template <class CompletionToken>
+  auto async_generate(msg::GenerateRequest request, CompletionToken&& token) {
+    using Signature = void(std::exception_ptr, std::vector<msg::TextOutput>);
+    return boost::asio::async_initiate<CompletionToken, Signature>(
+        [this](auto handler, msg::GenerateRequest request) {
+          request.stream = false;
+          start_collected(std::move(request), detail::on_associated_executor(std::move(handler)));
+        },
+        token, std::move(request));
+  }
+
+  // Generates for `request` streamed: `on_chunk` gets every chunk, in order, on the completion
+  // handler's executor; then the completion, signature void(std::exception_ptr).
+  template <class CompletionToken>
+  auto async_generate_stream(msg::GenerateRequest request, OutputHandler on_chunk, CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr)>(
+        [this](auto handler, msg::GenerateRequest request, OutputHandler on_chunk) {
+          request.stream = true;
+          auto executor = boost::asio::get_associated_executor(handler);
+          auto complete = detail::on_associated_executor(std::move(handler));
+          OutputHandler on_output = [executor, on_chunk](const msg::TextOutput& chunk) {
+            boost::asio::dispatch(executor, [on_chunk, chunk] { on_chunk(chunk); });
+          };
+          start(std::move(request), std::move(on_output), [complete](std::exception_ptr error) { complete(error); });
+        },
+        token, std::move(request), std::move(on_chunk));
+  }
+
+  // KV-cache token slots of the engine's pool.
+  int64_t kv_slots() const;
+  // The ZeroMQ endpoint actually bound when EngineOptions::zmq_endpoint was given, else empty.
+  std::string client_endpoint() const;
+
+ private:
+  // The whole of a non-streamed request's outputs, or its error.
+  using OutputsHandler = std::function<void(std::exception_ptr, std::vector<msg::TextOutput>)>;
+  // Hands `request` to the tokenizer actor; the handlers run on the tokenizer actor's thread.
+  void start(msg::GenerateRequest request, OutputHandler on_output, DoneHandler on_done);
+  // start() gathering one output per completion, ordered by index, for `on_done`.
+  void start_collected(msg::GenerateRequest request, OutputsHandler on_done);
+
+  std::unique_ptr<actors::EngineRuntime> runtime_;
+};
+
+}  // namespace moe

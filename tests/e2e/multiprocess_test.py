@@ -1,0 +1,71 @@
+"""moe-serve with its model worker in a separate `moe-serve --role worker` process over tcp://:
+golden outputs; killing the worker fails in-flight requests within seconds; SIGTERM exits 0.
+Usage: multiprocess_test.py PATH/TO/moe-serve"""
+import os
+import signal
+import sys
+import time
+import unittest
+
+import msgpack
+import zmq
+
+import serve_process as sp
+
+MOE_SERVE = sys.argv.pop(1) if len(sys.argv) > 1 else os.environ.get("MOE_SERVE", "moe-serve")
+
+
+class MultiProcess(unittest.TestCase):
+    def setUp(self):
+        worker_port, scheduler_port, client_port = sp.free_port(), sp.free_port(), sp.free_port()
+        links = ["--worker-endpoint", f"tcp://127.0.0.1:{worker_port}",
+                 "--scheduler-endpoint", f"tcp://127.0.0.1:{scheduler_port}"]
+        self.worker = sp.start(MOE_SERVE, "--role", "worker", *links)
+        self.server = sp.start(MOE_SERVE, "--tokenizer-path", sp.TOKENIZER, *links,
+                               "--zmq-endpoint", f"tcp://127.0.0.1:{client_port}", "--worker-timeout-ms", "2000")
+        self.sock = zmq.Context.instance().socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(f"tcp://127.0.0.1:{client_port}")
+
+    def tearDown(self):
+        self.sock.close()
+        for process in (self.server, self.worker):
+            if process.poll() is None:
+                process.kill()
+            process.communicate()  # reaps it and closes its log pipe
+
+    def test_golden_outputs_then_clean_sigterm(self):
+        g = sp.golden()
+        for i, case in enumerate(g["cases"]):
+            result = sp.zmq_client.generate(self.sock, sp.golden_request(case, g["max_new_tokens"], f"mp{i}"))
+            sp.expect_golden(self, case, result["output_ids"], result["routed_experts"], g["max_new_tokens"])
+        code, log = sp.terminate(self.server)
+        self.assertEqual(code, 0, log)
+        code, log = sp.terminate(self.worker)
+        self.assertEqual(code, 0, log)
+
+    def test_killed_worker_fails_requests_in_flight_within_seconds(self):
+        g = sp.golden()
+        warm = sp.zmq_client.generate(self.sock, sp.golden_request(g["cases"][1], 4, "warm"))
+        self.assertEqual(warm["output_ids"], g["cases"][1]["output_ids"][:4])
+        for i in range(3):  # long enough to still run when the worker dies
+            self.sock.send(msgpack.packb(sp.golden_request(g["cases"][i], 4000, f"long{i}")))
+        time.sleep(0.3)
+        self.worker.send_signal(signal.SIGKILL)
+        killed_at = sp.now()
+        failed = set()
+        while len(failed) < 3:
+            reply = sp.wait_for_reply(self, self.sock, 10)
+            self.assertIn("error", reply, "a request finished although its worker was killed")
+            failed.add(reply["error"]["rid"])
+            self.assertEqual(reply["error"]["code"], 500)
+        elapsed = sp.now() - killed_at
+        print(f"in-flight requests failed {elapsed:.2f} s after the worker was killed")
+        self.assertLess(elapsed, 8)
+        self.assertEqual(failed, {"long0", "long1", "long2"})
+        code, log = sp.terminate(self.server)
+        self.assertEqual(code, 0, log)
+
+
+if __name__ == "__main__":
+    unittest.main()

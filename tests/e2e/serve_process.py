@@ -1,0 +1,77 @@
+"""Helpers of the end-to-end tests: start moe-serve processes as a user would, talk to them over
+ZeroMQ with the example client, and compare with the golden outputs of transformers."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import msgpack
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+DATA = os.path.join(REPO, "tests", "data")
+MODEL = os.path.join(DATA, "qwen3-moe-tiny")
+TOKENIZER = os.path.join(DATA, "qwen3-tokenizer")
+sys.path.insert(0, os.path.join(REPO, "examples"))
+import zmq_client  # noqa: E402  (the example client is what these tests exercise)
+
+# Flags both processes of a deployment must agree on: they size the worker's KV cache and batches.
+SHARED_FLAGS = ["--model-path", MODEL, "--enable-return-routed-experts", "--max-total-tokens", "4096",
+                "--chunked-prefill-size", "512", "--log-level", os.environ.get("MOE_E2E_LOG_LEVEL", "warn")]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def golden():
+    with open(os.path.join(MODEL, "golden.json")) as f:
+        return json.load(f)
+
+
+def start(moe_serve, *flags):
+    return subprocess.Popen([moe_serve, *SHARED_FLAGS, *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+
+
+def terminate(process, timeout=30):
+    """SIGTERM, then the exit code (or -9 after a SIGKILL when it did not stop in time) and the log."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+    return process.returncode, output
+
+
+def golden_request(case, max_new_tokens, rid):
+    return {"rid": rid, "input_ids": case["prompt_ids"], "return_routed_experts": True,
+            "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens, "ignore_eos": True}}
+
+
+def expect_golden(test, case, output_ids, experts, max_new_tokens):
+    """Golden ids, and P+G-1 rows equal to transformers' routing except at near-tie positions."""
+    test.assertEqual(output_ids, case["output_ids"])
+    rows = len(case["prompt_ids"]) + max_new_tokens - 1
+    test.assertEqual(len(experts), rows)
+    for position in range(rows):
+        if case["router_min_gap"][position] < 1e-3:
+            continue  # two experts tie within float noise: either order is right
+        test.assertEqual([list(layer) for layer in experts[position]], case["routed_experts"][position],
+                         f"row {position}")
+
+
+def wait_for_reply(test, sock, timeout_s):
+    test.assertTrue(sock.poll(int(timeout_s * 1000)), f"no reply within {timeout_s} s")
+    return msgpack.unpackb(sock.recv(), raw=False)
+
+
+def now():
+    return time.monotonic()

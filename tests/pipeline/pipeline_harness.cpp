@@ -1,0 +1,91 @@
+#include "pipeline_harness.h"
+
+#include <cstring>
+#include <thread>
+#include <zmq.hpp>
+
+#include "capture/base64.h"
+
+namespace moe::testing {
+
+actors::ServeOptions tiny_serve_options() {
+  actors::ServeOptions options;
+  options.model_path = std::string(MOE_TEST_DATA_DIR) + "/qwen3-moe-tiny";
+  options.tokenizer_path = std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer";
+  options.zmq_endpoint = "tcp://127.0.0.1:*";
+  options.enable_return_routed_experts = true;
+  options.max_total_tokens = 4096;
+  return options;
+}
+
+msg::GenerateRequest golden_request(const Golden& golden, const GoldenCase& c, const std::string& rid) {
+  msg::GenerateRequest request;
+  request.rid = rid;
+  request.input_ids = c.prompt_ids;
+  request.sampling.temperature = 0;
+  request.sampling.max_new_tokens = golden.max_new_tokens;
+  request.sampling.ignore_eos = true;
+  request.routing.return_routed_experts = true;
+  return request;
+}
+
+JoinedReply join_reply(const std::vector<msg::TextOutput>& outputs) {
+  JoinedReply joined;
+  for (const msg::TextOutput& output : outputs) {
+    joined.ids.insert(joined.ids.end(), output.output_ids.begin(), output.output_ids.end());
+    joined.text += output.text;
+    joined.cached_tokens = output.cached_tokens;
+    joined.finish = output.finish_reason;
+    ++joined.chunks;
+    if (!output.routed_experts) continue;
+    EXPECT_EQ(output.routed_experts->dtype, "int32");
+    const std::string bytes = base64_decode(output.routed_experts->data);
+    const size_t begin = joined.rows.size();
+    joined.rows.resize(begin + bytes.size() / sizeof(int32_t));
+    std::memcpy(joined.rows.data() + begin, bytes.data(), bytes.size());
+    joined.num_rows += output.routed_experts->shape.at(0);
+  }
+  return joined;
+}
+
+void expect_golden_reply(const Golden& golden, const GoldenCase& c, const JoinedReply& reply) {
+  EXPECT_EQ(reply.ids, c.output_ids);
+  ASSERT_TRUE(reply.finish);
+  EXPECT_EQ(reply.finish->kind, msg::FinishKind::Length);
+  const int64_t rows = static_cast<int64_t>(c.prompt_ids.size()) + golden.max_new_tokens - 1;
+  EXPECT_EQ(reply.num_rows, rows);
+  expect_routing_matches_golden(golden, c, reply.rows, rows);
+}
+
+SchedulerStats wait_until_idle(actors::EngineRuntime& runtime, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  SchedulerStats stats = runtime.scheduler_stats();
+  while ((stats.num_running > 0 || stats.num_waiting > 0) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stats = runtime.scheduler_stats();
+  }
+  return stats;
+}
+
+RawDealer::RawDealer(const std::string& endpoint)
+    : context_(std::make_unique<zmq::context_t>()),
+      socket_(std::make_unique<zmq::socket_t>(*context_, zmq::socket_type::dealer)) {
+  socket_->set(zmq::sockopt::linger, 0);
+  socket_->connect(endpoint);
+}
+
+RawDealer::~RawDealer() = default;
+
+void RawDealer::send_frame(const std::string& frame) { socket_->send(zmq::buffer(frame), zmq::send_flags::none); }
+
+std::optional<transport::ClientReply> RawDealer::receive(std::chrono::milliseconds timeout) {
+  zmq::pollitem_t item{socket_->handle(), 0, ZMQ_POLLIN, 0};
+  if (zmq::poll(&item, 1, timeout) == 0) return std::nullopt;
+  zmq::message_t message;
+  if (!socket_->recv(message)) return std::nullopt;
+  return transport::decode_client_reply(message.to_string_view());
+}
+
+void RawDealer::close() { socket_->close(); }
+
+}  // namespace moe::testing
