@@ -10,6 +10,7 @@
 
 #include "generate/offline_generator.h"
 #include "pipeline_harness.h"
+#include "tokenizer/tokenizer.h"
 
 namespace moe::testing {
 namespace {
@@ -18,15 +19,13 @@ constexpr int kClients = 50;
 constexpr int kRequestsPerClient = 10;
 // Distinct prompts; each is sent by several clients, so the prefix cache is exercised too.
 constexpr int kDistinctPrompts = 125;
-// Ids 0 .. 151668 of tests/data/qwen3-tokenizer (the model's 151936 rows include unused padding).
-constexpr int32_t kQwen3TokenizerVocabSize = 151669;
 
 struct Spec {
   std::vector<int32_t> prompt;
   int max_new_tokens = 0;
 };
 
-// Prompts of ids the tokenizer knows (the model's vocabulary is padded beyond them).
+// Prompts of ids the tokenizer knows (the model's embedding rows are padded beyond them).
 std::vector<Spec> random_specs(int32_t tokenizer_vocab_size) {
   std::mt19937 rng(20261122);
   std::uniform_int_distribution<int32_t> token(0, tokenizer_vocab_size - 1);
@@ -102,7 +101,8 @@ std::string rids_of(const std::map<std::string, std::vector<msg::TextOutput>>& r
 TEST(PipelineLoad, FiveHundredRequestsFromFiftySocketsAnsweredOnceWithTheirAloneIds) {
   actors::EngineRuntime runtime(tiny_serve_options());
   const auto model = Model::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-moe-tiny");
-  const std::vector<Spec> specs = random_specs(kQwen3TokenizerVocabSize);
+  const std::vector<Spec> specs =
+      random_specs(tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer").vocab_size());
   const std::vector<std::vector<int32_t>> expected = alone(*model, specs);
 
   std::vector<std::map<std::string, std::vector<msg::TextOutput>>> replies(kClients);
