@@ -151,7 +151,7 @@ TEST_F(BadInput, BadSamplingValues) {
 TEST_F(BadInput, ClientVanishingMidStreamAbortsTheRequestAndFreesItsSlots) {
   const int64_t cached_before = wait_until_idle(*runtime_).radix_cached_tokens;
   RawDealer vanishing(runtime_->client_endpoint());
-  msg::GenerateRequest request = golden_request(*golden_, golden_->cases[0], "vanishing");
+  msg::GenerateRequest request = golden_request(*golden_, golden_->cases[1], "vanishing");
   request.stream = true;
   request.sampling.max_new_tokens = 4000;  // far longer than the test lets it run
   vanishing.send(request);

@@ -129,5 +129,28 @@ TEST_F(EngineApi, RefusedRequestThrowsRequestErrorThroughEachToken) {
   EXPECT_NE(message.find("top_p"), std::string::npos) << message;
 }
 
+// Its own engine: destroying an engine with a request in flight fails that request's future
+// instead of leaving it waiting forever.
+TEST(EngineShutdown, DestroyingTheEngineFailsRequestsInFlight) {
+  const Golden golden = load_golden("qwen3-moe-tiny");
+  EngineOptions options;
+  options.model_path = golden.model_dir;
+  options.tokenizer_path = std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer";
+  auto engine = std::make_unique<Engine>(options);
+  msg::GenerateRequest long_request = golden_request(golden, golden.cases[1], "long");  // case 1 runs 4000 tokens in the vocabulary
+  long_request.routing.return_routed_experts = false;
+  long_request.sampling.max_new_tokens = 4000;
+  auto future = engine->async_generate(long_request, boost::asio::use_future);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  engine.reset();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  try {
+    future.get();
+    FAIL() << "a 4000-token request finished within 50 ms";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.reply().code, 503);
+  }
+}
+
 }  // namespace
 }  // namespace moe::testing
