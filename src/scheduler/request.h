@@ -26,6 +26,9 @@ struct Request {
   StopConditions stop;
   int n = 1;                     // completions of the same prompt
   bool return_routed_experts = false;
+  // routed_experts_include_last: once a stop condition is met, feed the last output token one more
+  // time (no sampling) so its routing row exists, then finish.
+  bool route_last_token = false;
 
   // --- Filled in by the scheduler.
   int index = 0;     // which of the n completions this is
@@ -41,6 +44,9 @@ struct Request {
   uint64_t scheduled_step = 0;      // the last step that included this request
   int64_t cached_tokens = 0;        // prefix-cache hit tokens summed over admissions (meta_info)
   int num_preemptions = 0;
+  // A route_last_token request that met its stop condition: the reason it will finish with once
+  // the last output token has been fed.
+  std::optional<FinishReason> finishing;
 
   int64_t prompt_len() const { return static_cast<int64_t>(prompt_ids.size()); }
   int64_t total_len() const { return prompt_len() + static_cast<int64_t>(output_ids.size()); }

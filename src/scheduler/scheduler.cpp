@@ -41,9 +41,12 @@ void Scheduler::add_request(Request request) {
   if (request.n < 1) throw Error(where + ": n must be at least 1, got " + std::to_string(request.n));
   validate(request.sampling);
 
-  // The last output token is never fed, so prompt + max_new_tokens - 1 positions must fit.
-  request.stop.max_new_tokens =
-      static_cast<int32_t>(std::min<int64_t>(request.stop.max_new_tokens, limit - request.prompt_len() + 1));
+  // The last output token is never fed, so prompt + max_new_tokens - 1 positions must fit (all
+  // prompt + max_new_tokens when it is fed for its routing).
+  const int64_t room = limit - request.prompt_len() + (request.route_last_token ? 0 : 1);
+  if (room < 1)
+    throw Error(where + ": the prompt fills the context and KV cache, leaving no room for the last token's routing");
+  request.stop.max_new_tokens = static_cast<int32_t>(std::min<int64_t>(request.stop.max_new_tokens, room));
   const uint64_t seed = request.seed ? *request.seed : seed_rng_();
   auto& group = groups_[request.rid];
   for (int i = 0; i < request.n; ++i) {
@@ -89,6 +92,10 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
     request->num_computed += seq.num_new_tokens;
     if (request->num_computed <= request->prefill_end) kv_.cache_progress(*request);
     if (request->index == 0 && request->num_computed >= request->prompt_len()) unpark_siblings(request->rid);
+    if (request->finishing && request->num_computed == request->total_len()) {
+      outcome.finished.push_back(finish(*request, std::move(*request->finishing)));
+      continue;
+    }
     if (!seq.needs_logits) continue;
 
     const int32_t token = sampled_ids[row];
@@ -97,7 +104,11 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
     request->output_logprobs.push_back(logprob);
     outcome.tokens.push_back({request->rid, request->index, token, logprob});
     const auto num_output = static_cast<int64_t>(request->output_ids.size());
-    if (std::optional<FinishReason> reason = request->stop.check(token, num_output))
+    std::optional<FinishReason> reason = request->stop.check(token, num_output);
+    if (!reason) continue;
+    if (request->route_last_token)
+      request->finishing = std::move(reason);  // the next step feeds the token, then it finishes
+    else
       outcome.finished.push_back(finish(*request, std::move(*reason)));
   }
   return outcome;

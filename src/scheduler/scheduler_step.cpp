@@ -112,8 +112,9 @@ void Scheduler::preempt(Request& request) {
 void Scheduler::add_to_batch(ScheduledBatch& batch, Request& request, int64_t num_new_tokens) {
   const int64_t end = request.num_computed + num_new_tokens;
   std::vector<int32_t> slots(request.slot_table.begin(), request.slot_table.begin() + end);
+  // A finishing request feeds its last token only for the routing: nothing more to sample.
   batch.forward.add_sequence(request.tokens(request.num_computed, end), std::move(slots),
-                             end == request.total_len());
+                             end == request.total_len() && !request.finishing);
   batch.sequences.push_back({request.uid, request.rid, request.index, request.sampling,
                              static_cast<int64_t>(request.output_ids.size()), request.return_routed_experts});
   request.scheduled_step = batch.step_id;

@@ -29,7 +29,8 @@ struct FinishedRequest {
   int num_preemptions = 0;
   bool return_routed_experts = false;
   // KV slot of each position whose KV was computed (prompt_len + outputs - 1 when it ran to the
-  // end): where its routed-experts rows sit in the host cache. Valid until the next schedule_step.
+  // end, one more with route_last_token): where its routed-experts rows sit in the host cache.
+  // Valid until the next schedule_step.
   std::vector<int32_t> kv_slots;
 };
 

@@ -9,16 +9,16 @@ SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const
     : options_(options), model_(model), scheduler_(options.scheduler, options.seed_source) {
   // With capture on, every step is captured (not only steps with a request that asked): a later
   // request's prefix-cache hit must find real rows for slots computed on behalf of anyone.
-  if (options.enable_routed_experts)
+  if (options.enable_routed_experts) {
     tracker_.emplace(scheduler_.kv_cache_slots(), model.num_moe_layers, model.top_k);
+    load_.emplace(model.num_moe_layers, model.num_experts);
+  }
 }
 
 std::optional<msg::ErrorReply> SchedulerService::add_request(const msg::TokenizedRequest& request) {
   auto refuse = [&](const std::string& message) { return msg::ErrorReply{request.rid, message, 400, "scheduler"}; };
   if (request.routing.return_routed_experts && !options_.enable_routed_experts)
     return refuse("return_routed_experts needs a server started with --enable-return-routed-experts");
-  if (request.routing.include_last)
-    return refuse("routed_experts_include_last is not supported yet: the last token's row needs an extra forward");
   for (int32_t id : request.input_ids)
     if (id < 0 || id >= model_.vocab_size)
       return refuse("input_ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
@@ -66,7 +66,10 @@ std::optional<msg::WorkerBatch> SchedulerService::next_batch() {
 
 void SchedulerService::on_routing(const std::vector<msg::StepRouting>& routing) {
   if (!tracker_) return;
-  for (const msg::StepRouting& step : routing) tracker_->rows_arrived(step);
+  for (const msg::StepRouting& step : routing) {
+    tracker_->rows_arrived(step);
+    load_->add(step.rows.expert_ids.data(), step.rows.num_rows(), step.rows.top_k);
+  }
 }
 
 void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
@@ -119,6 +122,10 @@ std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& messa
   requests_.clear();
   completions_.clear();
   return errors;
+}
+
+std::vector<std::vector<uint64_t>> SchedulerService::expert_load() const {
+  return load_ ? load_->snapshot() : std::vector<std::vector<uint64_t>>{};
 }
 
 msg::DetokenizeBatch SchedulerService::take_output() { return std::exchange(output_, {}); }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "capture/expert_load.h"
 #include "moe/messages.h"
 #include "scheduler/scheduler.h"
 #include "serving/routing_rows_tracker.h"
@@ -51,10 +52,17 @@ class SchedulerService {
   msg::DetokenizeBatch take_output();
   bool batch_in_flight() const { return in_flight_.has_value(); }
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
+  // Items held back until rows still on their way from the worker arrive.
+  bool awaiting_rows() const { return tracker_ && tracker_->pending_emissions() > 0; }
   SchedulerStats stats() const { return scheduler_.stats(); }
   int64_t kv_cache_slots() const { return scheduler_.kv_cache_slots(); }
   int64_t host_cache_bytes() const { return tracker_ ? tracker_->host_cache().bytes() : 0; }
   void flush_cache() { scheduler_.flush_cache(); }
+  // Tokens routed to each expert, counts[moe layer][expert], since start (every step's rows, so
+  // recomputed tokens count again); empty without --enable-return-routed-experts.
+  std::vector<std::vector<uint64_t>> expert_load() const;
+  // Tokens (rows) counted into expert_load().
+  uint64_t expert_load_tokens() const { return load_ ? load_->rows_counted() : 0; }
   // Overwrites every routing row of the host cache (tests prove no stale or unset row is returned).
   void fill_routing_rows(int16_t value) {
     if (tracker_) tracker_->host_cache().fill(value);
@@ -84,6 +92,7 @@ class SchedulerService {
   ServingModelInfo model_;
   Scheduler scheduler_;
   std::optional<RoutingRowsTracker> tracker_;
+  std::optional<ExpertLoadCounter> load_;  // engaged with tracker_
   std::optional<ScheduledBatch> in_flight_;
   uint64_t last_step_ = 0;
   std::map<std::string, RequestInfo> requests_;

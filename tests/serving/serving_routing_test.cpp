@@ -3,72 +3,41 @@
 // batched, chunked, from the prefix cache, after preemption, as n completions, streamed.
 #include <gtest/gtest.h>
 
-#include "serving_harness.h"
-#include "support/golden_support.h"
+#include "golden_serving_test.h"
 
 namespace moe::testing {
 namespace {
 
-class ServingRouting : public ::testing::Test {
- protected:
-  void SetUp() override { golden_ = load_golden("qwen3-moe-tiny"); }
-
-  std::vector<msg::TokenizedRequest> all_cases(const std::string& prefix) const {
-    std::vector<msg::TokenizedRequest> requests;
-    for (size_t i = 0; i < golden_.cases.size(); ++i)
-      requests.push_back(greedy_request(prefix + std::to_string(i), golden_.cases[i].prompt_ids, golden_.max_new_tokens));
-    return requests;
-  }
-
-  // Each case's joined output has the golden ids and P+G-1 golden rows.
-  void expect_all_golden(const std::map<std::pair<std::string, int32_t>, JoinedOutput>& joined, const std::string& prefix,
-                         int32_t index = 0) {
-    for (size_t i = 0; i < golden_.cases.size(); ++i) {
-      SCOPED_TRACE(prefix + std::to_string(i));
-      const GoldenCase& c = golden_.cases[i];
-      const auto it = joined.find({prefix + std::to_string(i), index});
-      ASSERT_NE(it, joined.end());
-      const JoinedOutput& out = it->second;
-      EXPECT_EQ(out.ids, c.output_ids);
-      ASSERT_TRUE(out.finish);
-      EXPECT_EQ(out.finish->kind, msg::FinishKind::Length);
-      const int64_t rows = static_cast<int64_t>(c.prompt_ids.size()) + golden_.max_new_tokens - 1;
-      EXPECT_EQ(out.num_rows, rows);
-      expect_routing_matches_golden(golden_, c, std::vector<int32_t>(out.rows.begin(), out.rows.end()), rows);
-    }
-  }
-
-  Golden golden_;
-};
+using ServingRouting = GoldenServingTest;
 
 TEST_F(ServingRouting, AllCasesBatchedWithSentinelFilledHostCache) {
-  ServingHarness h({});
-  h.service().fill_routing_rows(-7);
-  const auto joined = join_outputs(h.run(all_cases("b")));
-  EXPECT_TRUE(h.errors().empty());
+  auto h = make_pipeline({});
+  h->service().fill_routing_rows(-7);
+  const auto joined = join_outputs(h->run(all_cases("b")));
+  EXPECT_TRUE(h->errors().empty());
   expect_all_golden(joined, "b");
-  for (const auto& [key, out] : joined) EXPECT_EQ(std::count(out.rows.begin(), out.rows.end(), int16_t{-7}), 0);
+  for (const auto& [key, out] : joined) EXPECT_EQ(std::count(out.rows.begin(), out.rows.end(), -7), 0);
 }
 
 TEST_F(ServingRouting, ChunkedPrefillSizes1And7And16) {
   for (int64_t chunk : {1, 7, 16}) {
     HarnessOptions options;
     options.scheduler.chunked_prefill_size = chunk;
-    ServingHarness h(options);
-    expect_all_golden(join_outputs(h.run(all_cases("c"))), "c");
+    auto h = make_pipeline(options);
+    expect_all_golden(join_outputs(h->run(all_cases("c"))), "c");
   }
 }
 
 TEST_F(ServingRouting, PrefixCacheHitReturnsRealRowsForCachedTokens) {
-  ServingHarness h({});
-  h.service().fill_routing_rows(-7);  // a row neither computed nor kept from a real run shows as -7
-  expect_all_golden(join_outputs(h.run(all_cases("first"))), "first");
-  const auto second = join_outputs(h.run(all_cases("again")));
+  auto h = make_pipeline({});
+  h->service().fill_routing_rows(-7);  // a row neither computed nor kept from a real run shows as -7
+  expect_all_golden(join_outputs(h->run(all_cases("first"))), "first");
+  const auto second = join_outputs(h->run(all_cases("again")));
   for (size_t i = 0; i < golden_.cases.size(); ++i) {
     const JoinedOutput& out = second.at({"again" + std::to_string(i), 0});
     // All of the prompt but its last token came from the cache.
     EXPECT_EQ(out.cached_tokens, static_cast<int32_t>(golden_.cases[i].prompt_ids.size()) - 1);
-    EXPECT_EQ(std::count(out.rows.begin(), out.rows.end(), int16_t{-7}), 0);
+    EXPECT_EQ(std::count(out.rows.begin(), out.rows.end(), -7), 0);
   }
   expect_all_golden(second, "again");
 }
@@ -76,25 +45,25 @@ TEST_F(ServingRouting, PrefixCacheHitReturnsRealRowsForCachedTokens) {
 TEST_F(ServingRouting, PreemptionKeepsOutputsAndRowsExact) {
   HarnessOptions options;
   options.scheduler.max_total_tokens = 200;  // far less than 8 prompts + 24 tokens each
-  ServingHarness h(options);
-  const auto joined = join_outputs(h.run(all_cases("p")));
-  EXPECT_GT(h.service().stats().num_preemptions, 0);
+  auto h = make_pipeline(options);
+  const auto joined = join_outputs(h->run(all_cases("p")));
+  EXPECT_GT(h->service().stats().num_preemptions, 0);
   expect_all_golden(joined, "p");
 }
 
 TEST_F(ServingRouting, ThreeCompletionsShareThePromptRows) {
-  ServingHarness h({});
+  auto h = make_pipeline({});
   auto requests = all_cases("n");
   for (auto& r : requests) r.sampling.n = 3;
-  const auto joined = join_outputs(h.run(requests));
+  const auto joined = join_outputs(h->run(requests));
   for (int32_t index = 0; index < 3; ++index) expect_all_golden(joined, "n", index);
 }
 
 TEST_F(ServingRouting, StreamedChunksCarryTheirRowsAndAddUpToTheWhole) {
-  ServingHarness h({});
+  auto h = make_pipeline({});
   auto requests = all_cases("s");
   for (auto& r : requests) r.stream = true;
-  const auto joined = join_outputs(h.run(requests));
+  const auto joined = join_outputs(h->run(requests));
   for (const auto& [key, out] : joined) EXPECT_EQ(out.chunks, golden_.max_new_tokens);
   expect_all_golden(joined, "s");
 }
@@ -102,11 +71,11 @@ TEST_F(ServingRouting, StreamedChunksCarryTheirRowsAndAddUpToTheWhole) {
 TEST_F(ServingRouting, RoutingRequestedWithoutTheServerFlagIsAClearError) {
   HarnessOptions options;
   options.enable_routed_experts = false;
-  ServingHarness h(options);
-  const auto outputs = h.run({greedy_request("x", golden_.cases[0].prompt_ids, 4)});
+  auto h = make_pipeline(options);
+  const auto outputs = h->run({greedy_request("x", golden_.cases[0].prompt_ids, 4)});
   EXPECT_TRUE(outputs.empty());
-  ASSERT_EQ(h.errors().size(), 1u);
-  EXPECT_NE(h.errors()[0].message.find("--enable-return-routed-experts"), std::string::npos);
+  ASSERT_EQ(h->errors().size(), 1u);
+  EXPECT_NE(h->errors()[0].message.find("--enable-return-routed-experts"), std::string::npos);
 }
 
 }  // namespace

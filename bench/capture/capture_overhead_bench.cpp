@@ -1,0 +1,115 @@
+// Throughput with routed-experts capture on (server flag on, every request asking, SGLang's default
+// int32 base64 encoding) over capture off (no flag, no capturer), both measured in one process run,
+// rounds alternating off/on, at concurrency 1 and 32, through the in-process serving pipeline on a
+// random-weight model of realistic shape. The counter `on_over_off` is the ratio (target >= 0.99).
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "model/random_checkpoint.h"
+#include "serving/in_process_pipeline.h"
+#include "tokenizer/tokenizer.h"
+
+namespace moe {
+namespace {
+
+constexpr int kPromptTokens = 64;
+constexpr int kNewTokens = 32;
+
+// Qwen3-MoE of realistic width: hidden 1024, 64 experts, top-8, expert width 512, 4 layers. The
+// vocabulary is the tokenizer's (151669 of Qwen3's padded 151936), so no sampled id is unknown to it.
+nlohmann::json bench_config(int64_t vocab) {
+  return {{"architectures", {"Qwen3MoeForCausalLM"}}, {"vocab_size", vocab}, {"hidden_size", 1024},
+          {"intermediate_size", 3072}, {"moe_intermediate_size", 512}, {"num_hidden_layers", 4},
+          {"num_attention_heads", 16}, {"num_key_value_heads", 4}, {"head_dim", 64}, {"num_experts", 64},
+          {"num_experts_per_tok", 8}, {"norm_topk_prob", true}, {"rope_theta", 1000000.0},
+          {"rms_norm_eps", 1e-6}, {"tie_word_embeddings", false}, {"max_position_embeddings", 32768},
+          {"eos_token_id", 151645}};
+}
+
+std::string checkpoint_dir() {
+  return (std::filesystem::temp_directory_path() / ("moe_capture_bench_" + std::to_string(::getpid()))).string();
+}
+
+std::unique_ptr<InProcessPipeline> make_pipeline(const std::string& dir, bool capture) {
+  InProcessPipelineOptions options;
+  options.service.scheduler = SchedulerConfig{65536, 64, 8192, true, 32768};
+  options.service.enable_routed_experts = capture;
+  options.service.seed_source = 1;
+  return std::make_unique<InProcessPipeline>(Model::load(dir), tokenizer::Tokenizer::load(MOE_TOKENIZER_DIR), options);
+}
+
+// Both pipelines over one checkpoint, written once per process and removed at exit.
+struct Pipelines {
+  std::unique_ptr<InProcessPipeline> off, on;
+};
+Pipelines& pipelines() {
+  static Pipelines both = [] {
+    const std::string dir = checkpoint_dir();
+    const int64_t vocab = tokenizer::Tokenizer::load(MOE_TOKENIZER_DIR).vocab_size();
+    write_random_checkpoint(bench_config(vocab), dir, RandomCheckpointOptions{});
+    std::atexit([] { std::filesystem::remove_all(checkpoint_dir()); });
+    return Pipelines{make_pipeline(dir, false), make_pipeline(dir, true)};
+  }();
+  return both;
+}
+
+// Round `round`'s requests: fresh random prompts (no prefix-cache hits across rounds), greedy,
+// exactly kNewTokens each; with capture, each asks for its rows as SGLang clients do.
+std::vector<msg::TokenizedRequest> round_requests(int round, int count, bool capture) {
+  std::mt19937 rng(static_cast<uint32_t>(round));
+  std::uniform_int_distribution<int32_t> token(0, 150000);
+  std::vector<msg::TokenizedRequest> requests(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    msg::TokenizedRequest& r = requests[i];
+    r.rid = std::string("r").append(std::to_string(round)).append("-").append(std::to_string(i));
+    for (int t = 0; t < kPromptTokens; ++t) r.input_ids.push_back(token(rng));
+    r.sampling.temperature = 0.0f;
+    r.sampling.max_new_tokens = kNewTokens;
+    r.sampling.ignore_eos = true;
+    r.routing.return_routed_experts = capture;
+  }
+  return requests;
+}
+
+// Seconds to run one round at `concurrency` (1: one request after another; else all together).
+double run_round(InProcessPipeline& pipeline, const std::vector<msg::TokenizedRequest>& requests, int concurrency,
+                 benchmark::State& state) {
+  const auto start = std::chrono::steady_clock::now();
+  size_t outputs = 0;
+  for (size_t first = 0; first < requests.size(); first += static_cast<size_t>(concurrency)) {
+    const auto last = requests.begin() + static_cast<std::ptrdiff_t>(std::min(requests.size(), first + concurrency));
+    outputs += pipeline.run({requests.begin() + static_cast<std::ptrdiff_t>(first), last}).size();
+  }
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  if (outputs != requests.size() || !pipeline.errors().empty()) state.SkipWithError("a request failed");
+  return took.count();
+}
+
+// range(0) = concurrency, range(1) = requests per round.
+void BM_CaptureOnOverOff(benchmark::State& state) {
+  const int concurrency = static_cast<int>(state.range(0));
+  const int requests = static_cast<int>(state.range(1));
+  Pipelines& both = pipelines();
+  double off_seconds = 0, on_seconds = 0;
+  int round = concurrency * 1000;
+  for (auto _ : state) {
+    ++round;
+    off_seconds += run_round(*both.off, round_requests(round, requests, false), concurrency, state);
+    on_seconds += run_round(*both.on, round_requests(round, requests, true), concurrency, state);
+  }
+  const double tokens = static_cast<double>(state.iterations()) * requests * kNewTokens;
+  state.counters["off_tok/s"] = tokens / off_seconds;
+  state.counters["on_tok/s"] = tokens / on_seconds;
+  state.counters["on_over_off"] = off_seconds / on_seconds;
+  state.counters["host_cache_MiB"] = static_cast<double>(both.on->service().host_cache_bytes()) / (1 << 20);
+}
+BENCHMARK(BM_CaptureOnOverOff)->Args({1, 4})->Args({32, 32})->Iterations(4)->Unit(benchmark::kSecond)->UseRealTime();
+
+}  // namespace
+}  // namespace moe
