@@ -1,10 +1,40 @@
 #!/usr/bin/env bash
-# The README's main job: install packages, build, generate from the bundled tiny Qwen3-MoE model
-# and print the output ids, their log-probabilities and the routed experts of every position.
+# The README's main job: install packages, build, serve the bundled tiny Qwen3-MoE model with
+# routed-experts capture on, answer a real HTTP request (SGLang's /generate) and show the text and
+# the routed experts of every position, decoded from base64 with numpy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 scripts/build.sh
-# "The capital of France is" in Qwen3's tokenizer.
-build/src/moe-cli generate --model-path tests/data/qwen3-moe-tiny \
-  --prompt-ids 785,6722,315,9625,374 --max-new-tokens 8 --return-routed-experts
+
+PORT="${MOE_DEMO_PORT:-30000}"
+build/actors/moe-serve --model-path tests/data/qwen3-moe-tiny --tokenizer-path tests/data/qwen3-tokenizer \
+  --port "$PORT" --enable-return-routed-experts >build/demo-server.log 2>&1 &
+SERVER=$!
+trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true' EXIT
+for _ in $(seq 1 150); do
+  curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break
+  kill -0 "$SERVER" 2>/dev/null || { cat build/demo-server.log; exit 1; }
+  sleep 0.2
+done
+
+REQUEST='{"text": "The capital of France is", "sampling_params": {"max_new_tokens": 8, "temperature": 0},
+          "return_routed_experts": true}'
+echo "POST http://127.0.0.1:$PORT/generate $REQUEST"
+curl -sf "http://127.0.0.1:$PORT/generate" -H 'Content-Type: application/json' -d "$REQUEST" >build/demo-response.json
+/usr/bin/python3 - build/demo-response.json <<'PY'
+import base64, json, sys
+import numpy as np
+
+reply = json.load(open(sys.argv[1]))
+meta = reply["meta_info"]
+rows = np.frombuffer(base64.b64decode(meta["routed_experts"]), dtype=np.dtype(meta["routed_experts_dtype"]).newbyteorder("<"))
+rows = rows.reshape(meta["routed_experts_shape"])
+print("text:         ", repr(reply["text"]))
+print("output_ids:   ", reply["output_ids"])
+print("finish_reason:", meta["finish_reason"])
+print(f"routed_experts: shape {list(rows.shape)} = [prompt {meta['prompt_tokens']} + generated "
+      f"{meta['completion_tokens']} - 1 positions, {rows.shape[1]} MoE layers, top-{rows.shape[2]}]")
+for position, layers in enumerate(rows):
+    print(f"  position {position:2d}: " + "  ".join("[" + ",".join(f"{e:2d}" for e in layer) + "]" for layer in layers))
+PY

@@ -12,7 +12,9 @@
 #include "common/error.h"
 #include "common/json_file.h"
 #include "model/checkpoint_prefetch.h"
+#include "http/http_server.h"
 #include "pipeline/detokenizer_actor.h"
+#include "pipeline/http_frontend.h"
 #include "pipeline/pipeline_endpoints.h"
 #include "pipeline/scheduler_actor.h"
 #include "pipeline/tokenizer_actor.h"
@@ -72,6 +74,14 @@ ModelWorkerOptions worker_options(const ServeOptions& options, const ModelConfig
   return wo;
 }
 
+// Runs `task` on `loop`'s thread and waits for its answer (from any other thread).
+template <typename Task>
+auto run_on(transport::ActorLoop& loop, Task task) {
+  std::promise<decltype(task())> result;
+  loop.post([&] { result.set_value(task()); });
+  return result.get_future().get();
+}
+
 }  // namespace
 
 struct EngineRuntime::Actors {
@@ -80,6 +90,8 @@ struct EngineRuntime::Actors {
   std::unique_ptr<SchedulerActor> scheduler;
   std::unique_ptr<WorkerActor> worker;
   std::unique_ptr<DetokenizerActor> detokenizer;
+  std::unique_ptr<HttpFrontend> http_frontend;
+  std::unique_ptr<http::HttpServer> http_server;  // after the frontend: destroyed before it
 
   // Front door first, so nothing new enters while the rest winds down.
   void stop_loops() {
@@ -136,6 +148,16 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
       std::chrono::milliseconds(options.worker_timeout_ms));
   a.detokenizer = std::make_unique<DetokenizerActor>(*a.detokenizer_loop, tok, config.num_experts,
                                                      endpoints.detokenizer, endpoints.tokenizer, endpoints.scheduler);
+  if (options.port > 0) {
+    a.http_frontend = std::make_unique<HttpFrontend>(
+        *a.tokenizer, options.served_model_name.empty() ? options.model_path : options.served_model_name,
+        [&a] { return run_on(*a.scheduler_loop, [&a] { return a.scheduler->snapshot(); }); },
+        [&a] { return run_on(*a.scheduler_loop, [&a] { return a.scheduler->expert_load(); }); });
+    http::HttpServerConfig http_config;
+    http_config.host = options.host;
+    http_config.port = static_cast<uint16_t>(options.port);
+    a.http_server = std::make_unique<http::HttpServer>(a.tokenizer_loop->io(), *a.http_frontend, http_config);
+  }
   std::vector<std::string> names = {"tokenizer", "scheduler", "detokenizer"};
   if (local_worker) {
     a.worker_loop = std::make_unique<transport::ActorLoop>(*context_, "worker");
@@ -169,19 +191,14 @@ EngineRuntime::~EngineRuntime() { actors_->stop_loops(); }
 transport::ActorLoop& EngineRuntime::tokenizer_loop() { return *actors_->tokenizer_loop; }
 TokenizerActor& EngineRuntime::tokenizer() { return *actors_->tokenizer; }
 std::string EngineRuntime::client_endpoint() const { return actors_->tokenizer->client_endpoint(); }
+int EngineRuntime::http_port() const { return actors_->http_server ? actors_->http_server->port() : 0; }
 
 SchedulerStats EngineRuntime::scheduler_stats() {
-  std::promise<SchedulerStats> stats;
-  actors_->scheduler_loop->post([&] { stats.set_value(actors_->scheduler->stats()); });
-  return stats.get_future().get();
+  return run_on(*actors_->scheduler_loop, [this] { return actors_->scheduler->stats(); });
 }
 
 void EngineRuntime::drain(std::chrono::milliseconds timeout) {
-  auto on_tokenizer = [this](auto task) {
-    std::promise<decltype(task())> result;
-    tokenizer_loop().post([&] { result.set_value(task()); });
-    return result.get_future().get();
-  };
+  auto on_tokenizer = [this](auto task) { return run_on(tokenizer_loop(), task); };
   on_tokenizer([this] {
     tokenizer().begin_shutdown();
     return 0;

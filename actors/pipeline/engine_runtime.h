@@ -38,6 +38,8 @@ class EngineRuntime {
   // The scheduler's counters (KV slots in use, preemptions), read on its loop; callable from any thread.
   SchedulerStats scheduler_stats();
   const std::string& model_name() const { return model_name_; }
+  // The HTTP port bound, 0 without an HTTP server.
+  int http_port() const;
 
  private:
   struct Actors;

@@ -38,6 +38,10 @@ void SchedulerActor::on_message(msg::Message&& message) {
     on_abort(*abort);
   } else if (auto* result = std::get_if<msg::WorkerResult>(&message)) {
     last_heard_from_worker_ = std::chrono::steady_clock::now();
+    for (const msg::StepRouting& step : result->routing)
+      capture_bytes_total_ += step.rows.expert_ids.size() * sizeof(int16_t) + step.rows.weights.size() * sizeof(float);
+    if (!result->routing_only)
+      step_time_seconds_.observe(std::chrono::duration<double>(last_heard_from_worker_ - step_sent_).count());
     if (result->routing_only)
       service_->on_routing(result->routing);
     else if (service_->batch_in_flight())
@@ -52,6 +56,14 @@ void SchedulerActor::on_message(msg::Message&& message) {
     spdlog::warn("scheduler: ignoring a {} message", msg::kind_name(msg::kind_of(message)));
   }
   pump();
+}
+
+SchedulerSnapshot SchedulerActor::snapshot() const {
+  return {service_->stats(), step_time_seconds_, capture_bytes_total_, service_->host_cache_bytes()};
+}
+
+api::ExpertLoad SchedulerActor::expert_load() const {
+  return {service_->expert_load(), service_->expert_load_tokens()};
 }
 
 void SchedulerActor::on_tokenized(const msg::TokenizedRequest& request) {
@@ -70,7 +82,8 @@ void SchedulerActor::pump() {
   if (!items.items.empty()) to_detokenizer_->send(items);
   if (auto batch = service_->next_batch()) {
     // The worker's silence is measured from the moment it was given work, not from start-up.
-    last_heard_from_worker_ = std::max(last_heard_from_worker_, std::chrono::steady_clock::now());
+    step_sent_ = std::chrono::steady_clock::now();
+    last_heard_from_worker_ = std::max(last_heard_from_worker_, step_sent_);
     to_worker_->send(*batch);
   }
 }

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "api/expert_load.h"
+#include "api/server_stats.h"
 #include "serving/scheduler_service.h"
 #include "transport/actor_loop.h"
 
@@ -14,6 +16,14 @@ class Outbox;
 }
 
 namespace moe::actors {
+
+// What the scheduler knows for /metrics, read on its own loop.
+struct SchedulerSnapshot {
+  SchedulerStats stats;
+  api::Histogram step_time_seconds = api::step_time_histogram();
+  uint64_t capture_bytes_total = 0;
+  int64_t capture_host_cache_bytes = 0;
+};
 
 struct SchedulerActorEndpoints {
   std::string inbox, worker, detokenizer, tokenizer;
@@ -26,6 +36,8 @@ class SchedulerActor {
   ~SchedulerActor();
   // On the loop's thread: the scheduler's counters (tests and stats endpoints read them).
   SchedulerStats stats() const { return service_->stats(); }
+  SchedulerSnapshot snapshot() const;
+  api::ExpertLoad expert_load() const;
 
  private:
   void on_message(msg::Message&& message);
@@ -42,6 +54,9 @@ class SchedulerActor {
   transport::Outbox* to_tokenizer_ = nullptr;
   std::chrono::milliseconds worker_timeout_;
   std::chrono::steady_clock::time_point last_heard_from_worker_;
+  std::chrono::steady_clock::time_point step_sent_;
+  api::Histogram step_time_seconds_ = api::step_time_histogram();
+  uint64_t capture_bytes_total_ = 0;
   struct Timer;
   std::unique_ptr<Timer> timer_;
 };

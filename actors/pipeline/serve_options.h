@@ -8,6 +8,7 @@ namespace moe::actors {
 struct ServeOptions {
   std::string model_path;
   std::string tokenizer_path;          // default: model_path
+  std::string served_model_name;       // the `model` OpenAI clients name; default: model_path
   std::string host = "127.0.0.1";
   int port = 0;                        // HTTP; 0 = no HTTP server
   std::string zmq_endpoint;            // ROUTER for ZeroMQ clients; empty = none

@@ -23,6 +23,7 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
   desc.add_options()("help,h", "show this help")
       ("model-path", po::value(&o.model_path)->required(), "Hugging Face model directory")
       ("tokenizer-path", po::value(&o.tokenizer_path), "tokenizer directory (default: the model's)")
+      ("served-model-name", po::value(&o.served_model_name), "the model name OpenAI clients use (default: --model-path)")
       ("host", po::value(&o.host)->default_value(o.host), "HTTP address")
       ("port", po::value(&o.port)->default_value(o.port), "HTTP port (0 = no HTTP server)")
       ("zmq-endpoint", po::value(&o.zmq_endpoint), "ZeroMQ ROUTER endpoint for clients, e.g. tcp://127.0.0.1:5555")
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
     if (role != "all") throw moe::Error("--role must be all or worker");
     moe::actors::EngineRuntime runtime(options);
     if (!runtime.client_endpoint().empty()) spdlog::info("ZeroMQ clients: {}", runtime.client_endpoint());
+    if (runtime.http_port()) spdlog::info("HTTP: http://{}:{}", options.host, runtime.http_port());
     spdlog::info("ready");
 
     boost::asio::io_context io;
