@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
-#include <future>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -55,9 +54,6 @@ class Client {
                        std::chrono::milliseconds timeout = std::chrono::minutes(10));
 
  private:
-  // Waits for `done` and forgets `rid` when it timed out.
-  void wait(const std::string& rid, std::future<void>& done, std::chrono::milliseconds timeout);
-
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

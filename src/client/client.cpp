@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <random>
 #include <spdlog/spdlog.h>
@@ -14,6 +15,14 @@
 #include "transport/zmq_context.h"
 
 namespace moe {
+namespace {
+
+// A DoneHandler that settles `finished` with the request's outcome, for the blocking calls.
+DoneHandler settle(std::shared_ptr<std::promise<void>> finished) {
+  return [finished](std::exception_ptr error) { error ? finished->set_exception(error) : finished->set_value(); };
+}
+
+}  // namespace
 
 struct Client::Impl {
   transport::Context context;
@@ -36,6 +45,16 @@ struct Client::Impl {
     auto it = pending.find(output.rid);
     if (it == pending.end()) return;  // forgotten after a timeout
     if (it->second.deliver(output)) pending.erase(it);
+  }
+
+  // Waits for `done`; on a timeout forgets `rid` (a late reply is dropped) and throws a 504.
+  void wait(const std::string& rid, std::future<void>& done, std::chrono::milliseconds timeout) {
+    if (done.wait_for(timeout) == std::future_status::timeout) {
+      loop.post([this, rid] { pending.erase(rid); });
+      throw RequestError(msg::ErrorReply{rid, "no reply from the server within " + std::to_string(timeout.count()) + " ms",
+                                         504, "client"});
+    }
+    done.get();
   }
 
   void on_error(const msg::ErrorReply& error) {
@@ -90,11 +109,9 @@ std::vector<msg::TextOutput> Client::generate(msg::GenerateRequest request, std:
   auto outputs = std::make_shared<std::vector<msg::TextOutput>>();
   auto finished = std::make_shared<std::promise<void>>();
   std::future<void> done = finished->get_future();
-  auto [on_output, on_done] = collect_outputs(outputs, [finished](std::exception_ptr error) {
-    error ? finished->set_exception(error) : finished->set_value();
-  });
+  auto [on_output, on_done] = collect_outputs(outputs, settle(finished));
   const std::string rid = submit(std::move(request), std::move(on_output), std::move(on_done));
-  wait(rid, done, timeout);
+  impl_->wait(rid, done, timeout);
   return std::move(*outputs);
 }
 
@@ -102,19 +119,8 @@ void Client::generate_stream(msg::GenerateRequest request, OutputHandler on_chun
   request.stream = true;
   auto finished = std::make_shared<std::promise<void>>();
   std::future<void> done = finished->get_future();
-  const std::string rid = submit(std::move(request), std::move(on_chunk), [finished](std::exception_ptr error) {
-    error ? finished->set_exception(error) : finished->set_value();
-  });
-  wait(rid, done, timeout);
-}
-
-void Client::wait(const std::string& rid, std::future<void>& done, std::chrono::milliseconds timeout) {
-  if (done.wait_for(timeout) == std::future_status::timeout) {
-    impl_->loop.post([impl = impl_.get(), rid] { impl->pending.erase(rid); });
-    throw RequestError(msg::ErrorReply{rid, "no reply from the server within " + std::to_string(timeout.count()) + " ms",
-                                       504, "client"});
-  }
-  done.get();
+  const std::string rid = submit(std::move(request), std::move(on_chunk), settle(finished));
+  impl_->wait(rid, done, timeout);
 }
 
 }  // namespace moe
