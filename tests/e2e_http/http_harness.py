@@ -1,0 +1,123 @@
+"""Shared by the HTTP end-to-end tests: start moe-serve with an HTTP port on the fixture model, wait until
+/health answers, stop it with SIGTERM (exit code 0 required), read its metrics and memory, and decode
+routed experts the way SGLang's documentation shows."""
+import base64
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+import requests
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
+import serve_process as sp  # noqa: E402  (free ports, goldens and SIGTERM handling shared with the ZeroMQ tests)
+
+# The name OpenAI clients send as `model`; set with --served-model-name so the flag is exercised too.
+MODEL_NAME = "qwen3-moe-tiny"
+# Path of the moe-serve binary under test: the first command-line argument (see run_tests).
+MOE_SERVE = os.environ.get("MOE_SERVE", "moe-serve")
+
+
+class Server:
+    """One moe-serve process with an HTTP port; its log goes to a file so a chatty server never blocks."""
+
+    def __init__(self, routed_experts=True, startup_timeout_s=60):
+        port = sp.free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = tempfile.NamedTemporaryFile(prefix="moe-serve-http-", suffix=".log")
+        command = [MOE_SERVE, "--model-path", sp.MODEL, "--tokenizer-path", sp.TOKENIZER, "--port", str(port),
+                   "--served-model-name", MODEL_NAME, "--log-level", os.environ.get("MOE_E2E_LOG_LEVEL", "warn")]
+        if routed_experts:
+            command.append("--enable-return-routed-experts")
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
+        self._wait_until_healthy(startup_timeout_s)
+
+    def _wait_until_healthy(self, timeout_s):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"moe-serve exited with {self.process.returncode} at startup:\n{self.log_text()}")
+            try:
+                if requests.get(self.url + "/health", timeout=2).status_code == 200:
+                    return
+            except requests.ConnectionError:
+                pass  # not listening yet
+            time.sleep(0.1)
+        raise RuntimeError(f"moe-serve did not answer /health within {timeout_s} s:\n{self.log_text()}")
+
+    def log_text(self):
+        with open(self.log.name, errors="replace") as f:
+            return f.read()[-6000:]
+
+    def stop(self):
+        """SIGTERM; the exit code and the tail of the log."""
+        code, _ = sp.terminate(self.process)
+        return code, self.log_text()
+
+    def rss_bytes(self):
+        with open(f"/proc/{self.process.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmRSS in /proc status")
+
+    def metrics(self):
+        """Prometheus samples without labels or histogram buckets: name -> value."""
+        reply = requests.get(self.url + "/metrics", timeout=10)
+        reply.raise_for_status()
+        samples = {}
+        for line in reply.text.splitlines():
+            if line and not line.startswith("#"):
+                series, value = line.rsplit(" ", 1)
+                samples.setdefault(series.split("{")[0], float(value))
+        return samples
+
+    def post(self, path, body, **kwargs):
+        return requests.post(self.url + path, json=body, timeout=kwargs.pop("timeout", 120), **kwargs)
+
+
+class ServerTest(unittest.TestCase):
+    """A test class sharing one server; tearDown of the class fails when moe-serve does not exit with 0."""
+    routed_experts = True
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(cls.routed_experts)
+        cls.golden = sp.golden()
+
+    @classmethod
+    def tearDownClass(cls):
+        code, log = cls.server.stop()
+        if code != 0:
+            raise AssertionError(f"moe-serve exited with {code} after SIGTERM:\n{log}")
+
+
+def decode_routed_experts(meta, key="routed_experts"):
+    """SGLang's documented decoding: base64 of a little-endian array, reshaped to (tokens, layers, top_k)."""
+    dtype = np.dtype(meta.get(key + "_dtype", "int32"))
+    return np.frombuffer(base64.b64decode(meta[key]), dtype=dtype).reshape(meta[key + "_shape"])
+
+
+def golden_generate(case, max_new_tokens, **extra):
+    """A /generate body reproducing a golden case: its prompt ids, greedy, ignore_eos."""
+    body = {"input_ids": case["prompt_ids"], "return_routed_experts": True,
+            "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens, "ignore_eos": True}}
+    body.update(extra)
+    return body
+
+
+def expect_golden(test, case, output_ids, experts, max_new_tokens):
+    """Golden ids and routing rows (numpy or lists), near ties excepted."""
+    sp.expect_golden(test, case, output_ids, np.asarray(experts).tolist(), max_new_tokens)
+
+
+def run_tests():
+    """unittest.main with the moe-serve path taken from argv[1], as CTest passes it."""
+    global MOE_SERVE
+    if len(sys.argv) > 1 and os.path.isfile(sys.argv[1]):
+        MOE_SERVE = sys.argv.pop(1)
+    unittest.main()
