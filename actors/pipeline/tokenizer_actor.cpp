@@ -1,6 +1,7 @@
 #include "pipeline/tokenizer_actor.h"
 
 #include <spdlog/spdlog.h>
+#include <utility>
 
 #include "common/error.h"
 #include "transport/client_protocol.h"
@@ -47,21 +48,24 @@ void TokenizerActor::abort(const std::string& rid, const std::string& reason) {
 }
 
 void TokenizerActor::fail_remaining(const std::string& message) {
-  for (auto& [rid, client] : clients_) {
-    client.on_error(msg::ErrorReply{rid, message, 503, "tokenizer"});
+  std::map<std::string, Client> clients = std::exchange(clients_, {});  // handlers may re-enter
+  for (auto& [rid, client] : clients) {
     to_scheduler_->send(msg::Abort{rid, message});
+    client.on_error(msg::ErrorReply{rid, message, 503, "tokenizer"});
   }
-  clients_.clear();
 }
 
 void TokenizerActor::on_message(msg::Message&& message) {
+  // Handlers may re-enter the actor (a client that is gone aborts its request), so none runs while
+  // this function still holds an iterator into clients_.
   if (auto* batch = std::get_if<msg::TextOutputBatch>(&message)) {
     for (const msg::TextOutput& output : batch->outputs) {
       auto it = clients_.find(output.rid);
       if (it == clients_.end()) continue;  // aborted meanwhile
-      Client& client = it->second;
-      client.on_output(output);
-      if (output.finish_reason && --client.remaining == 0) clients_.erase(output.rid);
+      const bool last = output.finish_reason && --it->second.remaining == 0;
+      OutputHandler on_output = last ? std::move(it->second.on_output) : it->second.on_output;
+      if (last) clients_.erase(it);
+      on_output(output);
     }
   } else if (auto* error = std::get_if<msg::ErrorReply>(&message)) {
     auto it = clients_.find(error->rid);
@@ -69,9 +73,10 @@ void TokenizerActor::on_message(msg::Message&& message) {
       spdlog::error("{}: {}", error->source, error->message);
       return;
     }
-    it->second.on_error(*error);
+    ErrorHandler on_error = std::move(it->second.on_error);
     clients_.erase(it);
     to_scheduler_->send(msg::Abort{error->rid, "failed: " + error->message});
+    on_error(*error);
   } else {
     spdlog::warn("tokenizer: ignoring a {} message", msg::kind_name(msg::kind_of(message)));
   }

@@ -5,6 +5,7 @@
 namespace moe::tokenizer {
 
 std::string IncrementalDetokenizer::push(int32_t id) {
+  if (id >= 0 && !tokenizer_.knows(id)) return "";
   const std::string& bytes = tokenizer_.token_bytes(id);
   if (skip_special_ && tokenizer_.is_special(id)) return "";
   pending_ += bytes;

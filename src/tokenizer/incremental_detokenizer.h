@@ -17,7 +17,8 @@ class IncrementalDetokenizer {
       : tokenizer_(std::move(tokenizer)), skip_special_(skip_special) {}
 
   // Adds one id and returns the text that is now complete (often empty mid-character). Ill-formed
-  // bytes become U+FFFD as soon as they cannot start a character. Throws moe::Error for an unknown id.
+  // bytes become U+FFFD as soon as they cannot start a character. An id the tokenizer does not know
+  // adds nothing, as in Tokenizer::decode; a negative id is a moe::Error.
   std::string push(int32_t id);
 
   // Ends the stream: bytes of a character that never finished come out as U+FFFD, as decode gives.

@@ -36,8 +36,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool parse_special
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special) const {
   std::string bytes;
   for (int32_t id : ids) {
-    check_id(id);
-    if (skip_special && parts_->token_kind[id] == TokenKind::Special) continue;
+    if (id < 0) check_id(id);
+    if (!knows(id) || (skip_special && parts_->token_kind[id] == TokenKind::Special)) continue;
     bytes += parts_->token_bytes[id];
   }
   std::string text;
@@ -68,8 +68,12 @@ bool Tokenizer::is_special(int32_t id) const {
   return id >= 0 && id < vocab_size() && parts_->token_kind[id] == TokenKind::Special;
 }
 
+bool Tokenizer::knows(int32_t id) const {
+  return id >= 0 && id < vocab_size() && parts_->token_kind[id] != TokenKind::Unknown;
+}
+
 void Tokenizer::check_id(int32_t id) const {
-  if (id < 0 || id >= vocab_size() || parts_->token_kind[id] == TokenKind::Unknown)
+  if (!knows(id))
     throw Error("token id " + std::to_string(id) + " is not in the vocabulary of " + parts_->source +
                 " (ids 0.." + std::to_string(vocab_size() - 1) + ")");
 }

@@ -29,8 +29,10 @@ class Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool parse_special = true) const;
 
   // The text of `ids` as tokenizers' decode gives it: the tokens' bytes joined, then any ill-formed
-  // UTF-8 replaced by U+FFFD. skip_special leaves out special tokens. Throws moe::Error naming an id
-  // that is not in the vocabulary.
+  // UTF-8 replaced by U+FFFD. skip_special leaves out special tokens. An id the tokenizer does not
+  // know decodes to nothing, as in tokenizers (a model's embedding table is often larger than its
+  // vocabulary, and it may sample those rows); a negative id, which tokenizers cannot even hold, is
+  // a moe::Error naming it.
   std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
 
   // One past the largest id the tokenizer knows (added tokens included); the model's embedding
@@ -46,6 +48,8 @@ class Tokenizer {
   const std::string& token_bytes(int32_t id) const;
   // Whether an id is an added token marked special (false for unknown ids).
   bool is_special(int32_t id) const;
+  // Whether the id names a token (a vocabulary entry or an added token).
+  bool knows(int32_t id) const;
 
  private:
   explicit Tokenizer(std::shared_ptr<const TokenizerParts> parts) : parts_(std::move(parts)) {}
