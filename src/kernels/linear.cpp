@@ -1,10 +1,11 @@
 #include "kernels/linear.h"
 
-#include <immintrin.h>
-
 #include <Eigen/Core>
 #include <algorithm>
 #include <vector>
+
+#include "kernels/simd.h"
+#include "kernels/thread_pool.h"
 
 namespace moe {
 namespace {
@@ -14,69 +15,76 @@ using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Ro
 // Weight rows are widened a block at a time so the float32 copy stays in cache.
 constexpr int64_t kRowBlock = 64;
 // Up to this many tokens, a half-precision weight is streamed once through fused dot products
-// (memory-bound decode); above it, widened blocks feed Eigen's GEMM (compute-bound prefill).
-constexpr int64_t kStreamingMaxTokens = 4;
+// (decode batches, and experts that got few tokens); above it, widened blocks feed Eigen's GEMM
+// (prefill), whose packing and widening only pay off over many tokens.
+constexpr int64_t kStreamingMaxTokens = 32;
+// Tokens that share one pass over a weight row: as many accumulators as the registers hold.
+constexpr int64_t kTokenGroup = 8;
+// A parallel chunk covers at least this many (weight element x token) products: about 20 µs of work,
+// well above the cost of handing it to another thread.
+constexpr int64_t kMinChunkWeights = int64_t{1} << 18;
 
-inline __m256 load8_widened(const uint16_t* p, DType dtype) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if (dtype == DType::F16) return _mm256_cvtph_ps(h);
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-inline float horizontal_sum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-// y[t, r - row_begin] = x[t] · W[r] for T <= kStreamingMaxTokens tokens, reading each weight row once.
+// y[t, r] = x[t] · W[r] for one weight row and T <= kTokenGroup tokens (x and y already offset to
+// the group's first token). U column groups are summed in separate accumulators so T·U independent
+// FMA chains hide the FMA latency; with one chain a single token could not keep up with memory.
 template <int T>
-void streaming_rows(const float* x, const WeightView& w, int64_t row_begin, int64_t row_end, int64_t out_cols,
-                    float* y) {
+void streaming_row(const float* x, const uint16_t* row, const WeightView& w, int64_t r, int64_t out_cols, float* y) {
+  constexpr int U = T >= 4 ? 1 : 4 / T;
   const int64_t cols = w.cols;
-  const uint16_t* base = static_cast<const uint16_t*>(w.data);
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const uint16_t* row = base + r * cols;
-    __m256 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    int64_t c = 0;
-    for (; c + 8 <= cols; c += 8) {
-      const __m256 wv = load8_widened(row + c, w.dtype);
-      for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + t * cols + c), acc[t]);
+  __m256 acc[T][U];
+  for (int t = 0; t < T; ++t)
+    for (int u = 0; u < U; ++u) acc[t][u] = _mm256_setzero_ps();
+  int64_t c = 0;
+  for (; c + 8 * U <= cols; c += 8 * U) {
+    for (int u = 0; u < U; ++u) {
+      const __m256 wv = simd::load8_widened(row + c + 8 * u, w.dtype);
+      for (int t = 0; t < T; ++t) acc[t][u] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + t * cols + c + 8 * u), acc[t][u]);
     }
-    for (int t = 0; t < T; ++t) {
-      float sum = horizontal_sum(acc[t]);
-      for (int64_t k = c; k < cols; ++k) sum += w.at(r, k) * x[t * cols + k];
-      y[t * out_cols + (r - row_begin)] = sum;
-    }
+  }
+  for (; c + 8 <= cols; c += 8) {
+    const __m256 wv = simd::load8_widened(row + c, w.dtype);
+    for (int t = 0; t < T; ++t) acc[t][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + t * cols + c), acc[t][0]);
+  }
+  for (int t = 0; t < T; ++t) {
+    for (int u = 1; u < U; ++u) acc[t][0] = _mm256_add_ps(acc[t][0], acc[t][u]);
+    float sum = simd::horizontal_sum(acc[t][0]);
+    for (int64_t k = c; k < cols; ++k) sum += w.at(r, k) * x[t * cols + k];
+    y[t * out_cols] = sum;
   }
 }
 
+using StreamingRowFn = void (*)(const float*, const uint16_t*, const WeightView&, int64_t, int64_t, float*);
+constexpr StreamingRowFn kStreamingRow[kTokenGroup] = {streaming_row<1>, streaming_row<2>, streaming_row<3>,
+                                                       streaming_row<4>, streaming_row<5>, streaming_row<6>,
+                                                       streaming_row<7>, streaming_row<8>};
+
+// y[t, r - row_begin] = x[t] · W[r] for T <= kStreamingMaxTokens tokens: each weight row is widened
+// in registers once per group of kTokenGroup tokens, and stays in L1 from one group to the next, so
+// the weights cross the memory bus once.
 void streaming_linear(const float* x, int64_t num_tokens, const WeightView& w, int64_t row_begin, int64_t row_end,
-                      float* y) {
-  const int64_t out_cols = row_end - row_begin;
-  switch (num_tokens) {
-    case 1: return streaming_rows<1>(x, w, row_begin, row_end, out_cols, y);
-    case 2: return streaming_rows<2>(x, w, row_begin, row_end, out_cols, y);
-    case 3: return streaming_rows<3>(x, w, row_begin, row_end, out_cols, y);
-    default: return streaming_rows<4>(x, w, row_begin, row_end, out_cols, y);
-  }
+                      int64_t out_cols, float* y) {
+  const uint16_t* base = static_cast<const uint16_t*>(w.data);
+  for (int64_t r = row_begin; r < row_end; ++r)
+    for (int64_t t0 = 0; t0 < num_tokens; t0 += kTokenGroup) {
+      const int64_t group = std::min(kTokenGroup, num_tokens - t0);
+      kStreamingRow[group - 1](x + t0 * w.cols, base + r * w.cols, w, r, out_cols, y + t0 * out_cols + (r - row_begin));
+    }
 }
 
-}  // namespace
-
-void linear_rows(const float* x, int64_t num_tokens, const WeightView& weight, int64_t row_begin, int64_t row_end,
-                 float* y) {
+// Output rows [row_begin, row_end) on the calling thread. y's row stride is out_stride and its
+// column 0 is output row y_first_row.
+void linear_rows_serial(const float* x, int64_t num_tokens, const WeightView& weight, int64_t row_begin,
+                        int64_t row_end, int64_t y_first_row, int64_t out_stride, float* y) {
   const int64_t cols = weight.cols;
   const int64_t out_cols = row_end - row_begin;
-  if (num_tokens == 0 || out_cols == 0) return;
+  float* y_block = y + (row_begin - y_first_row);
   if (weight.dtype != DType::F32 && num_tokens <= kStreamingMaxTokens) {
-    streaming_linear(x, num_tokens, weight, row_begin, row_end, y);
+    streaming_linear(x, num_tokens, weight, row_begin, row_end, out_stride, y_block);
     return;
   }
+  using Stride = Eigen::OuterStride<>;
   Eigen::Map<const RowMatrix> input(x, num_tokens, cols);
-  Eigen::Map<RowMatrix> output(y, num_tokens, out_cols);
+  Eigen::Map<RowMatrix, 0, Stride> output(y_block, num_tokens, out_cols, Stride(out_stride));
   if (weight.dtype == DType::F32) {
     Eigen::Map<const RowMatrix> w(static_cast<const float*>(weight.data) + row_begin * cols, out_cols, cols);
     output.noalias() = input * w.transpose();
@@ -90,6 +98,21 @@ void linear_rows(const float* x, int64_t num_tokens, const WeightView& weight, i
     Eigen::Map<const RowMatrix> w(block.data(), n, cols);
     output.middleCols(r0 - row_begin, n).noalias() = input * w.transpose();
   }
+}
+
+}  // namespace
+
+void linear_rows(const float* x, int64_t num_tokens, const WeightView& weight, int64_t row_begin, int64_t row_end,
+                 float* y) {
+  const int64_t out_cols = row_end - row_begin;
+  if (num_tokens == 0 || out_cols == 0) return;
+  // Chunks of whole widening blocks, and of at least kMinChunkWeights weights, so a chunk is
+  // worth handing to another thread.
+  const int64_t min_rows = std::max<int64_t>(1, kMinChunkWeights / std::max<int64_t>(1, weight.cols * num_tokens));
+  const int64_t chunk_rows = (min_rows + kRowBlock - 1) / kRowBlock * kRowBlock;
+  parallel_for(out_cols, chunk_rows, [&](int64_t begin, int64_t end) {
+    linear_rows_serial(x, num_tokens, weight, row_begin + begin, row_begin + end, row_begin, out_cols, y);
+  });
 }
 
 void linear(const float* x, int64_t num_tokens, const WeightView& weight, float* y, const float* bias) {

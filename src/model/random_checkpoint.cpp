@@ -1,11 +1,12 @@
 #include "model/random_checkpoint.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <cstdio>
-#include <random>
+#include <thread>
 
 #include "common/error.h"
 #include "model/checkpoint_manifest.h"
@@ -14,12 +15,19 @@
 namespace moe {
 namespace {
 
+// SplitMix64's finaliser: a strong 64-bit mix, so element i of tensor j is a pure function of
+// (seed, j, i) and any split of the work over threads gives the same bytes.
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 // Uniform noise with the standard deviation each kind of tensor needs: unit-scale embeddings,
 // 1/sqrt(fan_in) projections, and routers wide enough (3/sqrt(H)) that routing is decisive but
 // spread over every expert.
-std::vector<float> random_values(const TensorSpec& spec, uint64_t seed, size_t index) {
-  int64_t count = 1;
-  for (int64_t d : spec.shape) count *= d;
+void fill_random(const TensorSpec& spec, uint64_t seed, size_t index, DType dtype, uint8_t* bytes, int64_t begin,
+                 int64_t end) {
   const double fan_in = static_cast<double>(spec.shape.back());
   double mean = 0.0, stddev = 1.0;
   switch (spec.init) {
@@ -29,12 +37,48 @@ std::vector<float> random_values(const TensorSpec& spec, uint64_t seed, size_t i
     case TensorSpec::Init::NormScale: mean = 1.0; stddev = 0.1; break;
     case TensorSpec::Init::Bias: stddev = 0.1; break;
   }
-  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + index);
-  const double half_width = std::sqrt(3.0) * stddev;  // uniform [-a, a] has stddev a / sqrt(3)
-  std::uniform_real_distribution<double> dist(mean - half_width, mean + half_width);
-  std::vector<float> values(static_cast<size_t>(count));
-  for (float& v : values) v = static_cast<float>(dist(rng));
-  return values;
+  const float half_width = static_cast<float>(std::sqrt(3.0) * stddev);  // uniform [-a, a]: stddev a / sqrt(3)
+  const float low = static_cast<float>(mean) - half_width;
+  const float step = 2.0f * half_width / static_cast<float>(1u << 24);
+  const uint64_t stream = mix64(seed * 0x9E3779B97F4A7C15ull + index);
+  for (int64_t i = begin; i < end; ++i) {
+    const float value = low + step * static_cast<float>(mix64(stream + static_cast<uint64_t>(i)) >> 40);
+    if (dtype == DType::BF16) {
+      const uint16_t half = float_to_bf16(value);
+      std::memcpy(bytes + 2 * i, &half, 2);
+    } else {
+      std::memcpy(bytes + 4 * i, &value, 4);
+    }
+  }
+}
+
+int64_t element_count(const TensorSpec& spec) {
+  int64_t count = 1;
+  for (int64_t d : spec.shape) count *= d;
+  return count;
+}
+
+// Fills every tensor of one shard, each thread taking an equal slice of the shard's elements.
+void fill_shard(const std::vector<TensorSpec>& specs, const std::vector<size_t>& members, uint64_t seed, DType dtype,
+                std::vector<TensorToWrite>& tensors) {
+  int64_t total = 0;
+  for (size_t i : members) total += element_count(specs[i]);
+  const int num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto fill_range = [&](int64_t range_begin, int64_t range_end) {
+    int64_t tensor_start = 0;
+    for (size_t m = 0; m < members.size(); ++m) {
+      const int64_t count = element_count(specs[members[m]]);
+      const int64_t begin = std::max(range_begin, tensor_start), end = std::min(range_end, tensor_start + count);
+      if (begin < end)
+        fill_random(specs[members[m]], seed, members[m], dtype, tensors[m].bytes.data(), begin - tensor_start,
+                    end - tensor_start);
+      tensor_start += count;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < num_threads; ++t) threads.emplace_back(fill_range, total * t / num_threads, total * (t + 1) / num_threads);
+  fill_range(0, total / num_threads);
+  for (std::thread& thread : threads) thread.join();
 }
 
 }  // namespace
@@ -42,6 +86,7 @@ std::vector<float> random_values(const TensorSpec& spec, uint64_t seed, size_t i
 void write_random_checkpoint(const nlohmann::json& config, const std::string& out_dir,
                              const RandomCheckpointOptions& options) {
   namespace fs = std::filesystem;
+  if (options.dtype == DType::F16) throw Error("write_random_checkpoint: F16 output is not supported");
   fs::create_directories(out_dir);
   std::ofstream(out_dir + "/config.json") << config.dump(2) << "\n";
   const std::vector<TensorSpec> specs = checkpoint_manifest(load_model_config(out_dir));
@@ -50,8 +95,7 @@ void write_random_checkpoint(const nlohmann::json& config, const std::string& ou
   std::vector<std::vector<size_t>> shards(1);
   int64_t shard_size = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
-    int64_t bytes = static_cast<int64_t>(dtype_size(options.dtype));
-    for (int64_t d : specs[i].shape) bytes *= d;
+    const int64_t bytes = static_cast<int64_t>(dtype_size(options.dtype)) * element_count(specs[i]);
     if (!shards.back().empty() && shard_size + bytes > options.shard_bytes) {
       shards.emplace_back();
       shard_size = 0;
@@ -65,9 +109,11 @@ void write_random_checkpoint(const nlohmann::json& config, const std::string& ou
     std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors", s + 1, shards.size());
     std::vector<TensorToWrite> tensors;
     for (size_t i : shards[s]) {
-      tensors.push_back(make_tensor(specs[i].name, options.dtype, specs[i].shape, random_values(specs[i], options.seed, i)));
+      tensors.push_back({specs[i].name, options.dtype, specs[i].shape, {}});
+      tensors.back().bytes.resize(dtype_size(options.dtype) * static_cast<size_t>(element_count(specs[i])));
       weight_map[specs[i].name] = name;
     }
+    fill_shard(specs, shards[s], options.seed, options.dtype, tensors);
     write_safetensors(out_dir + "/" + name, tensors);
   }
   std::ofstream(out_dir + "/model.safetensors.index.json")

@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "kernels/activation.h"
 #include "kernels/linear.h"
+#include "kernels/thread_pool.h"
 #include "moe/moe_ops.h"
 
 namespace moe {
@@ -43,25 +44,28 @@ void projection_to_intermediate(const float* hidden, int64_t num_tokens, std::sp
   // Only the rows past each count are zeroed below: the used rows are overwritten by the GEMMs.
   out.resize(num_local * static_cast<size_t>(num_tokens * width));
 
-  // Gather each expert's tokens into one contiguous block so the projection is a single GEMM.
-  thread_local std::vector<float> gathered;
-  for (size_t e = 0; e < num_local; ++e) {
-    const int64_t count = num_routed_tokens[e];
-    float* expert_out = out.data() + e * num_tokens * width;
-    std::fill(expert_out + count * width, expert_out + num_tokens * width, 0.0f);
-    if (count == 0) continue;
-    gathered.resize(static_cast<size_t>(count * hidden_size));
-    const uint32_t* tokens = routed_tokens.data() + e * num_tokens;
-    for (int64_t j = 0; j < count; ++j) {
-      if (tokens[j] >= static_cast<uint64_t>(num_tokens))
-        throw Error("projection_to_intermediate: slot " + std::to_string(j) + " of local expert " +
-                    std::to_string(e) + " names token " + std::to_string(tokens[j]) + " of " +
-                    std::to_string(num_tokens));
-      std::copy_n(hidden + static_cast<int64_t>(tokens[j]) * hidden_size, hidden_size,
-                  gathered.data() + j * hidden_size);
+  // Gather each expert's tokens into one contiguous block so the projection is a single GEMM. The
+  // experts are independent: they are spread over the kernel threads (each linear then runs serially).
+  parallel_for(static_cast<int64_t>(num_local), 1, [&](int64_t expert_begin, int64_t expert_end) {
+    thread_local std::vector<float> gathered;
+    for (int64_t e = expert_begin; e < expert_end; ++e) {
+      const int64_t count = num_routed_tokens[e];
+      float* expert_out = out.data() + e * num_tokens * width;
+      std::fill(expert_out + count * width, expert_out + num_tokens * width, 0.0f);
+      if (count == 0) continue;
+      gathered.resize(static_cast<size_t>(count * hidden_size));
+      const uint32_t* tokens = routed_tokens.data() + e * num_tokens;
+      for (int64_t j = 0; j < count; ++j) {
+        if (tokens[j] >= static_cast<uint64_t>(num_tokens))
+          throw Error("projection_to_intermediate: slot " + std::to_string(j) + " of local expert " +
+                      std::to_string(e) + " names token " + std::to_string(tokens[j]) + " of " +
+                      std::to_string(num_tokens));
+        std::copy_n(hidden + static_cast<int64_t>(tokens[j]) * hidden_size, hidden_size,
+                    gathered.data() + j * hidden_size);
+      }
+      linear(gathered.data(), count, local_weights[e], expert_out);
     }
-    linear(gathered.data(), count, local_weights[e], expert_out);
-  }
+  });
 }
 
 void silu_and_multiply_routed(std::vector<float>& gate, const std::vector<float>& up,
@@ -71,10 +75,12 @@ void silu_and_multiply_routed(std::vector<float>& gate, const std::vector<float>
     throw Error("silu_and_multiply_routed: gate and up buffers differ in size");
   if (num_local == 0 || num_tokens == 0) return;
   const int64_t width = static_cast<int64_t>(gate.size() / num_local) / num_tokens;
-  for (size_t e = 0; e < num_local; ++e) {
-    const int64_t begin = e * num_tokens * width;
-    silu_mul(gate.data() + begin, up.data() + begin, num_routed_tokens[e] * width);
-  }
+  parallel_for(static_cast<int64_t>(num_local), 1, [&](int64_t expert_begin, int64_t expert_end) {
+    for (int64_t e = expert_begin; e < expert_end; ++e) {
+      const int64_t begin = e * num_tokens * width;
+      silu_mul(gate.data() + begin, up.data() + begin, num_routed_tokens[e] * width);
+    }
+  });
 }
 
 void projection_to_output(const float* act, std::span<const int32_t> token_idx_map,
@@ -101,11 +107,11 @@ void projection_to_output(const float* act, std::span<const int32_t> token_idx_m
   for (size_t e = 0; e < num_local; ++e) total_rows += num_routed_tokens[e];
   projected.resize(static_cast<size_t>(total_rows * hidden_size));
 
-  int64_t next_row = 0;
+  // Validate and index every slot first, so the GEMMs below can run on any thread in any order.
+  std::vector<int64_t> first_row(num_local + 1, 0);
   for (size_t e = 0; e < num_local; ++e) {
     const int64_t count = num_routed_tokens[e];
-    if (count == 0) continue;
-    linear(act + e * num_tokens * width, count, local_down[e], projected.data() + next_row * hidden_size);
+    first_row[e + 1] = first_row[e] + count;
     for (int64_t j = 0; j < count; ++j) {
       const size_t slot = e * num_tokens + j;
       if (routed_tokens[slot] >= static_cast<uint64_t>(num_tokens) || token_idx_map[slot] < 0 ||
@@ -115,11 +121,16 @@ void projection_to_output(const float* act, std::span<const int32_t> token_idx_m
                     std::to_string(token_idx_map[slot]) + " outside [T, K] = [" + std::to_string(num_tokens) +
                     ", " + std::to_string(top_k) + "]");
       const int64_t pair = static_cast<int64_t>(routed_tokens[slot]) * top_k + token_idx_map[slot];
-      row_of_pair[pair] = next_row + j;
+      row_of_pair[pair] = first_row[e] + j;
       weight_of_pair[pair] = routed_token_weights[slot];
     }
-    next_row += count;
   }
+  // `projected` is thread-local: the other threads must write through this thread's buffer.
+  float* const stacked = projected.data();
+  parallel_for(static_cast<int64_t>(num_local), 1, [&](int64_t expert_begin, int64_t expert_end) {
+    for (int64_t e = expert_begin; e < expert_end; ++e)
+      linear(act + e * num_tokens * width, num_routed_tokens[e], local_down[e], stacked + first_row[e] * hidden_size);
+  });
 
   std::fill_n(out, num_tokens * hidden_size, 0.0f);
   for (int64_t t = 0; t < num_tokens; ++t) {

@@ -1,0 +1,27 @@
+#pragma once
+// The figures a serving benchmark reports, computed from the requests' records.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "serving/load_generator.h"
+
+namespace moe::bench {
+
+struct LatencyStats {
+  double mean_ms = 0, p50_ms = 0, p99_ms = 0;
+};
+
+struct ServingStats {
+  int completed = 0, failed = 0;
+  std::string first_error;        // the first failed request's message, for the report
+  double duration_s = 0;
+  double request_throughput = 0;  // completed requests / s
+  double output_throughput = 0;   // generated tokens / s
+  LatencyStats ttft, itl;         // time to first token; gaps between consecutive tokens
+};
+
+ServingStats summarize(const std::vector<RequestRecord>& records, double duration_seconds);
+nlohmann::json to_json(const ServingStats& stats);
+
+}  // namespace moe::bench
