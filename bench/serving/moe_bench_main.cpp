@@ -36,8 +36,12 @@ LabelledStats measure(const LoadOptions& options, const std::string& label) {
 nlohmann::json compare(const LoadOptions& a, const LoadOptions& b, int pairs, std::vector<LabelledStats>& runs) {
   nlohmann::json ratios = nlohmann::json::array();
   for (int p = 0; p < pairs; ++p) {
-    runs.push_back(measure(a, "A#" + std::to_string(p)));
-    runs.push_back(measure(b, "B#" + std::to_string(p)));
+    // Fresh prompts for every run: a repeated prompt would be served from the prefix cache.
+    LoadOptions run_a = a, run_b = b;
+    run_a.seed = a.seed + 2 * p;
+    run_b.seed = a.seed + 2 * p + 1;
+    runs.push_back(measure(run_a, "A#" + std::to_string(p)));
+    runs.push_back(measure(run_b, "B#" + std::to_string(p)));
     const double base = runs[runs.size() - 2].stats.output_throughput;
     ratios.push_back(base > 0 ? runs.back().stats.output_throughput / base : 0.0);
   }
@@ -88,6 +92,7 @@ int main(int argc, char** argv) {
     } else {
       for (int concurrency : parse_int_list(concurrency_list)) {
         options.concurrency = concurrency;
+        ++options.seed;  // fresh prompts for every run, as in compare()
         runs.push_back(measure(options, "c=" + std::to_string(concurrency)));
       }
     }
