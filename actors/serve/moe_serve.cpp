@@ -9,6 +9,7 @@
 #include <iostream>
 #include <spdlog/spdlog.h>
 
+#include "common/command_line.h"
 #include "common/error.h"
 #include "pipeline/engine_runtime.h"
 
@@ -45,14 +46,7 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("worker-timeout-ms", po::value(&o.worker_timeout_ms)->default_value(o.worker_timeout_ms),
        "fail in-flight requests when the worker is silent this long")
       ("log-level", po::value(&log_level)->default_value("info"), "trace | debug | info | warn | error");
-  po::variables_map vm;
-  po::store(po::parse_command_line(argc, argv, desc), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: moe-serve --model-path DIR [options]\n\n" << desc << "\n";
-    return false;
-  }
-  po::notify(vm);
-  return true;
+  return moe::parse_command_line(argc, argv, desc, "usage: moe-serve --model-path DIR [options]");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/command_line.h"
 #include "common/error.h"
 #include "serving/bench_report.h"
 
@@ -74,13 +75,7 @@ int main(int argc, char** argv) {
       ("output-md", po::value(&output_md), "write the Markdown table here")
       ("plot", po::value(&plot_path), "PNG of throughput and ITL against concurrency (needs gnuplot)");
   try {
-    po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      std::cout << desc << "\n";
-      return 0;
-    }
-    po::notify(vm);
+    if (!moe::parse_command_line(argc, argv, desc)) return 0;
     std::vector<LabelledStats> runs;
     nlohmann::json report;
     if (compare_pairs > 0) {

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/command_line.h"
 #include "common/error.h"
 #include "common/json_file.h"
 #include "model/random_checkpoint.h"
@@ -21,13 +22,9 @@ int main(int argc, char** argv) {
       ("seed", po::value(&options.seed)->default_value(0), "random seed")
       ("dtype", po::value(&dtype_name)->default_value("bf16"), "bf16 | f32");
   try {
-    po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      std::cout << "usage: moe-make-checkpoint --config FILE --out DIR [--seed S] [--dtype bf16|f32]\n\n" << desc << "\n";
+    if (!moe::parse_command_line(argc, argv, desc,
+                                 "usage: moe-make-checkpoint --config FILE --out DIR [--seed S] [--dtype bf16|f32]"))
       return 0;
-    }
-    po::notify(vm);
     if (dtype_name != "bf16" && dtype_name != "f32") throw moe::Error("--dtype must be bf16 or f32, got " + dtype_name);
     options.dtype = dtype_name == "bf16" ? moe::DType::BF16 : moe::DType::F32;
     const auto start = std::chrono::steady_clock::now();

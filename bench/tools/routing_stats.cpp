@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "common/command_line.h"
 #include "model/model.h"
 
 namespace po = boost::program_options;
@@ -39,13 +40,7 @@ int main(int argc, char** argv) {
       ("prompts", po::value(&num_prompts)->default_value(8), "random prompts")
       ("prompt-length", po::value(&prompt_length)->default_value(128), "tokens per prompt");
   try {
-    po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      std::cout << desc << "\n";
-      return 0;
-    }
-    po::notify(vm);
+    if (!moe::parse_command_line(argc, argv, desc)) return 0;
     auto model = moe::Model::load(model_path);
     const moe::ModelConfig& config = model->config();
     ExpertCounter counter(config.num_moe_layers(), config.num_experts);

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "cli/command.h"
+#include "common/command_line.h"
 #include "common/error.h"
 #include "common/json_file.h"
 #include "tokenizer/chat_template.h"
@@ -32,13 +33,7 @@ int run_chat_template(int argc, char** argv) {
       ("add-generation-prompt", po::bool_switch(&add_generation_prompt), "end with the opening of an assistant turn")
       ("enable-thinking", po::value(&enable_thinking), "true or false; when absent the template sees it undefined")
       ("tools", po::value(&tools_path), "JSON file with an array of tool schemas");
-  po::variables_map values;
-  po::store(po::parse_command_line(argc, argv, options), values);
-  if (values.count("help")) {
-    std::cout << options << "\n";
-    return 0;
-  }
-  po::notify(values);
+  if (!parse_command_line(argc, argv, options)) return 0;
 
   const tokenizer::TokenizerConfig config = tokenizer::load_tokenizer_config(tokenizer_path);
   if (config.chat_template.empty()) throw Error(tokenizer_path + " has no chat_template");

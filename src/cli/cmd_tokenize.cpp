@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "common/command_line.h"
 #include "common/error.h"
 #include "common/json_file.h"
 #include "tokenizer/tokenizer.h"
@@ -12,17 +13,6 @@ namespace moe::cli {
 namespace {
 
 namespace po = boost::program_options;
-
-// Parses the options; returns false when --help was asked for (after printing it).
-bool parse_options(int argc, char** argv, const po::options_description& options, po::variables_map& values) {
-  po::store(po::parse_command_line(argc, argv, options), values);
-  if (values.count("help")) {
-    std::cout << options << "\n";
-    return false;
-  }
-  po::notify(values);
-  return true;
-}
 
 int run_tokenize(int argc, char** argv) {
   std::string tokenizer_path, text, file;
@@ -34,7 +24,7 @@ int run_tokenize(int argc, char** argv) {
       ("file", po::value(&file), "file whose contents to encode")
       ("split-special-tokens", po::bool_switch(&split_special), "treat special tokens written in the text as plain text");
   po::variables_map values;
-  if (!parse_options(argc, argv, options, values)) return 0;
+  if (!parse_command_line(argc, argv, options, "", &values)) return 0;
   if (values.count("text") == values.count("file")) throw Error("give exactly one of --text and --file");
   if (!file.empty()) text = read_text_file(file);
   const auto tokenizer = tokenizer::Tokenizer::load(tokenizer_path);
@@ -50,8 +40,7 @@ int run_detokenize(int argc, char** argv) {
       ("tokenizer-path", po::value(&tokenizer_path)->required(), "tokenizer (or model) directory, or a tokenizer.json")
       ("ids", po::value(&ids)->required(), "token ids, comma-separated")
       ("skip-special-tokens", po::bool_switch(&skip_special), "leave special tokens out of the text");
-  po::variables_map values;
-  if (!parse_options(argc, argv, options, values)) return 0;
+  if (!parse_command_line(argc, argv, options)) return 0;
   const std::vector<int> parsed = parse_id_list(ids);
   const auto tokenizer = tokenizer::Tokenizer::load(tokenizer_path);
   std::cout << tokenizer.decode(std::vector<int32_t>(parsed.begin(), parsed.end()), skip_special) << "\n";
