@@ -10,6 +10,7 @@
 #include "kernels/linear.h"
 #include "model/architecture.h"
 #include "model/attention_layer.h"
+#include "model/moe_block.h"
 #include "model/safetensors.h"
 #include "moe/moe_runner.h"
 #include "moe/routing.h"
@@ -31,17 +32,10 @@ struct LayerWeights {
   explicit LayerWeights(const std::string& dir)
       : config(load_model_config(dir)), checkpoint(Checkpoint::open(dir)), attention(checkpoint, config, 0) {
     const MoeTensorNames names = find_architecture(config.architecture).moe_tensor_names(0);
-    const int64_t H = config.hidden_size, W = config.moe_intermediate_size;
+    const int64_t H = config.hidden_size;
     router = checkpoint.matrix(names.router, config.num_experts, H);
     lm_head = checkpoint.matrix("lm_head.weight", config.vocab_size, H);
-    experts.hidden_size = H;
-    experts.intermediate_size = W;
-    for (int e = 0; e < config.num_experts; ++e) {
-      const std::string p = names.expert_prefix + std::to_string(e) + ".";
-      experts.gate.push_back(checkpoint.matrix(p + names.gate + ".weight", W, H));
-      experts.up.push_back(checkpoint.matrix(p + names.up + ".weight", W, H));
-      experts.down.push_back(checkpoint.matrix(p + names.down + ".weight", H, W));
-    }
+    experts = load_routed_experts(checkpoint, config, names);
   }
 };
 

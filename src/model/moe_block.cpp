@@ -9,21 +9,28 @@
 
 namespace moe {
 
+ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names) {
+  const int64_t hidden = config.hidden_size, width = config.moe_intermediate_size;
+  ExpertWeights experts;
+  experts.hidden_size = hidden;
+  experts.intermediate_size = width;
+  for (int e = 0; e < config.num_experts; ++e) {
+    const std::string p = names.expert_prefix + std::to_string(e) + ".";
+    experts.gate.push_back(ckpt.matrix(p + names.gate + ".weight", width, hidden));
+    experts.up.push_back(ckpt.matrix(p + names.up + ".weight", width, hidden));
+    experts.down.push_back(ckpt.matrix(p + names.down + ".weight", hidden, width));
+  }
+  return experts;
+}
+
 MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer)
     : moe_index_(config.moe_index(layer)),
       top_k_(config.num_experts_per_tok),
       normalize_top_k_(config.norm_topk_prob) {
   const MoeTensorNames names = arch.moe_tensor_names(layer);
-  const int64_t hidden = config.hidden_size, width = config.moe_intermediate_size;
+  const int64_t hidden = config.hidden_size;
   router_ = ckpt.matrix(names.router, config.num_experts, hidden);
-  experts_.hidden_size = hidden;
-  experts_.intermediate_size = width;
-  for (int e = 0; e < config.num_experts; ++e) {
-    const std::string p = names.expert_prefix + std::to_string(e) + ".";
-    experts_.gate.push_back(ckpt.matrix(p + names.gate + ".weight", width, hidden));
-    experts_.up.push_back(ckpt.matrix(p + names.up + ".weight", width, hidden));
-    experts_.down.push_back(ckpt.matrix(p + names.down + ".weight", hidden, width));
-  }
+  experts_ = load_routed_experts(ckpt, config, names);
   if (!names.shared_expert_prefix.empty() && config.shared_expert_intermediate_size > 0) {
     shared_expert_ = DenseMlp::load(ckpt, names.shared_expert_prefix, hidden, config.shared_expert_intermediate_size);
     shared_expert_gate_ = ckpt.matrix(names.shared_expert_gate, 1, hidden);

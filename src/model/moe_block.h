@@ -14,6 +14,10 @@ namespace moe {
 
 class Architecture;
 class Checkpoint;
+struct MoeTensorNames;
+
+// The routed experts of one MoE layer, named by `names`, as views into the checkpoint.
+ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names);
 
 class MoeBlock {
  public:
