@@ -13,6 +13,7 @@ actors::ServeOptions serve_options(const EngineOptions& o) {
   s.model_path = o.model_path;
   s.tokenizer_path = o.tokenizer_path;
   s.enable_return_routed_experts = o.enable_return_routed_experts;
+  s.enable_return_router_weights = o.enable_return_router_weights;
   s.max_running_requests = o.max_running_requests;
   s.chunked_prefill_size = o.chunked_prefill_size;
   s.max_total_tokens = o.max_total_tokens;

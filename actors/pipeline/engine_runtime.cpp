@@ -67,10 +67,16 @@ SchedulerConfig scheduler_config(const ServeOptions& options, const ModelConfig&
 }
 
 ModelWorkerOptions worker_options(const ServeOptions& options, const ModelConfig& c) {
+// --enable-return-router-weights implies --enable-return-routed-experts.
+bool captures_routing(const ServeOptions& options) {
+  return options.enable_return_routed_experts || options.enable_return_router_weights;
+}
+
   ModelWorkerOptions wo;
   wo.kv_slots = kv_slots_for(options, c) + 1;  // the scheduler's pool plus its padding slot
   wo.max_batch_tokens = options.chunked_prefill_size > 0 ? options.chunked_prefill_size : kv_slots_for(options, c);
-  wo.enable_routed_experts = options.enable_return_routed_experts;
+  wo.enable_routed_experts = captures_routing(options);
+  wo.capture_router_weights = options.enable_return_router_weights;
   return wo;
 }
 
@@ -125,13 +131,15 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
 
   SchedulerServiceOptions so;
   so.scheduler = scheduler_config(options, config);
-  so.enable_routed_experts = options.enable_return_routed_experts;
+  so.enable_routed_experts = captures_routing(options);
+  so.enable_router_weights = options.enable_return_router_weights;
   so.seed_source = std::random_device{}();
   const ServingModelInfo info{config.vocab_size, config.num_moe_layers(), config.num_experts_per_tok,
                               config.num_experts, tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok)};
   auto service = std::make_unique<SchedulerService>(so, info);
   kv_slots_ = service->kv_cache_slots();
 
+  const int64_t host_cache_bytes = service->host_cache_bytes();
   Actors& a = *actors_;
   a.tokenizer_loop = std::make_unique<transport::ActorLoop>(*context_, "tokenizer");
   a.scheduler_loop = std::make_unique<transport::ActorLoop>(*context_, "scheduler");
@@ -180,10 +188,10 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   const int64_t kv_bytes = int64_t{2} * config.num_hidden_layers * config.num_key_value_heads * config.head_dim * 4;
   spdlog::info("KV cache: {} token slots ({:.1f} MiB); max running requests {}; chunked prefill {}", kv_slots_ - 1,
                kv_bytes * kv_slots_ / 1048576.0, options.max_running_requests, options.chunked_prefill_size);
-  if (options.enable_return_routed_experts)
-    spdlog::info("routed-experts capture on: host cache {:.1f} MiB ({} bytes per token slot)",
-                 kv_slots_ * config.num_moe_layers() * config.num_experts_per_tok * 6.0 / 1048576.0,
-                 config.num_moe_layers() * config.num_experts_per_tok * 6);
+  if (captures_routing(options))
+    spdlog::info("routed-experts capture on{}: host cache {:.1f} MiB ({} bytes per token slot)",
+                 options.enable_return_router_weights ? " with router weights" : "",
+                 host_cache_bytes / 1048576.0, host_cache_bytes / kv_slots_);
 }
 
 EngineRuntime::~EngineRuntime() { actors_->stop_loops(); }

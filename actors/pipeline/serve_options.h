@@ -13,6 +13,7 @@ struct ServeOptions {
   int port = 0;                        // HTTP; 0 = no HTTP server
   std::string zmq_endpoint;            // ROUTER for ZeroMQ clients; empty = none
   bool enable_return_routed_experts = false;
+  bool enable_return_router_weights = false;  // implies enable_return_routed_experts
   int max_running_requests = 256;
   int64_t chunked_prefill_size = 8192;
   int64_t max_total_tokens = 0;        // 0 = what fits in kv_cache_memory_bytes

@@ -30,6 +30,8 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("zmq-endpoint", po::value(&o.zmq_endpoint), "ZeroMQ ROUTER endpoint for clients, e.g. tcp://127.0.0.1:5555")
       ("enable-return-routed-experts", po::bool_switch(&o.enable_return_routed_experts),
        "capture the routed experts of every token so requests can ask for them")
+      ("enable-return-router-weights", po::bool_switch(&o.enable_return_router_weights),
+       "also keep every token's top-k router weights (implies --enable-return-routed-experts)")
       ("max-running-requests", po::value(&o.max_running_requests)->default_value(o.max_running_requests), "")
       ("chunked-prefill-size", po::value(&o.chunked_prefill_size)->default_value(o.chunked_prefill_size),
        "tokens per step, decodes included (<= 0: no limit)")

@@ -30,6 +30,7 @@ struct EngineOptions {
   std::string model_path;
   std::string tokenizer_path;  // default: model_path
   bool enable_return_routed_experts = false;
+  bool enable_return_router_weights = false;  // also keep top-k router weights (implies the above)
   int max_running_requests = 256;
   int64_t chunked_prefill_size = 8192;
   int64_t max_total_tokens = 0;  // KV slots; 0 = what 2 GiB holds, at most 8 contexts

@@ -29,6 +29,7 @@ class RoutedExpertsCapturer final : public RoutingCapture {
   // Every started step, waiting for copies still in flight.
   std::vector<StagedRouting> drain() { return copy_engine_->drain(); }
   int64_t device_bytes() const { return 2 * buffers_[0].bytes(); }
+  bool with_weights() const { return buffers_[0].with_weights(); }
 
  private:
   std::array<DeviceRoutingBuffer, 2> buffers_;

@@ -25,12 +25,15 @@ void RoutingHostCache::store(const StagedRouting& staged, const std::vector<int3
   if (staged.num_moe_layers != num_moe_layers_ || staged.top_k != top_k_ ||
       static_cast<int64_t>(token_slots.size()) != staged.num_tokens)
     throw Error("routing host cache: staged rows of step " + std::to_string(staged.step) + " do not match");
+  if (!weights_.empty() && staged.weights.empty())
+    throw Error("routing host cache: step " + std::to_string(staged.step) +
+                " came without router weights (start the worker with --enable-return-router-weights too)");
   const size_t row = static_cast<size_t>(row_size());
   for (int64_t t = 0; t < staged.num_tokens; ++t) {
     const int32_t slot = token_slots[t];
     if (slot < 0 || slot >= num_slots_) throw Error("routing host cache: slot " + std::to_string(slot) + " out of range");
     std::memcpy(ids_.data() + slot * row, staged.ids.data() + t * row, row * sizeof(int16_t));
-    if (!weights_.empty() && !staged.weights.empty())
+    if (!weights_.empty())
       std::memcpy(weights_.data() + slot * row, staged.weights.data() + t * row, row * sizeof(float));
   }
 }

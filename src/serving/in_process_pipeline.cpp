@@ -19,6 +19,7 @@ InProcessPipeline::InProcessPipeline(std::unique_ptr<Model> model, tokenizer::To
   worker_options.kv_slots = service_->kv_cache_slots();
   worker_options.max_batch_tokens = options.max_batch_tokens;
   worker_options.enable_routed_experts = options.service.enable_routed_experts;
+  worker_options.capture_router_weights = options.service.enable_router_weights;
   worker_options.on_routing_ready = [this] {
     std::lock_guard lock(mutex_);
     ++rows_signals_;

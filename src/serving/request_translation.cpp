@@ -29,14 +29,14 @@ msg::FinishReason to_message(const FinishReason& reason) {
   return out;
 }
 
-msg::WorkerBatch to_worker_batch(const ScheduledBatch& batch, bool capture_routing,
+msg::WorkerBatch to_worker_batch(const ScheduledBatch& batch, bool capture_routing, bool capture_router_weights,
                                  const std::function<bool(const std::string&)>& return_logprob) {
   msg::WorkerBatch out;
   out.step = batch.step_id;
   out.token_ids = batch.forward.token_ids;
   out.positions = batch.forward.positions;
   out.capture_routing = capture_routing;
-  out.capture_router_weights = capture_routing;
+  out.capture_router_weights = capture_router_weights;
   for (size_t i = 0; i < batch.forward.sequences.size(); ++i) {
     const BatchSequence& seq = batch.forward.sequences[i];
     const ScheduledSequence& info = batch.sequences[i];

@@ -13,7 +13,7 @@ namespace moe {
 Request to_request(const msg::TokenizedRequest& request, const std::vector<int32_t>& eos_token_ids);
 msg::FinishReason to_message(const FinishReason& reason);
 // The worker's view of a step; `return_logprob(rid)` says whether a request wants logprobs.
-msg::WorkerBatch to_worker_batch(const ScheduledBatch& batch, bool capture_routing,
+msg::WorkerBatch to_worker_batch(const ScheduledBatch& batch, bool capture_routing, bool capture_router_weights,
                                  const std::function<bool(const std::string&)>& return_logprob);
 
 }  // namespace moe

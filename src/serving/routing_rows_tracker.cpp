@@ -4,8 +4,8 @@
 
 namespace moe {
 
-RoutingRowsTracker::RoutingRowsTracker(int64_t num_slots, int num_moe_layers, int top_k)
-    : host_(num_slots, num_moe_layers, top_k, true) {}
+RoutingRowsTracker::RoutingRowsTracker(int64_t num_slots, int num_moe_layers, int top_k, bool with_weights)
+    : host_(num_slots, num_moe_layers, top_k, with_weights) {}
 
 void RoutingRowsTracker::step_scheduled(uint64_t step, std::vector<int32_t> token_slots) {
   step_slots_[step] = std::move(token_slots);

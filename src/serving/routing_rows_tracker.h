@@ -15,7 +15,7 @@ namespace moe {
 
 class RoutingRowsTracker {
  public:
-  RoutingRowsTracker(int64_t num_slots, int num_moe_layers, int top_k);
+  RoutingRowsTracker(int64_t num_slots, int num_moe_layers, int top_k, bool with_weights);
 
   // A step was sent to the worker: its token axis writes these KV slots.
   void step_scheduled(uint64_t step, std::vector<int32_t> token_slots);

@@ -10,7 +10,7 @@ SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const
   // With capture on, every step is captured (not only steps with a request that asked): a later
   // request's prefix-cache hit must find real rows for slots computed on behalf of anyone.
   if (options.enable_routed_experts) {
-    tracker_.emplace(scheduler_.kv_cache_slots(), model.num_moe_layers, model.top_k);
+    tracker_.emplace(scheduler_.kv_cache_slots(), model.num_moe_layers, model.top_k, options.enable_router_weights);
     load_.emplace(model.num_moe_layers, model.num_experts);
   }
 }
@@ -19,6 +19,8 @@ std::optional<msg::ErrorReply> SchedulerService::add_request(const msg::Tokenize
   auto refuse = [&](const std::string& message) { return msg::ErrorReply{request.rid, message, 400, "scheduler"}; };
   if (request.routing.return_routed_experts && !options_.enable_routed_experts)
     return refuse("return_routed_experts needs a server started with --enable-return-routed-experts");
+  if (request.routing.return_router_weights && !options_.enable_router_weights)
+    return refuse("return_router_weights needs a server started with --enable-return-router-weights");
   for (int32_t id : request.input_ids)
     if (id < 0 || id >= model_.vocab_size)
       return refuse("input_ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
@@ -58,7 +60,8 @@ std::optional<msg::WorkerBatch> SchedulerService::next_batch() {
   if (tracker_) tracker_->step_scheduled(batch->step_id, batch->token_slots());
   last_step_ = batch->step_id;
   in_flight_ = std::move(batch);
-  return to_worker_batch(*in_flight_, tracker_.has_value(), [this](const std::string& rid) {
+  const bool weights = tracker_ && options_.enable_router_weights;
+  return to_worker_batch(*in_flight_, tracker_.has_value(), weights, [this](const std::string& rid) {
     auto it = requests_.find(rid);
     return it != requests_.end() && it->second.options.return_logprob;
   });

@@ -27,6 +27,9 @@ struct ServingModelInfo {
 struct SchedulerServiceOptions {
   SchedulerConfig scheduler;
   bool enable_routed_experts = false;  // --enable-return-routed-experts
+  // --enable-return-router-weights: the host cache also keeps every row's top-k weights (float32,
+  // three times the ids' bytes), so only servers that offer weights pay for them.
+  bool enable_router_weights = false;
   uint64_t seed_source = 0;            // draws the seeds of requests that bring none
 };
 

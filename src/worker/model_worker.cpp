@@ -32,7 +32,7 @@ ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions&
   if (options.enable_routed_experts) {
     const ModelConfig& c = model_->config();
     capturer_ = std::make_unique<RoutedExpertsCapturer>(c.num_moe_layers(), options.max_batch_tokens,
-                                                        c.num_experts_per_tok, true,
+                                                        c.num_experts_per_tok, options.capture_router_weights,
                                                         std::make_unique<ThreadCopyEngine>(options.on_routing_ready));
   }
 }
@@ -41,6 +41,8 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
   const ForwardBatch forward = to_forward_batch(batch);
   const bool capture = batch.capture_routing;
   if (capture && !capturer_) throw Error("routing capture asked of a worker started without it");
+  if (capture && batch.capture_router_weights && !capturer_->with_weights())
+    throw Error("router weights asked of a worker started without --enable-return-router-weights");
   if (capture) capturer_->begin_step(batch.step, forward.num_tokens());
   try {
     model_->forward(forward, kv_, logits_, capture ? capturer_.get() : nullptr);

@@ -15,6 +15,7 @@ struct ModelWorkerOptions {
   int64_t kv_slots = 0;               // the scheduler's pool size (plus its padding slot)
   int64_t max_batch_tokens = 0;       // the most tokens one forward may hold (capture buffer rows)
   bool enable_routed_experts = false; // --enable-return-routed-experts: allocate the capturer
+  bool capture_router_weights = false; // --enable-return-router-weights: the capturer keeps top-k weights too
   std::function<void()> on_routing_ready;  // called from the copy thread when a step's rows are staged
 };
 

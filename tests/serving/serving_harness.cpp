@@ -27,6 +27,7 @@ std::unique_ptr<InProcessPipeline> make_pipeline(const HarnessOptions& options) 
   InProcessPipelineOptions pipeline;
   pipeline.service.scheduler = options.scheduler;
   pipeline.service.enable_routed_experts = options.enable_routed_experts;
+  pipeline.service.enable_router_weights = options.enable_router_weights;
   pipeline.service.seed_source = 42;
   return std::make_unique<InProcessPipeline>(
       Model::load(std::string(MOE_TEST_DATA_DIR) + "/" + options.fixture, model_options),

@@ -14,6 +14,7 @@ struct HarnessOptions {
   std::string fixture = "qwen3-moe-tiny";
   SchedulerConfig scheduler{4096, 64, 8192, true, 8192};
   bool enable_routed_experts = true;
+  bool enable_router_weights = true;
   int ep_size = 1;  // --ep-size: expert-parallel shards of the MoE layers
 };
 

@@ -78,5 +78,24 @@ TEST_F(ServingRouting, RoutingRequestedWithoutTheServerFlagIsAClearError) {
   EXPECT_NE(h->errors()[0].message.find("--enable-return-routed-experts"), std::string::npos);
 }
 
+TEST_F(ServingRouting, RouterWeightsNeedTheirOwnServerFlagAndCostNothingWithoutIt) {
+  HarnessOptions options;
+  options.enable_router_weights = false;
+  auto h = make_pipeline(options);
+  const int L = golden_.num_moe_layers, K = golden_.top_k;
+  EXPECT_EQ(h->service().host_cache_bytes(), h->service().kv_cache_slots() * L * K * int64_t{sizeof(int16_t)});
+  msg::TokenizedRequest with_weights = greedy_request("w", golden_.cases[0].prompt_ids, 4);
+  with_weights.routing.return_router_weights = true;
+  EXPECT_TRUE(h->run({with_weights}).empty());
+  ASSERT_EQ(h->errors().size(), 1u);
+  EXPECT_NE(h->errors()[0].message.find("--enable-return-router-weights"), std::string::npos);
+  // The refusal costs nothing else: the ids alone are still served, golden.
+  expect_all_golden(join_outputs(h->run(all_cases("ids"))), "ids");
+
+  auto with_flag = make_pipeline({});
+  EXPECT_EQ(with_flag->service().host_cache_bytes(),
+            with_flag->service().kv_cache_slots() * L * K * int64_t{sizeof(int16_t) + sizeof(float)});
+}
+
 }  // namespace
 }  // namespace moe::testing
