@@ -1,15 +1,16 @@
 #pragma once
-// Drives a running moe-serve over its ZeroMQ client protocol (docs/zmq-protocol.md): streamed
-// requests of random prompt ids, sent at a fixed concurrency or at a Poisson rate, with the time of
-// every chunk recorded for TTFT and inter-token latency.
+// Drives a running moe-serve through a StreamingTransport: streamed requests of random prompt ids,
+// sent at a fixed concurrency or at a Poisson rate after a warm-up, with the arrival time of every
+// token recorded for TTFT and inter-token latency.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "serving/bench_transport.h"
+
 namespace moe::bench {
 
 struct LoadOptions {
-  std::string endpoint = "tcp://127.0.0.1:30001";
   int num_prompts = 64;           // measured requests
   int warmup_prompts = 4;         // sent first, not measured
   int input_len = 128;            // prompt tokens
@@ -19,6 +20,7 @@ struct LoadOptions {
   int vocab_size = 151643;        // prompt ids are drawn from [0, vocab_size)
   bool return_routed_experts = false;
   uint64_t seed = 0;
+  double request_timeout_s = 600; // a request not finished this long after it was sent fails
 };
 
 // What one request saw, in seconds since the run started.
@@ -29,7 +31,10 @@ struct RequestRecord {
   std::string error;                // empty on success
 };
 
-// Runs the warm-up, then the measured requests; returns the measured ones and the run's duration.
-std::vector<RequestRecord> run_load(const LoadOptions& options, double& duration_seconds);
+// Runs the warm-up, then the measured requests, over `transport` (a fresh one per run: request ids
+// start at 0); returns the measured requests and the run's duration. A request that fails or times
+// out is recorded with its error and the run goes on.
+std::vector<RequestRecord> run_load(StreamingTransport& transport, const LoadOptions& options,
+                                    double& duration_seconds);
 
 }  // namespace moe::bench

@@ -34,20 +34,19 @@ ServingStats summarize(const std::vector<RequestRecord>& records, double duratio
   ServingStats stats;
   stats.duration_s = duration_seconds;
   std::vector<double> ttft, itl;
-  int64_t tokens = 0;
   for (const RequestRecord& r : records) {
     if (!r.error.empty() || r.token_times.empty()) {
       if (stats.failed++ == 0) stats.first_error = r.error.empty() ? "no tokens received" : r.error;
       continue;
     }
     ++stats.completed;
-    tokens += static_cast<int64_t>(r.token_times.size());
+    stats.output_tokens += static_cast<int64_t>(r.token_times.size());
     ttft.push_back(r.token_times.front() - r.sent);
     for (size_t i = 1; i < r.token_times.size(); ++i) itl.push_back(r.token_times[i] - r.token_times[i - 1]);
   }
   if (duration_seconds > 0) {
     stats.request_throughput = stats.completed / duration_seconds;
-    stats.output_throughput = static_cast<double>(tokens) / duration_seconds;
+    stats.output_throughput = static_cast<double>(stats.output_tokens) / duration_seconds;
   }
   stats.ttft = latency(std::move(ttft));
   stats.itl = latency(std::move(itl));
@@ -60,6 +59,7 @@ nlohmann::json to_json(const ServingStats& stats) {
           {"first_error", stats.first_error},
           {"duration_s", stats.duration_s},
           {"request_throughput", stats.request_throughput},
+          {"output_tokens", stats.output_tokens},
           {"output_throughput", stats.output_throughput},
           {"ttft", to_json(stats.ttft)},
           {"itl", to_json(stats.itl)}};

@@ -25,7 +25,7 @@ MOE_SERVE = os.environ.get("MOE_SERVE", "moe-serve")
 class Server:
     """One moe-serve process with an HTTP port; its log goes to a file so a chatty server never blocks."""
 
-    def __init__(self, routed_experts=True, startup_timeout_s=60):
+    def __init__(self, routed_experts=True, startup_timeout_s=60, extra_flags=()):
         port = sp.free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.log = tempfile.NamedTemporaryFile(prefix="moe-serve-http-", suffix=".log")
@@ -33,6 +33,7 @@ class Server:
                    "--served-model-name", MODEL_NAME, "--log-level", os.environ.get("MOE_E2E_LOG_LEVEL", "warn")]
         if routed_experts:
             command.append("--enable-return-routed-experts")
+        command += list(extra_flags)
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
         self._wait_until_healthy(startup_timeout_s)
 
@@ -83,10 +84,11 @@ class Server:
 class ServerTest(unittest.TestCase):
     """A test class sharing one server; tearDown of the class fails when moe-serve does not exit with 0."""
     routed_experts = True
+    extra_flags = ()  # more moe-serve flags, e.g. a --zmq-endpoint beside the HTTP port
 
     @classmethod
     def setUpClass(cls):
-        cls.server = Server(cls.routed_experts)
+        cls.server = Server(cls.routed_experts, extra_flags=cls.extra_flags)
         cls.golden = sp.golden()
 
     @classmethod
