@@ -20,14 +20,7 @@ DetokenizerActor::DetokenizerActor(transport::ActorLoop& loop, tokenizer::Tokeni
 
 void DetokenizerActor::on_batch(const msg::DetokenizeBatch& batch) {
   DetokenizerState::Result result = state_.apply(batch);
-  for (const auto& [rid, index] : result.stopped) {
-    msg::Abort stop;
-    stop.rid = rid;
-    stop.index = index;
-    stop.reason = "stop string";
-    stop.stop_string = true;
-    to_scheduler_->send(stop);
-  }
+  for (const msg::Abort& stop : result.stopped) to_scheduler_->send(stop);
   for (msg::ErrorReply& error : result.errors) to_tokenizer_->send(std::move(error));
   if (!result.outputs.empty()) to_tokenizer_->send(msg::TextOutputBatch{std::move(result.outputs)});
 }

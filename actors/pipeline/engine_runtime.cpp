@@ -66,12 +66,12 @@ SchedulerConfig scheduler_config(const ServeOptions& options, const ModelConfig&
                          !options.disable_radix_cache, context_length(options, c)};
 }
 
-ModelWorkerOptions worker_options(const ServeOptions& options, const ModelConfig& c) {
 // --enable-return-router-weights implies --enable-return-routed-experts.
 bool captures_routing(const ServeOptions& options) {
   return options.enable_return_routed_experts || options.enable_return_router_weights;
 }
 
+ModelWorkerOptions worker_options(const ServeOptions& options, const ModelConfig& c) {
   ModelWorkerOptions wo;
   wo.kv_slots = kv_slots_for(options, c) + 1;  // the scheduler's pool plus its padding slot
   wo.max_batch_tokens = options.chunked_prefill_size > 0 ? options.chunked_prefill_size : kv_slots_for(options, c);

@@ -72,7 +72,7 @@ void SchedulerActor::on_tokenized(const msg::TokenizedRequest& request) {
 
 void SchedulerActor::on_abort(const msg::Abort& abort) {
   if (abort.stop_string)
-    service_->finish_by_stop_string(abort.rid, abort.index, abort.reason);
+    service_->finish_by_stop_string(abort.rid, abort.index, abort.kept_tokens);
   else
     service_->abort(abort.rid, abort.reason);
 }

@@ -240,7 +240,8 @@ struct Abort {
   std::string rid;
   std::string reason;
   int32_t index = -1;        // one completion of an n > 1 request; -1 = all of them
-  bool stop_string = false;  // the detokenizer already sent the final reply (a stop string)
+  bool stop_string = false;  // the detokenizer ended the reply (a stop string, or its own error)
+  int64_t kept_tokens = -1;  // stop_string: output tokens the reply kept; -1 = all of them
   bool operator==(const Abort&) const = default;
 };
 

@@ -25,6 +25,7 @@ std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem
   prompt_tokens_ = item.prompt_tokens;
   cached_tokens_ = item.cached_tokens;
   append_rows(item.routing);
+  if (held_finish_) return release_held(item.finish_reason.has_value());  // later tokens are past the stop
   for (size_t i = 0; i < item.new_token_ids.size(); ++i) {
     ids_.push_back(item.new_token_ids[i]);
     if (i < item.new_logprobs.size()) logprobs_.push_back(item.new_logprobs[i]);
@@ -35,9 +36,7 @@ std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem
       msg::FinishReason reason;
       reason.kind = msg::FinishKind::Stop;
       reason.matched_text = options_.stop[scan.stop_index];
-      stopped_by_string_ = true;
-      finished_ = true;
-      return take_pending(reason);
+      return stop_here(std::move(reason));
     }
   }
   if (item.finish_reason) {
@@ -50,17 +49,32 @@ std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem
   return take_pending(std::nullopt);
 }
 
+std::optional<msg::TextOutput> CompletionOutput::stop_here(msg::FinishReason reason) {
+  stop_unreported_ = true;
+  held_finish_ = std::move(reason);
+  const bool include_last = routing_.return_routed_experts && routing_.include_last;
+  row_limit_ = int64_t{prompt_tokens_} + completion_tokens_ - (include_last ? 0 : 1);
+  return release_held(false);
+}
+
+std::optional<msg::TextOutput> CompletionOutput::release_held(bool scheduler_finished) {
+  if (routing_.return_routed_experts && rows_seen_ < row_limit_ && !scheduler_finished) return std::nullopt;
+  finished_ = true;
+  return take_pending(std::exchange(held_finish_, std::nullopt));
+}
+
 void CompletionOutput::append_rows(const msg::RoutingRows& rows) {
-  const int64_t n = rows.num_rows();
-  if (n == 0) return;
+  // After a stop string, rows of tokens past it (in flight when it was seen) are not the reply's.
+  const int64_t n = std::min(rows.num_rows(), row_limit_ - rows_seen_);
+  if (n <= 0) return;
   row_layers_ = rows.num_layers;
   row_top_k_ = rows.top_k;
   const int64_t skip = std::clamp<int64_t>(routing_.start_len - rows_seen_, 0, n);
   rows_seen_ += n;
   const size_t row_size = static_cast<size_t>(rows.num_layers) * rows.top_k;
-  row_ids_.insert(row_ids_.end(), rows.expert_ids.begin() + skip * row_size, rows.expert_ids.end());
+  row_ids_.insert(row_ids_.end(), rows.expert_ids.begin() + skip * row_size, rows.expert_ids.begin() + n * row_size);
   if (routing_.return_router_weights && !rows.weights.empty())
-    row_weights_.insert(row_weights_.end(), rows.weights.begin() + skip * row_size, rows.weights.end());
+    row_weights_.insert(row_weights_.end(), rows.weights.begin() + skip * row_size, rows.weights.begin() + n * row_size);
 }
 
 msg::EncodedArray CompletionOutput::to_array(const std::string& bytes, size_t values, const char* dtype) const {

@@ -2,8 +2,10 @@
 // One completion's reply being assembled by the detokenizer: incremental text, stop strings,
 // logprobs and routed-experts rows (with start_len, dtype and base64 or raw bytes), emitted as
 // stream chunks or as one final reply.
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moe/messages.h"
@@ -21,10 +23,17 @@ class CompletionOutput {
   // Applies the scheduler's next item; returns what to send now (a stream chunk, or the final reply).
   std::optional<msg::TextOutput> apply(const msg::DetokenizeItem& item);
   bool finished() const { return finished_; }
-  // A stop string ended the reply here; the scheduler must be told to stop generating it.
-  bool stopped_by_string() const { return stopped_by_string_; }
+  // True once, right after a stop string ended the reply: the scheduler must be told to stop
+  // generating it, keeping completion_tokens() tokens.
+  bool take_stop_report() { return std::exchange(stop_unreported_, false); }
+  int32_t completion_tokens() const { return completion_tokens_; }
 
  private:
+  // A stop string ended the reply: sent now, or, with include_last, once the row of the last kept
+  // token (fed after the stop was seen) has arrived.
+  std::optional<msg::TextOutput> stop_here(msg::FinishReason reason);
+  // The held reply, when its rows are complete or the scheduler ended the completion.
+  std::optional<msg::TextOutput> release_held(bool scheduler_finished);
   // Text, ids, logprobs and rows gathered since the last emission, as one TextOutput.
   msg::TextOutput take_pending(std::optional<msg::FinishReason> finish);
   void append_rows(const msg::RoutingRows& rows);
@@ -41,7 +50,9 @@ class CompletionOutput {
   tokenizer::IncrementalDetokenizer detokenizer_;
   tokenizer::StopStringMatcher stops_;
   bool finished_ = false;
-  bool stopped_by_string_ = false;
+  bool stop_unreported_ = false;
+  std::optional<msg::FinishReason> held_finish_;  // a stop string's reply waiting for its last row
+  int64_t row_limit_ = INT64_MAX;                 // after a stop string: the rows the reply has
   int32_t prompt_tokens_ = 0, cached_tokens_ = 0, completion_tokens_ = 0;
   int64_t rows_seen_ = 0;  // routing rows received so far, counting those start_len skips
 

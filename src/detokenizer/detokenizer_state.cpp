@@ -3,6 +3,20 @@
 #include "common/error.h"
 
 namespace moe {
+namespace {
+
+// What tells the scheduler that completion `key` ended here, keeping kept_tokens output tokens.
+msg::Abort stop(const std::pair<std::string, int32_t>& key, const char* reason, int64_t kept_tokens = -1) {
+  msg::Abort abort;
+  abort.rid = key.first;
+  abort.index = key.second;
+  abort.reason = reason;
+  abort.stop_string = true;
+  abort.kept_tokens = kept_tokens;
+  return abort;
+}
+
+}  // namespace
 
 DetokenizerState::Result DetokenizerState::apply(const msg::DetokenizeBatch& batch) {
   Result result;
@@ -17,7 +31,7 @@ DetokenizerState::Result DetokenizerState::apply(const msg::DetokenizeBatch& bat
                                                                       *item.options, num_experts_)).first;
       } catch (const Error& e) {
         result.errors.push_back({item.rid, e.what(), 400, "detokenizer"});
-        result.stopped.push_back(key);
+        result.stopped.push_back(stop(key, "failed"));
         continue;
       }
     }
@@ -26,11 +40,11 @@ DetokenizerState::Result DetokenizerState::apply(const msg::DetokenizeBatch& bat
       if (auto out = output.apply(item)) result.outputs.push_back(std::move(*out));
     } catch (const Error& e) {
       result.errors.push_back({item.rid, e.what(), 500, "detokenizer"});
-      result.stopped.push_back(key);
+      result.stopped.push_back(stop(key, "failed"));
       outputs_.erase(it);
       continue;
     }
-    if (output.stopped_by_string()) result.stopped.push_back(key);
+    if (output.take_stop_report()) result.stopped.push_back(stop(key, "stop string", output.completion_tokens()));
     if (output.finished()) outputs_.erase(it);
   }
   return result;

@@ -18,7 +18,9 @@ class DetokenizerState {
   struct Result {
     std::vector<msg::TextOutput> outputs;
     std::vector<msg::ErrorReply> errors;                   // requests whose output cannot be built
-    std::vector<std::pair<std::string, int32_t>> stopped;  // (rid, index) cut by a stop string
+    // Completions the detokenizer ended (a stop string, or an error it replied with): the
+    // scheduler must stop generating them.
+    std::vector<msg::Abort> stopped;
   };
   Result apply(const msg::DetokenizeBatch& batch);
   size_t live_completions() const { return outputs_.size(); }

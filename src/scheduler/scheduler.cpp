@@ -125,11 +125,26 @@ std::vector<FinishedRequest> Scheduler::abort(const std::string& rid, const std:
   return finished;
 }
 
-std::optional<FinishedRequest> Scheduler::finish_request(const std::string& rid, int index, FinishReason reason) {
+std::optional<FinishedRequest> Scheduler::stop_at_output(const std::string& rid, int index, int64_t kept_outputs,
+                                                         FinishReason reason) {
   auto it = groups_.find(rid);
   if (it == groups_.end() || index < 0 || index >= static_cast<int>(it->second.size()) || !it->second[index])
     return std::nullopt;
-  return finish(*it->second[index], std::move(reason));
+  Request& request = *it->second[index];
+  // Positions the prefix cache already owns stay (a recomputed request's cached outputs).
+  const auto kept = static_cast<size_t>(
+      std::max<int64_t>(kept_outputs, request.num_cache_owned - request.prompt_len()));
+  if (kept < request.output_ids.size()) {
+    request.output_ids.resize(kept);
+    request.output_logprobs.resize(std::min(kept, request.output_logprobs.size()));
+  }
+  // The dropped tokens' KV goes back to the pool with the rest when the request is released.
+  request.num_computed = std::min(request.num_computed, request.total_len());
+  if (request.route_last_token && request.num_computed < request.total_len()) {
+    request.finishing = std::move(reason);
+    return std::nullopt;
+  }
+  return finish(request, std::move(reason));
 }
 
 FinishedRequest Scheduler::finish(Request& request, FinishReason reason) {

@@ -55,8 +55,11 @@ class Scheduler {
                              std::span<const float> logprobs);
   // Ends every completion of rid, waiting or running, freeing its slots. Unknown rid: nothing.
   std::vector<FinishedRequest> abort(const std::string& rid, const std::string& message);
-  // Ends one completion for a reason found outside (a stop string seen by the detokenizer).
-  std::optional<FinishedRequest> finish_request(const std::string& rid, int index, FinishReason reason);
+  // A stop string ended completion (rid, index) at its kept_outputs-th output token: later tokens
+  // are dropped. A route_last_token completion whose kept last token was not fed yet finishes
+  // through process_result once it has been (nullopt now); any other ends at once.
+  std::optional<FinishedRequest> stop_at_output(const std::string& rid, int index, int64_t kept_outputs,
+                                                FinishReason reason);
   // The batch in flight will never come back (its worker died): forget it, so that planning can go on.
   void abandon_in_flight() { in_flight_step_ = 0; }
   // Evicts every cached prefix no running request uses.

@@ -1,6 +1,6 @@
 #pragma once
 // The token-level stop conditions the scheduler checks after every sampled token. Stop strings
-// need text, so the detokenizer checks those and tells the scheduler (Scheduler::finish_request).
+// need text, so the detokenizer checks those and tells the scheduler (Scheduler::stop_at_output).
 #include <cstdint>
 #include <optional>
 #include <vector>

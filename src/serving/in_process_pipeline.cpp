@@ -43,7 +43,7 @@ std::vector<msg::TextOutput> InProcessPipeline::run(const std::vector<msg::Token
     auto result = detokenizer_->apply(service_->take_output());
     for (auto& o : result.outputs) outputs.push_back(std::move(o));
     for (auto& e : result.errors) errors_.push_back(std::move(e));
-    for (const auto& [rid, index] : result.stopped) service_->finish_by_stop_string(rid, index, "");
+    for (const msg::Abort& stop : result.stopped) service_->finish_by_stop_string(stop.rid, stop.index, stop.kept_tokens);
   };
   // A few seconds without progress (rows that never arrive) ends the run rather than hanging it.
   for (int idle_rounds = 0; idle_rounds < 200;) {

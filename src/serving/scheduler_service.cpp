@@ -1,5 +1,7 @@
 #include "serving/scheduler_service.h"
 
+#include <limits>
+
 #include "common/error.h"
 #include "serving/request_translation.h"
 
@@ -48,9 +50,18 @@ void SchedulerService::abort(const std::string& rid, const std::string& reason) 
   emit_finished(scheduler_.abort(rid, reason), last_step_);
 }
 
-void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t index, const std::string& matched) {
-  if (!scheduler_.finish_request(rid, index, FinishReason::stop_string(matched))) return;
-  forget({rid, index});  // the detokenizer already sent the final reply
+void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t index, int64_t kept_tokens) {
+  const auto info = requests_.find(rid);
+  const bool awaits_last_row = kept_tokens >= 0 && info != requests_.end() &&
+                               info->second.options.routing.return_routed_experts &&
+                               info->second.options.routing.include_last;
+  const int64_t kept = kept_tokens >= 0 ? kept_tokens : std::numeric_limits<int64_t>::max();
+  std::optional<FinishedRequest> done = scheduler_.stop_at_output(rid, index, kept, FinishReason::stop_string(""));
+  if (!done) return;  // gone already, or its final item comes after the last token's forward
+  if (awaits_last_row)
+    emit_finished({*done}, last_step_);
+  else
+    forget({rid, index});  // the detokenizer already sent the final reply
 }
 
 std::optional<msg::WorkerBatch> SchedulerService::next_batch() {

@@ -41,8 +41,11 @@ class SchedulerService {
   std::optional<msg::ErrorReply> add_request(const msg::TokenizedRequest& request);
   // Ends every completion of rid (client gone, or asked); their final items say abort.
   void abort(const std::string& rid, const std::string& reason);
-  // The detokenizer cut completion (rid, index) at a stop string: stop generating it.
-  void finish_by_stop_string(const std::string& rid, int32_t index, const std::string& matched);
+  // The detokenizer ended completion (rid, index) after kept_tokens output tokens (-1: all), at a stop
+  // string or with an error: stop generating it. A reply that includes its last token's routing
+  // waits in the detokenizer for that row, which a final item brings (after one more forward when
+  // the token was not fed yet).
+  void finish_by_stop_string(const std::string& rid, int32_t index, int64_t kept_tokens);
   // The next step to send, when none is in flight and there is work.
   std::optional<msg::WorkerBatch> next_batch();
   void on_worker_result(const msg::WorkerResult& result);

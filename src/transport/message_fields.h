@@ -190,6 +190,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("reason", m.reason);
   visit("index", m.index);
   visit("stop_string", m.stop_string);
+  visit("kept_tokens", m.kept_tokens);
 }
 
 template <StructOf<ErrorReply> M, class Visit>

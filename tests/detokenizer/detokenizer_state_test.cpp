@@ -100,18 +100,98 @@ TEST(DetokenizerState, StopStringStraddlingTokensCutsTheReply) {
   options.stop = {"STOP"};
   DetokenizerState state(qwen3(), 64);
   std::vector<msg::TextOutput> outputs;
-  bool reported = false;
+  std::vector<msg::Abort> reported;
   for (const auto& item : items_for(ids, options, 1)) {
     auto result = state.apply(msg::DetokenizeBatch{{item}});
     for (auto& o : result.outputs) outputs.push_back(std::move(o));
-    for (const auto& key : result.stopped) reported |= key == std::make_pair(std::string("r1"), 0);
+    for (auto& stop : result.stopped) reported.push_back(std::move(stop));
   }
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(outputs[0].text, "The answer is 42. ");
   ASSERT_TRUE(outputs[0].finish_reason);
   EXPECT_EQ(outputs[0].finish_reason->kind, msg::FinishKind::Stop);
   EXPECT_EQ(outputs[0].finish_reason->matched_text, "STOP");
-  EXPECT_TRUE(reported);
+  // Reported once, with the tokens the reply kept: up to the one that completed "STOP".
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_EQ(reported[0].rid, "r1");
+  EXPECT_TRUE(reported[0].stop_string);
+  EXPECT_EQ(reported[0].kept_tokens, outputs[0].completion_tokens);
+  EXPECT_EQ(qwen3().decode(std::vector<int32_t>(ids.begin(), ids.begin() + reported[0].kept_tokens)).find("STOP"),
+            std::string("The answer is 42. ").size());
+}
+
+// The rows of a raw int16 reply, as ints.
+std::vector<int16_t> raw_rows(const msg::EncodedArray& array) {
+  std::vector<int16_t> rows(array.data.size() / sizeof(int16_t));
+  std::memcpy(rows.data(), array.data.data(), array.data.size());
+  return rows;
+}
+
+TEST(DetokenizerState, StopStringWithIncludeLastWaitsForTheLastKeptTokensRow) {
+  const auto ids = qwen3().encode("The answer is 42. STOP here please");
+  constexpr int kPromptRows = 5;
+  for (const bool include_last : {false, true}) {
+    SCOPED_TRACE(include_last ? "include_last" : "P+G-1 rows");
+    msg::OutputOptions options;
+    options.stop = {"STOP"};
+    options.routing.return_routed_experts = true;
+    options.routing.include_last = include_last;
+    options.routing.dtype = "int16";
+    options.routing.raw = true;
+    DetokenizerState state(qwen3(), 64);
+    std::vector<msg::TextOutput> outputs;
+    int64_t kept = -1;
+    size_t released_at = 0;
+    const auto items = items_for(ids, options, kPromptRows);
+    for (size_t i = 0; i < items.size(); ++i) {
+      auto result = state.apply(msg::DetokenizeBatch{{items[i]}});
+      for (const auto& stop : result.stopped) kept = stop.kept_tokens;
+      if (!result.outputs.empty()) released_at = i;
+      for (auto& o : result.outputs) outputs.push_back(std::move(o));
+    }
+    ASSERT_EQ(outputs.size(), 1u);
+    ASSERT_GT(kept, 0);
+    // Without include_last the reply goes with the stop; with it, one item later, when the row of
+    // the last kept token (fed in the next step) has come.
+    EXPECT_EQ(released_at, static_cast<size_t>(kept - 1 + (include_last ? 1 : 0)));
+    EXPECT_EQ(outputs[0].text, "The answer is 42. ");
+    EXPECT_EQ(outputs[0].output_ids, std::vector<int32_t>(ids.begin(), ids.begin() + kept));
+    const int64_t rows = kPromptRows + kept - (include_last ? 0 : 1);
+    EXPECT_EQ(outputs[0].routed_experts->shape[0], rows);
+    EXPECT_EQ(raw_rows(*outputs[0].routed_experts), rows_from(0, static_cast<int>(rows)).expert_ids);
+    EXPECT_EQ(state.live_completions(), 0u);
+  }
+}
+
+TEST(DetokenizerState, AHeldStopStringReplyGoesWhenTheSchedulerEndsTheCompletion) {
+  const auto ids = qwen3().encode("The answer is 42. STOP here please");
+  msg::OutputOptions options;
+  options.stop = {"STOP"};
+  options.routing.return_routed_experts = true;
+  options.routing.include_last = true;
+  DetokenizerState state(qwen3(), 64);
+  int64_t kept = -1;
+  for (const auto& item : items_for(ids, options, 1)) {
+    const auto result = state.apply(msg::DetokenizeBatch{{item}});
+    EXPECT_TRUE(result.outputs.empty());
+    if (!result.stopped.empty()) {
+      kept = result.stopped[0].kept_tokens;
+      break;
+    }
+  }
+  ASSERT_GT(kept, 0);
+  // The scheduler's final item, without the row (the request had ended meanwhile): the held reply
+  // goes with the rows it has and the stop string's reason.
+  msg::DetokenizeItem final_item;
+  final_item.rid = "r1";
+  final_item.prompt_tokens = 1;
+  final_item.finish_reason = msg::FinishReason{msg::FinishKind::Abort, {}, {}, "gone"};
+  const auto result = state.apply(msg::DetokenizeBatch{{final_item}});
+  ASSERT_EQ(result.outputs.size(), 1u);
+  EXPECT_EQ(result.outputs[0].finish_reason->kind, msg::FinishKind::Stop);
+  EXPECT_EQ(result.outputs[0].finish_reason->matched_text, "STOP");
+  EXPECT_EQ(result.outputs[0].routed_experts->shape[0], kept);  // 1 prompt row + kept - 1
+  EXPECT_EQ(state.live_completions(), 0u);
 }
 
 TEST(DetokenizerState, RoutingStartLenDtypeAndBase64) {

@@ -83,10 +83,10 @@ TEST(SchedulerLifecycle, EosAndStopTokensFinishWithTheMatchedToken) {
 TEST(SchedulerLifecycle, AStopStringFromTheDetokenizerFinishesOneCompletion) {
   Scheduler scheduler(small_config(256));
   scheduler.add_request(make_request("s", prompt_of(4, 1), 10, 3, 2));
-  EXPECT_FALSE(scheduler.finish_request("s", 5, FinishReason::stop_string("x")));
+  EXPECT_FALSE(scheduler.stop_at_output("s", 5, 1, FinishReason::stop_string("x")));
   auto batch = scheduler.schedule_step();
   scheduler.process_result(*batch, std::vector<int32_t>{8}, {});
-  std::optional<FinishedRequest> done = scheduler.finish_request("s", 0, FinishReason::stop_string("END"));
+  std::optional<FinishedRequest> done = scheduler.stop_at_output("s", 0, 1, FinishReason::stop_string("END"));
   ASSERT_TRUE(done);
   EXPECT_EQ(std::get<std::string>(done->reason.matched), "END");
   EXPECT_EQ(done->output_ids, std::vector<int32_t>{8});

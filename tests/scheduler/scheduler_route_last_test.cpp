@@ -87,6 +87,50 @@ TEST(SchedulerRouteLast, StopTokenFinishesAfterTheExtraStepWithItsReason) {
   EXPECT_EQ(done.kv_slots.size(), 7u);
 }
 
+// Runs steps until rid has sampled `outputs` output tokens.
+void step_until_outputs(Scheduler& scheduler, FakeWorker& worker, const std::string& rid, size_t outputs) {
+  for (size_t got = 0; got < outputs;) {
+    auto batch = scheduler.schedule_step();
+    for (const GeneratedToken& t : scheduler.process_result(*batch, worker.run(*batch), {}).tokens) got += t.rid == rid;
+  }
+}
+
+TEST(SchedulerRouteLast, AStopStringAfterTheTokenWasFedFinishesAtOnceDroppingLaterTokens) {
+  Scheduler scheduler(config_with_pool(256));
+  FakeWorker worker(scheduler.kv_cache_slots());
+  scheduler.add_request(route_last("s", prompt_of(4, 1), 10, 5));
+  step_until_outputs(scheduler, worker, "s", 5);  // outputs 0..3 fed, output 4 just sampled
+  // The detokenizer saw the stop string end at output 2: outputs 3 and 4 are dropped.
+  std::optional<FinishedRequest> done = scheduler.stop_at_output("s", 0, 3, FinishReason::stop_string("END"));
+  ASSERT_TRUE(done);
+  const std::vector<int32_t> reference = reference_output(prompt_of(4, 1), 5, 3);
+  EXPECT_EQ(done->output_ids, reference);
+  EXPECT_EQ(std::get<std::string>(done->reason.matched), "END");
+  EXPECT_EQ(done->kv_slots.size(), 7u);  // prompt + the 3 kept outputs, the last one's row included
+  EXPECT_FALSE(scheduler.has_unfinished());
+  scheduler.flush_cache();
+  EXPECT_EQ(scheduler.stats().kv_slots_used, 0);
+}
+
+TEST(SchedulerRouteLast, AStopStringOnTheNewestTokenFeedsItWithoutSamplingFirst) {
+  Scheduler scheduler(config_with_pool(256));
+  FakeWorker worker(scheduler.kv_cache_slots());
+  scheduler.add_request(route_last("s", prompt_of(4, 1), 10, 5));
+  step_until_outputs(scheduler, worker, "s", 3);  // output 2 just sampled, never fed
+  EXPECT_FALSE(scheduler.stop_at_output("s", 0, 3, FinishReason::stop_string("END")));
+  auto batch = scheduler.schedule_step();
+  ASSERT_TRUE(batch);
+  EXPECT_EQ(batch->forward.positions, std::vector<int32_t>{6});
+  EXPECT_FALSE(batch->forward.sequences[0].needs_logits);
+  const StepOutcome outcome = scheduler.process_result(*batch, worker.run(*batch), {});
+  EXPECT_TRUE(outcome.tokens.empty());
+  ASSERT_EQ(outcome.finished.size(), 1u);
+  EXPECT_EQ(outcome.finished[0].output_ids, reference_output(prompt_of(4, 1), 5, 3));
+  EXPECT_EQ(std::get<std::string>(outcome.finished[0].reason.matched), "END");
+  EXPECT_EQ(outcome.finished[0].kv_slots.size(), 7u);
+  EXPECT_FALSE(scheduler.schedule_step());
+}
+
 TEST(SchedulerRouteLast, TheLastTokenNeedsRoomInTheContext) {
   Scheduler scheduler(config_with_pool(256));  // context 64
   FakeWorker worker(scheduler.kv_cache_slots());

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "golden_serving_test.h"
+#include "tokenizer/tokenizer.h"
 
 namespace moe::testing {
 namespace {
@@ -95,6 +96,53 @@ TEST_F(ServingRouting, RouterWeightsNeedTheirOwnServerFlagAndCostNothingWithoutI
   auto with_flag = make_pipeline({});
   EXPECT_EQ(with_flag->service().host_cache_bytes(),
             with_flag->service().kv_cache_slots() * L * K * int64_t{sizeof(int16_t) + sizeof(float)});
+}
+
+// The output tokens a stop string made of case i's first output tokens' text keeps: the smallest
+// k >= half the output whose token adds whole characters (so the text of the first k tokens is
+// matched first at token k); 0 when no token qualifies. `stop` receives the text.
+size_t stop_string_at(const tokenizer::Tokenizer& tok, const std::vector<int32_t>& out, std::string& stop) {
+  for (size_t k = out.size() / 2; k < out.size(); ++k) {
+    const std::string before = tok.decode({out.begin(), out.begin() + static_cast<std::ptrdiff_t>(k) - 1}, true);
+    stop = tok.decode({out.begin(), out.begin() + static_cast<std::ptrdiff_t>(k)}, true);
+    if (stop.size() > before.size() && stop.find("\xEF\xBF\xBD") == std::string::npos) return k;
+  }
+  return 0;
+}
+
+TEST_F(ServingRouting, AStopStringReplyHasTheRowsOfTheTokensItKeptWithOrWithoutIncludeLast) {
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer");
+  for (const bool include_last : {false, true})
+    for (const bool stream : {false, true}) {
+      SCOPED_TRACE(std::string(include_last ? "include_last" : "P+G-1") + (stream ? ", streamed" : ""));
+      auto h = make_pipeline({});
+      std::vector<msg::TokenizedRequest> requests = all_cases("s");
+      std::vector<size_t> kept(requests.size());
+      for (size_t i = 0; i < requests.size(); ++i) {
+        std::string stop;
+        kept[i] = stop_string_at(tok, golden_.cases[i].output_ids, stop);
+        ASSERT_GT(kept[i], 0u) << "case " << i << " has no usable stop string";
+        requests[i].sampling.stop = {stop};
+        requests[i].routing.include_last = include_last;
+        requests[i].stream = stream;
+      }
+      const auto joined = join_outputs(h->run(requests));
+      EXPECT_TRUE(h->errors().empty());
+      for (size_t i = 0; i < requests.size(); ++i) {
+        SCOPED_TRACE("case " + std::to_string(i));
+        const JoinedOutput& out = joined.at({"s" + std::to_string(i), 0});
+        const GoldenCase& c = golden_.cases[i];
+        EXPECT_EQ(out.ids, std::vector<int32_t>(c.output_ids.begin(), c.output_ids.begin() + kept[i]));
+        ASSERT_TRUE(out.finish);
+        EXPECT_EQ(out.finish->kind, msg::FinishKind::Stop);
+        const int64_t rows = static_cast<int64_t>(c.prompt_ids.size() + kept[i]) - (include_last ? 0 : 1);
+        EXPECT_EQ(out.num_rows, rows);
+        expect_routing_matches_golden(golden_, c, out.rows, rows);
+      }
+      // Nothing is left behind: every slot but the prefix cache's is free again.
+      h->service().flush_cache();
+      EXPECT_EQ(h->service().stats().kv_slots_used, 0);
+    }
 }
 
 }  // namespace
