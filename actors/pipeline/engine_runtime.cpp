@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 #include <thread>
 
+#include "api/api_error.h"
 #include "common/error.h"
 #include "common/json_file.h"
 #include "model/checkpoint_prefetch.h"
@@ -138,9 +139,15 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
                               config.num_experts, tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok)};
   auto service = std::make_unique<SchedulerService>(so, info);
   kv_slots_ = service->kv_cache_slots();
-
   const int64_t host_cache_bytes = service->host_cache_bytes();
+
   Actors& a = *actors_;
+  // Read on the scheduler's loop, in one task with the reset, so no step's rows fall between the two.
+  ExpertLoadReader read_expert_load = [&a](bool reset) {
+    auto load = run_on(*a.scheduler_loop, [&a, reset] { return a.scheduler->expert_load(reset); });
+    if (!load) throw api::ApiError(400, "expert_load needs a server started with --enable-return-routed-experts");
+    return std::move(*load);
+  };
   a.tokenizer_loop = std::make_unique<transport::ActorLoop>(*context_, "tokenizer");
   a.scheduler_loop = std::make_unique<transport::ActorLoop>(*context_, "scheduler");
   a.detokenizer_loop = std::make_unique<transport::ActorLoop>(*context_, "detokenizer");
@@ -149,7 +156,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
       std::make_unique<RequestPreparer>(tok, tok_config.chat_template, optional_token(tok_config.bos_token),
                                         optional_token(tok_config.eos_token), config.vocab_size,
                                         context_length(options, config)),
-      TokenizerActorEndpoints{endpoints.tokenizer, endpoints.scheduler, options.zmq_endpoint});
+      TokenizerActorEndpoints{endpoints.tokenizer, endpoints.scheduler, options.zmq_endpoint}, read_expert_load);
   a.scheduler = std::make_unique<SchedulerActor>(
       *a.scheduler_loop, std::move(service),
       SchedulerActorEndpoints{endpoints.scheduler, endpoints.worker, endpoints.detokenizer, endpoints.tokenizer},
@@ -160,7 +167,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     a.http_frontend = std::make_unique<HttpFrontend>(
         *a.tokenizer, options.served_model_name.empty() ? options.model_path : options.served_model_name,
         [&a] { return run_on(*a.scheduler_loop, [&a] { return a.scheduler->snapshot(); }); },
-        [&a] { return run_on(*a.scheduler_loop, [&a] { return a.scheduler->expert_load(); }); });
+        read_expert_load);
     http::HttpServerConfig http_config;
     http_config.host = options.host;
     http_config.port = static_cast<uint16_t>(options.port);

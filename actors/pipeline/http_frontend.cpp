@@ -4,11 +4,11 @@ namespace moe::actors {
 
 HttpFrontend::HttpFrontend(TokenizerActor& tokenizer, std::string model_name,
                            std::function<SchedulerSnapshot()> scheduler_snapshot,
-                           std::function<api::ExpertLoad()> expert_load)
+                           ExpertLoadReader read_expert_load)
     : tokenizer_(tokenizer),
       model_name_(std::move(model_name)),
       scheduler_snapshot_(std::move(scheduler_snapshot)),
-      expert_load_(std::move(expert_load)) {}
+      read_expert_load_(std::move(read_expert_load)) {}
 
 void HttpFrontend::submit(msg::GenerateRequest request, OutputHandler on_output, ErrorHandler on_error) {
   ++requests_total_;

@@ -12,22 +12,22 @@ namespace moe::actors {
 
 class HttpFrontend final : public http::EngineFrontend {
  public:
-  // `scheduler_snapshot` and `expert_load` read the scheduler actor (blocking briefly on its loop).
+  // `scheduler_snapshot` and `read_expert_load` read the scheduler actor (blocking briefly on its loop).
   HttpFrontend(TokenizerActor& tokenizer, std::string model_name,
-               std::function<SchedulerSnapshot()> scheduler_snapshot, std::function<api::ExpertLoad()> expert_load);
+               std::function<SchedulerSnapshot()> scheduler_snapshot, ExpertLoadReader read_expert_load);
 
   void submit(msg::GenerateRequest request, OutputHandler on_output, ErrorHandler on_error) override;
   void abort(const std::string& rid) override;
   std::string model_name() const override { return model_name_; }
   api::ServerStats stats() const override;
-  api::ExpertLoad expert_load() const override { return expert_load_(); }
+  api::ExpertLoad expert_load() const override { return read_expert_load_(false); }
   bool shutting_down() const override { return tokenizer_.shutting_down(); }
 
  private:
   TokenizerActor& tokenizer_;
   std::string model_name_;
   std::function<SchedulerSnapshot()> scheduler_snapshot_;
-  std::function<api::ExpertLoad()> expert_load_;
+  ExpertLoadReader read_expert_load_;
   uint64_t requests_total_ = 0;
   uint64_t prompt_tokens_total_ = 0;
   uint64_t generation_tokens_total_ = 0;

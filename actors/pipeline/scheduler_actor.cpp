@@ -62,8 +62,11 @@ SchedulerSnapshot SchedulerActor::snapshot() const {
   return {service_->stats(), step_time_seconds_, capture_bytes_total_, service_->host_cache_bytes()};
 }
 
-api::ExpertLoad SchedulerActor::expert_load() const {
-  return {service_->expert_load(), service_->expert_load_tokens()};
+std::optional<api::ExpertLoad> SchedulerActor::expert_load(bool reset) {
+  api::ExpertLoad load{service_->expert_load(), service_->expert_load_tokens()};
+  if (load.counts.empty()) return std::nullopt;
+  if (reset) service_->reset_expert_load();
+  return load;
 }
 
 void SchedulerActor::on_tokenized(const msg::TokenizedRequest& request) {

@@ -4,6 +4,7 @@
 // moment a result arrives. A worker that stops sending heartbeats fails every live request.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "api/expert_load.h"
@@ -37,7 +38,9 @@ class SchedulerActor {
   // On the loop's thread: the scheduler's counters (tests and stats endpoints read them).
   SchedulerStats stats() const { return service_->stats(); }
   SchedulerSnapshot snapshot() const;
-  api::ExpertLoad expert_load() const;
+  // The expert-load counts, zeroed right after the read when `reset` (nothing counts in between:
+  // both happen in this one call on the loop); none without routed-experts capture.
+  std::optional<api::ExpertLoad> expert_load(bool reset);
 
  private:
   void on_message(msg::Message&& message);

@@ -3,14 +3,15 @@
 #include <spdlog/spdlog.h>
 #include <utility>
 
+#include "api/api_error.h"
 #include "common/error.h"
 #include "transport/client_protocol.h"
 
 namespace moe::actors {
 
 TokenizerActor::TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<RequestPreparer> preparer,
-                               const TokenizerActorEndpoints& endpoints)
-    : preparer_(std::move(preparer)) {
+                               const TokenizerActorEndpoints& endpoints, ExpertLoadReader read_expert_load)
+    : preparer_(std::move(preparer)), read_expert_load_(std::move(read_expert_load)) {
   to_scheduler_ = &loop.make<transport::Outbox>(endpoints.scheduler);
   loop.make<transport::Inbox>(endpoints.inbox, [this](msg::Message&& message) { on_message(std::move(message)); });
   if (!endpoints.clients.empty()) {
@@ -83,19 +84,35 @@ void TokenizerActor::on_message(msg::Message&& message) {
 }
 
 void TokenizerActor::on_zmq_request(transport::ClientAddress address, std::string payload) {
-  msg::GenerateRequest request;
+  transport::ClientRequest request;
   try {
     request = transport::parse_client_request(payload);
-  } catch (const Error& e) {
-    router_->reply(address, transport::encode_client_error(msg::ErrorReply{"", e.what(), 400, "tokenizer"}));
+  } catch (const transport::ClientRequestError& e) {
+    router_->reply(address, transport::encode_client_error(msg::ErrorReply{e.rid(), e.what(), 400, "tokenizer"}));
     return;
   }
+  if (auto* query = std::get_if<transport::ExpertLoadRequest>(&request))
+    on_zmq_expert_load(address, query->rid, query->reset);
+  else
+    on_zmq_generate(std::move(address), std::get<msg::GenerateRequest>(request));
+}
+
+void TokenizerActor::on_zmq_generate(transport::ClientAddress address, const msg::GenerateRequest& request) {
   const std::string rid = submit(
       request,
       [this, address](const msg::TextOutput& output) { router_->reply(address, transport::encode_client_reply(output)); },
       [this, address](const msg::ErrorReply& error) { router_->reply(address, transport::encode_client_error(error)); });
   auto it = clients_.find(rid);
   if (it != clients_.end()) it->second.zmq_address = std::move(address);
+}
+
+// Answered at once: the read waits only for the scheduler's loop, which never runs a forward.
+void TokenizerActor::on_zmq_expert_load(const transport::ClientAddress& address, const std::string& rid, bool reset) {
+  try {
+    router_->reply(address, transport::encode_expert_load_reply({rid, read_expert_load_(reset)}));
+  } catch (const api::ApiError& e) {
+    router_->reply(address, transport::encode_client_error(msg::ErrorReply{rid, e.what(), e.status(), "tokenizer"}));
+  }
 }
 
 void TokenizerActor::on_zmq_client_gone(const transport::ClientAddress& address) {

@@ -3,17 +3,23 @@
 // speaking docs/zmq-protocol.md), from HTTP and from the embedding API, prepares them (validation,
 // chat template, tokenization), sends them to the scheduler and routes every output back to the
 // client that asked: several chunks for a streaming request, one reply (per completion) otherwise.
+// ZeroMQ clients may also ask for the expert-load statistics, which the scheduler keeps.
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "api/expert_load.h"
 #include "frontend/request_preparer.h"
 #include "transport/actor_loop.h"
 #include "transport/endpoints.h"
 
 namespace moe::actors {
+
+// Reads the scheduler's expert-load counts (zeroing them in the same step when `reset`); throws
+// api::ApiError when the server has none. The one road to them for ZeroMQ and HTTP clients alike.
+using ExpertLoadReader = std::function<api::ExpertLoad(bool reset)>;
 
 struct TokenizerActorEndpoints {
   std::string inbox, scheduler;
@@ -26,7 +32,7 @@ class TokenizerActor {
   using ErrorHandler = std::function<void(const msg::ErrorReply&)>;
 
   TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<RequestPreparer> preparer,
-                 const TokenizerActorEndpoints& endpoints);
+                 const TokenizerActorEndpoints& endpoints, ExpertLoadReader read_expert_load);
 
   // On the loop's thread: queue a request; outputs and errors come back through the handlers.
   // Returns the request id (generated when the request had none).
@@ -50,9 +56,14 @@ class TokenizerActor {
   };
   void on_message(msg::Message&& message);
   void on_zmq_request(transport::ClientAddress address, std::string payload);
+  // Submits a ZeroMQ client's generation; its outputs and errors go back to `address`.
+  void on_zmq_generate(transport::ClientAddress address, const msg::GenerateRequest& request);
+  // Answers {"op": "expert_load"} at once with the counts, or the error that refuses it.
+  void on_zmq_expert_load(const transport::ClientAddress& address, const std::string& rid, bool reset);
   void on_zmq_client_gone(const transport::ClientAddress& address);
 
   std::unique_ptr<RequestPreparer> preparer_;
+  ExpertLoadReader read_expert_load_;
   transport::Outbox* to_scheduler_ = nullptr;
   transport::RouterEndpoint* router_ = nullptr;
   std::map<std::string, Client> clients_;

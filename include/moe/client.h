@@ -25,10 +25,20 @@ class RequestError : public std::runtime_error {
   msg::ErrorReply reply_;
 };
 
+// Expert-load statistics (issue 5): per MoE layer, how many tokens the router sent to each expert
+// since the server started or its counts were last reset; the input of load-balanced expert placement.
+struct ExpertLoad {
+  std::vector<std::vector<uint64_t>> counts;  // [moe layer][expert]
+  uint64_t tokens = 0;                        // tokens counted (each routed once at every MoE layer)
+  bool operator==(const ExpertLoad&) const = default;
+};
+
 // Every output of a request (each chunk when streamed, one per completion otherwise), then `on_done`
 // exactly once: with nullptr after the last completion's final output, or with a RequestError.
 using OutputHandler = std::function<void(const msg::TextOutput&)>;
 using DoneHandler = std::function<void(std::exception_ptr)>;
+// The statistics an expert-load request returns (before its DoneHandler gets nullptr).
+using ExpertLoadHandler = std::function<void(const ExpertLoad&)>;
 
 class Client {
  public:
@@ -52,6 +62,16 @@ class Client {
   // the last one. Throws as generate() does.
   void generate_stream(msg::GenerateRequest request, OutputHandler on_chunk,
                        std::chrono::milliseconds timeout = std::chrono::minutes(10));
+
+  // Asks for the server's expert-load statistics; `reset` zeroes them in the same step as the read,
+  // so successive resetting calls return the load of successive windows. `on_load` gets them, then
+  // `on_done` nullptr, or `on_done` gets a RequestError (400 from a server started without
+  // --enable-return-routed-experts). Returns the request's rid. Callable from any thread; the
+  // handlers run on the I/O thread, as submit()'s do.
+  std::string submit_expert_load(bool reset, ExpertLoadHandler on_load, DoneHandler on_done);
+
+  // Blocking submit_expert_load(); throws as generate() does.
+  ExpertLoad expert_load(bool reset = false, std::chrono::milliseconds timeout = std::chrono::minutes(1));
 
  private:
   struct Impl;

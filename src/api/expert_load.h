@@ -1,18 +1,15 @@
 #pragma once
 // Expert-load statistics (issue 5): how many tokens the router sent to each expert of each MoE
-// layer since start; the input of load-balanced expert placement. Served as JSON over HTTP.
-#include <cstdint>
-#include <vector>
-
+// layer since start (or the last reset); the input of load-balanced expert placement. Served as
+// JSON over HTTP; the ZeroMQ client protocol sends the same fields as msgpack.
 #include <nlohmann/json_fwd.hpp>
+
+#include "moe/client.h"
 
 namespace moe::api {
 
-// What capture's ExpertLoadCounter holds: snapshot() and rows_counted().
-struct ExpertLoad {
-  std::vector<std::vector<uint64_t>> counts;  // [moe layer][expert]
-  uint64_t tokens = 0;                        // tokens counted (rows, each routed at every layer)
-};
+// The public struct the C++ client returns: counts[moe layer][expert] and the tokens counted.
+using ExpertLoad = moe::ExpertLoad;
 
 // {"num_moe_layers": L, "num_experts": E, "tokens": T, "counts": [[...], ...]}.
 nlohmann::json expert_load_json(const ExpertLoad& load);

@@ -1,5 +1,6 @@
 #include "capture/expert_load.h"
 
+#include <algorithm>
 #include <string>
 
 #include "common/error.h"
@@ -34,6 +35,11 @@ std::vector<std::vector<uint64_t>> ExpertLoadCounter::snapshot() const {
     out[layer].assign(begin, begin + num_experts_);
   }
   return out;
+}
+
+void ExpertLoadCounter::reset() {
+  std::fill(counts_.begin(), counts_.end(), 0);
+  rows_counted_ = 0;
 }
 
 }  // namespace moe

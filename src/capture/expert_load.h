@@ -1,8 +1,8 @@
 #pragma once
 // Expert-load statistics (issue 5): per MoE layer, how many tokens the router sent to each expert
-// since start, counted from the routing rows every captured step produces. It counts forward work,
-// so a token recomputed after preemption counts again and a prefix-cache hit does not. The input of
-// load-balanced expert placement.
+// since start (or the last reset), counted from the routing rows every captured step produces. It
+// counts forward work, so a token recomputed after preemption counts again and a prefix-cache hit
+// does not. The input of load-balanced expert placement.
 #include <cstdint>
 #include <vector>
 
@@ -19,6 +19,8 @@ class ExpertLoadCounter {
   std::vector<std::vector<uint64_t>> snapshot() const;
   // Rows counted so far (each row is one token at every MoE layer).
   uint64_t rows_counted() const { return rows_counted_; }
+  // Zeroes every count and the row total: the start of a new window (per-interval load).
+  void reset();
 
  private:
   int num_moe_layers_;

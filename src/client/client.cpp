@@ -17,6 +17,9 @@
 namespace moe {
 namespace {
 
+// What a DoneHandler gets for an error reply.
+std::exception_ptr request_error(const msg::ErrorReply& error) { return std::make_exception_ptr(RequestError(error)); }
+
 // A DoneHandler that settles `finished` with the request's outcome, for the blocking calls.
 DoneHandler settle(std::shared_ptr<std::promise<void>> finished) {
   return [finished](std::exception_ptr error) { error ? finished->set_exception(error) : finished->set_value(); };
@@ -29,6 +32,12 @@ struct Client::Impl {
   transport::ActorLoop loop{context, "client"};
   transport::DealerEndpoint* dealer = nullptr;
   std::map<std::string, ReplySink> pending;  // only touched on the loop's thread
+  // Expert-load requests waiting for their statistics (also only touched on the loop's thread).
+  struct PendingLoad {
+    ExpertLoadHandler on_load;
+    DoneHandler on_done;
+  };
+  std::map<std::string, PendingLoad> pending_loads;
   std::string rid_prefix;                     // random per client, so rids of several clients differ
   std::atomic<uint64_t> next_rid{1};
 
@@ -41,6 +50,7 @@ struct Client::Impl {
       return;
     }
     if (auto* error = std::get_if<msg::ErrorReply>(&reply)) return on_error(*error);
+    if (auto* load = std::get_if<transport::ExpertLoadReply>(&reply)) return on_expert_load(*load);
     const auto& output = std::get<msg::TextOutput>(reply);
     auto it = pending.find(output.rid);
     if (it == pending.end()) return;  // forgotten after a timeout
@@ -50,7 +60,10 @@ struct Client::Impl {
   // Waits for `done`; on a timeout forgets `rid` (a late reply is dropped) and throws a 504.
   void wait(const std::string& rid, std::future<void>& done, std::chrono::milliseconds timeout) {
     if (done.wait_for(timeout) == std::future_status::timeout) {
-      loop.post([this, rid] { pending.erase(rid); });
+      loop.post([this, rid] {
+        pending.erase(rid);
+        pending_loads.erase(rid);
+      });
       throw RequestError(msg::ErrorReply{rid, "no reply from the server within " + std::to_string(timeout.count()) + " ms",
                                          504, "client"});
     }
@@ -62,13 +75,27 @@ struct Client::Impl {
     // and every frame of this client is equally well-formed, so all of them are failed.
     if (error.rid.empty()) {
       for (auto& [rid, sink] : pending) sink.fail(error);
+      for (auto& [rid, load] : pending_loads) load.on_done(request_error(error));
       pending.clear();
+      pending_loads.clear();
       return;
     }
-    auto it = pending.find(error.rid);
-    if (it == pending.end()) return;
-    it->second.fail(error);
-    pending.erase(it);
+    if (auto it = pending.find(error.rid); it != pending.end()) {
+      it->second.fail(error);
+      pending.erase(it);
+    } else if (auto load = pending_loads.find(error.rid); load != pending_loads.end()) {
+      load->second.on_done(request_error(error));
+      pending_loads.erase(load);
+    }
+  }
+
+  void on_expert_load(const transport::ExpertLoadReply& reply) {
+    auto it = pending_loads.find(reply.rid);
+    if (it == pending_loads.end()) return;  // forgotten after a timeout
+    const PendingLoad load = std::move(it->second);
+    pending_loads.erase(it);
+    load.on_load(reply.load);
+    load.on_done(nullptr);
   }
 };
 
@@ -121,6 +148,27 @@ void Client::generate_stream(msg::GenerateRequest request, OutputHandler on_chun
   std::future<void> done = finished->get_future();
   const std::string rid = submit(std::move(request), std::move(on_chunk), settle(finished));
   impl_->wait(rid, done, timeout);
+}
+
+std::string Client::submit_expert_load(bool reset, ExpertLoadHandler on_load, DoneHandler on_done) {
+  transport::ExpertLoadRequest request{impl_->rid_prefix + std::to_string(impl_->next_rid++), reset};
+  const std::string rid = request.rid;
+  impl_->loop.post([impl = impl_.get(), request = std::move(request), on_load = std::move(on_load),
+                    on_done = std::move(on_done)]() mutable {
+    impl->pending_loads[request.rid] = {std::move(on_load), std::move(on_done)};
+    impl->dealer->send(transport::encode_client_request(request));
+  });
+  return rid;
+}
+
+ExpertLoad Client::expert_load(bool reset, std::chrono::milliseconds timeout) {
+  auto load = std::make_shared<ExpertLoad>();
+  auto finished = std::make_shared<std::promise<void>>();
+  std::future<void> done = finished->get_future();
+  const std::string rid = submit_expert_load(
+      reset, [load](const ExpertLoad& received) { *load = received; }, settle(finished));
+  impl_->wait(rid, done, timeout);
+  return std::move(*load);
 }
 
 }  // namespace moe

@@ -64,11 +64,15 @@ class SchedulerService {
   int64_t kv_cache_slots() const { return scheduler_.kv_cache_slots(); }
   int64_t host_cache_bytes() const { return tracker_ ? tracker_->host_cache().bytes() : 0; }
   void flush_cache() { scheduler_.flush_cache(); }
-  // Tokens routed to each expert, counts[moe layer][expert], since start (every step's rows, so
-  // recomputed tokens count again); empty without --enable-return-routed-experts.
+  // Tokens routed to each expert, counts[moe layer][expert], since start or the last reset (every
+  // step's rows, so recomputed tokens count again); empty without --enable-return-routed-experts.
   std::vector<std::vector<uint64_t>> expert_load() const;
   // Tokens (rows) counted into expert_load().
   uint64_t expert_load_tokens() const { return load_ ? load_->rows_counted() : 0; }
+  // Zeroes expert_load() and its tokens: a new counting window starts.
+  void reset_expert_load() {
+    if (load_) load_->reset();
+  }
   // Overwrites every routing row of the host cache (tests prove no stale or unset row is returned).
   void fill_routing_rows(int16_t value) {
     if (tracker_) tracker_->host_cache().fill(value);

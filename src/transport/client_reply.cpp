@@ -7,6 +7,8 @@ namespace moe::transport {
 namespace {
 
 using detail::FieldPath;
+using detail::find_key;
+using detail::read_entry;
 using detail::Packer;
 using detail::write_str;
 
@@ -95,23 +97,6 @@ void write_meta_info(Packer& packer, const msg::TextOutput& output) {
   if (output.router_weights) write_encoded_array(packer, "router_weights", *output.router_weights);
 }
 
-// The value under `key` in a map, or null when absent or nil.
-const msgpack::object* find_key(const msgpack::object& map, std::string_view key) {
-  for (uint32_t i = 0; i < map.via.map.size; ++i) {
-    const msgpack::object_kv& entry = map.via.map.ptr[i];
-    if (entry.key.type == msgpack::type::STR && std::string_view(entry.key.via.str.ptr, entry.key.via.str.size) == key) {
-      return entry.val.type == msgpack::type::NIL ? nullptr : &entry.val;
-    }
-  }
-  return nullptr;
-}
-
-// Reads `key` of `map` into `out` when present, leaving `out` alone otherwise.
-template <class T>
-void read_entry(const msgpack::object& map, std::string_view key, T& out, const FieldPath& path) {
-  if (const msgpack::object* value = find_key(map, key)) detail::read_client_value(*value, out, path.field(key));
-}
-
 // A map that must be present under `key`.
 const msgpack::object& require_map(const msgpack::object& map, std::string_view key, const FieldPath& path) {
   const msgpack::object* value = find_key(map, key);
@@ -190,6 +175,28 @@ msg::TextOutput read_output(const msgpack::object& root, const FieldPath& path) 
   return output;
 }
 
+// The inverse of encode_expert_load_reply; counts must be num_moe_layers rows of num_experts.
+ExpertLoadReply read_expert_load(const msgpack::object& root, const FieldPath& path) {
+  ExpertLoadReply reply;
+  if (const msgpack::object* meta = find_key(root, "meta_info")) {
+    if (meta->type != msgpack::type::MAP) detail::fail_type(path.field("meta_info"), "a map", *meta);
+    read_entry(*meta, "id", reply.rid, path.field("meta_info"));
+  }
+  const FieldPath load_path = path.field("expert_load");
+  const msgpack::object& load = require_map(root, "expert_load", path);
+  size_t layers = 0, experts = 0;
+  read_entry(load, "num_moe_layers", layers, load_path);
+  read_entry(load, "num_experts", experts, load_path);
+  read_entry(load, "tokens", reply.load.tokens, load_path);
+  read_entry(load, "counts", reply.load.counts, load_path);
+  bool rectangular = reply.load.counts.size() == layers;
+  for (const auto& layer : reply.load.counts) rectangular = rectangular && layer.size() == experts;
+  if (!rectangular)
+    detail::fail(load_path.field("counts"), "expected " + std::to_string(layers) + " layers of " +
+                                                std::to_string(experts) + " experts");
+  return reply;
+}
+
 // The map under "error".
 msg::ErrorReply read_error(const msgpack::object& error, const FieldPath& path) {
   msg::ErrorReply reply;
@@ -211,6 +218,27 @@ std::string encode_client_reply(const msg::TextOutput& output) {
   detail::write_client_value(packer, output.output_ids);
   write_str(packer, "meta_info");
   write_meta_info(packer, output);
+  return std::move(sink.bytes);
+}
+
+std::string encode_expert_load_reply(const ExpertLoadReply& reply) {
+  detail::StringSink sink;
+  Packer packer(sink);
+  packer.pack_map(2);
+  write_str(packer, "expert_load");
+  packer.pack_map(4);
+  write_str(packer, "num_moe_layers");
+  packer.pack(reply.load.counts.size());
+  write_str(packer, "num_experts");
+  packer.pack(reply.load.counts.empty() ? size_t{0} : reply.load.counts.front().size());
+  write_str(packer, "tokens");
+  packer.pack(reply.load.tokens);
+  write_str(packer, "counts");
+  detail::write_client_value(packer, reply.load.counts);
+  write_str(packer, "meta_info");
+  packer.pack_map(1);
+  write_str(packer, "id");
+  write_str(packer, reply.rid);
   return std::move(sink.bytes);
 }
 
@@ -239,6 +267,7 @@ ClientReply decode_client_reply(std::string_view frame) {
   const FieldPath path{nullptr, "reply"};
   if (root.type != msgpack::type::MAP) detail::fail_type(path, "a map", root);
   if (find_key(root, "error")) return read_error(require_map(root, "error", path), path.field("error"));
+  if (find_key(root, "expert_load")) return read_expert_load(root, path);
   return read_output(root, path);
 }
 

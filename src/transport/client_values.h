@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "moe/messages.h"
+#include "transport/client_protocol.h"
 #include "transport/message_fields.h"
 #include "transport/msgpack_io.h"
 
@@ -45,7 +46,29 @@ void visit_client_fields(M& message, Visit&& visit) {
 
 }  // namespace moe::msg
 
+namespace moe::transport {
+
+// The fields of an expert-load request besides its `op`.
+template <msg::StructOf<ExpertLoadRequest> M, class Visit>
+void visit_client_fields(M& request, Visit&& visit) {
+  visit("rid", request.rid);
+  visit("reset", request.reset);
+}
+
+}  // namespace moe::transport
+
 namespace moe::transport::detail {
+
+// The value under `key` in a map, or null when absent or nil.
+inline const msgpack::object* find_key(const msgpack::object& map, std::string_view key) {
+  for (uint32_t i = 0; i < map.via.map.size; ++i) {
+    const msgpack::object_kv& entry = map.via.map.ptr[i];
+    if (entry.key.type == msgpack::type::STR && std::string_view(entry.key.via.str.ptr, entry.key.via.str.size) == key) {
+      return entry.val.type == msgpack::type::NIL ? nullptr : &entry.val;
+    }
+  }
+  return nullptr;
+}
 
 // Reads one client value into a field: scalars, optionals, arrays, and structs as maps.
 template <class T>
@@ -88,6 +111,12 @@ void read_client_value(const msgpack::object& object, T& out, const FieldPath& p
   } else {
     read_client_map(object, out, path);
   }
+}
+
+// Reads `key` of `map` into `out` when present, leaving `out` alone otherwise.
+template <class T>
+void read_entry(const msgpack::object& map, std::string_view key, T& out, const FieldPath& path) {
+  if (const msgpack::object* value = find_key(map, key)) read_client_value(*value, out, path.field(key));
 }
 
 // Packs one field the way read_client_value reads it.

@@ -1,5 +1,7 @@
 """Starts moe-serve as a user would and talks to it with examples/zmq_client.py (run as a program
-and imported as a module): golden ids and routed experts; SIGTERM gives exit code 0.
+and imported as a module): golden ids and routed experts; SIGTERM gives exit code 0. Then
+examples/expert_load.py: the counts it reads are the histogram of the routing the server returned
+(and what HTTP's /expert_load says), --reset starts a new window, and a server without capture refuses.
 Usage: zmq_client_test.py PATH/TO/moe-serve"""
 import json
 import os
@@ -7,8 +9,11 @@ import signal
 import subprocess
 import sys
 import unittest
+import urllib.error
+import urllib.request
 
 import msgpack
+import numpy as np
 import zmq
 
 import serve_process as sp
@@ -64,6 +69,88 @@ class ExampleClient(unittest.TestCase):
             else:
                 self.assertEqual(ids, cases[0]["output_ids"])
             sock.close()
+        finally:
+            code, log = sp.terminate(server)
+        self.assertEqual(code, 0, log)
+
+
+class ExpertLoadExample(unittest.TestCase):
+    def example(self, zmq_port, *flags):
+        return subprocess.run([sys.executable, os.path.join(sp.REPO, "examples", "expert_load.py"),
+                               "--endpoint", f"tcp://127.0.0.1:{zmq_port}", *flags],
+                              capture_output=True, text=True, timeout=120)
+
+    def load_json(self, zmq_port):
+        run = self.example(zmq_port, "--json")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        return json.loads(run.stdout)
+
+    def test_counts_are_the_served_routing_and_reset_starts_a_window(self):
+        zmq_port, http_port = sp.free_port(), sp.free_port()
+        server = sp.start(MOE_SERVE, "--tokenizer-path", sp.TOKENIZER, "--zmq-endpoint", f"tcp://127.0.0.1:{zmq_port}",
+                          "--port", str(http_port))
+        http_load = f"http://127.0.0.1:{http_port}/expert_load"
+        try:
+            g = sp.golden()
+            layers = g["num_moe_layers"]
+            with open(os.path.join(sp.MODEL, "config.json")) as f:
+                experts = json.load(f)["num_experts"]
+            sock = zmq.Context.instance().socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(f"tcp://127.0.0.1:{zmq_port}")
+            expected, tokens = np.zeros((layers, experts), dtype=np.int64), 0
+            cases = g["cases"][:3] + g["cases"][2:3]
+            for i, case in enumerate(cases):
+                reply = sp.zmq_client.generate(sock, sp.golden_request(case, g["max_new_tokens"], f"c{i}"))
+                if i == len(cases) - 1:
+                    self.assertGreater(reply["meta_info"]["cached_tokens"], 0)  # the repeat hit the prefix cache
+                # Prompt rows a cache hit served from the host cache were never computed, so never counted.
+                computed = reply["routed_experts"][reply["meta_info"]["cached_tokens"]:]
+                tokens += len(computed)
+                for layer in range(layers):
+                    expected[layer] += np.bincount(computed[:, layer, :].ravel(), minlength=experts)
+            sock.close()
+
+            load = self.load_json(zmq_port)
+            self.assertEqual((load["num_moe_layers"], load["num_experts"], load["tokens"]), (layers, experts, tokens))
+            self.assertEqual(load["counts"], expected.tolist())
+            with urllib.request.urlopen(http_load, timeout=30) as reply:
+                self.assertEqual(json.load(reply), load)
+
+            run = self.example(zmq_port, "--reset", "--top", "2")
+            self.assertEqual(run.returncode, 0, run.stderr)
+            lines = run.stdout.splitlines()
+            self.assertEqual(lines[0], f"{tokens} tokens counted over {layers} MoE layers of {experts} experts")
+            for layer, line in enumerate(lines[1:]):
+                counts = expected[layer]
+                busiest = int(np.argmax(counts))
+                self.assertIn(f"imbalance {counts.max() / counts.mean():.2f} (max/mean)", line)
+                self.assertIn(f"busiest {busiest} ({counts[busiest]})", line)
+            self.assertEqual(len(lines), 1 + layers)
+
+            after = self.load_json(zmq_port)
+            self.assertEqual((after["tokens"], after["counts"]), (0, [[0] * experts] * layers))
+            with urllib.request.urlopen(http_load, timeout=30) as reply:
+                self.assertEqual(json.load(reply), after)
+        finally:
+            code, log = sp.terminate(server)
+        self.assertEqual(code, 0, log)
+
+    def test_without_capture_zeromq_and_http_refuse_with_400(self):
+        zmq_port, http_port = sp.free_port(), sp.free_port()
+        flags = [f for f in sp.SHARED_FLAGS if f != "--enable-return-routed-experts"]
+        server = subprocess.Popen([MOE_SERVE, *flags, "--tokenizer-path", sp.TOKENIZER, "--zmq-endpoint",
+                                   f"tcp://127.0.0.1:{zmq_port}", "--port", str(http_port)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            run = self.example(zmq_port)
+            self.assertEqual(run.returncode, 1)
+            self.assertIn("400 invalid_request_error: expert_load needs a server started with "
+                          "--enable-return-routed-experts", run.stderr)
+            with self.assertRaises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(f"http://127.0.0.1:{http_port}/expert_load", timeout=30)
+            self.assertEqual(refused.exception.code, 400)
+            self.assertIn("--enable-return-routed-experts", json.load(refused.exception)["error"]["message"])
         finally:
             code, log = sp.terminate(server)
         self.assertEqual(code, 0, log)

@@ -6,20 +6,20 @@
 
 #include "common/error.h"
 #include "expect_error.h"
+#include "msgpack_json.h"
 #include "sample_messages.h"
 
 namespace moe::transport {
 namespace {
 
 using nlohmann::json;
+using test::pack;
+using test::unpack;
 
-// A request frame as any msgpack client would pack this JSON-shaped value.
-std::string pack(const json& value) {
-  const std::vector<uint8_t> bytes = json::to_msgpack(value);
-  return std::string(bytes.begin(), bytes.end());
+// The generation a frame without `op` asks for.
+msg::GenerateRequest parse_generation(const std::string& frame) {
+  return std::get<msg::GenerateRequest>(parse_client_request(frame));
 }
-
-json unpack(const std::string& frame) { return json::from_msgpack(frame); }
 
 void expect_request_error(const std::string& frame, const std::string& needle) {
   test::expect_error_containing([&] { parse_client_request(frame); }, needle);
@@ -51,7 +51,7 @@ TEST(ClientRequest, ParsesEverySGLangGenerateField) {
       {"return_router_weights", true},
       {"router_weights_dtype", "float16"},
       {"routed_experts_raw", true}};
-  const msg::GenerateRequest parsed = parse_client_request(pack(request));
+  const msg::GenerateRequest parsed = parse_generation(pack(request));
 
   msg::GenerateRequest expected;
   expected.rid = "r1";
@@ -67,7 +67,7 @@ TEST(ClientRequest, ParsesEverySGLangGenerateField) {
 }
 
 TEST(ClientRequest, DefaultsFollowSGLang) {
-  const msg::GenerateRequest parsed = parse_client_request(pack({{"input_ids", {1, 2, 151935}}}));
+  const msg::GenerateRequest parsed = parse_generation(pack({{"input_ids", {1, 2, 151935}}}));
   EXPECT_EQ(parsed.input_ids, (std::vector<int32_t>{1, 2, 151935}));
   EXPECT_FALSE(parsed.text.has_value());
   EXPECT_EQ(parsed.sampling, msg::SamplingParams{});
@@ -82,7 +82,7 @@ TEST(ClientRequest, IgnoresUnknownFieldsAndTreatsNilAsAbsent) {
                         {"lora_path", "adapter"},
                         {"custom", {{"deep", {1, 2, {{"x", nullptr}}}}}},
                         {"sampling_params", {{"frequency_penalty", 1.5}, {"max_new_tokens", 3}, {"seed", nullptr}}}};
-  const msg::GenerateRequest parsed = parse_client_request(pack(request));
+  const msg::GenerateRequest parsed = parse_generation(pack(request));
   EXPECT_EQ(parsed.text, "x");
   EXPECT_EQ(parsed.rid, "");
   EXPECT_EQ(parsed.sampling.max_new_tokens, 3);
@@ -90,7 +90,7 @@ TEST(ClientRequest, IgnoresUnknownFieldsAndTreatsNilAsAbsent) {
 }
 
 TEST(ClientRequest, AcceptsOneStopStringAndChatMessages) {
-  const msg::GenerateRequest parsed = parse_client_request(
+  const msg::GenerateRequest parsed = parse_generation(
       pack({{"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}},
             {"sampling_params", {{"stop", "\n"}}}}));
   ASSERT_TRUE(parsed.messages.has_value());
@@ -135,11 +135,11 @@ TEST(ClientRequest, EncodeThenParseRoundTrips) {
   msg::GenerateRequest chat = request;
   request.messages.reset();  // the sample fills every prompt field; a client gives one
   chat.text.reset();
-  EXPECT_EQ(parse_client_request(encode_client_request(request)), request);
-  EXPECT_EQ(parse_client_request(encode_client_request(chat)), chat);
+  EXPECT_EQ(parse_generation(encode_client_request(request)), request);
+  EXPECT_EQ(parse_generation(encode_client_request(chat)), chat);
   msg::GenerateRequest ids_only;
   ids_only.input_ids = std::vector<int32_t>{3, 1, 4};
-  EXPECT_EQ(parse_client_request(encode_client_request(ids_only)), ids_only);
+  EXPECT_EQ(parse_generation(encode_client_request(ids_only)), ids_only);
   EXPECT_FALSE(unpack(encode_client_request(ids_only)).contains("text"));
 }
 

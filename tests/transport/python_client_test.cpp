@@ -61,7 +61,7 @@ TEST(PythonClient, DecodesRepliesAndSendsRequestsWeParse) {
   ASSERT_EQ(::pclose(pipe), 0) << printed;
   EXPECT_EQ(printed, "ok [5, 6] {'type': 'stop', 'matched': 6} [[[1, 2]], [[3, 4]]] [[[0.5, 0.25]]]\n");
 
-  const msg::GenerateRequest request = parse_client_request(read_file(dir / "request.msgpack"));
+  const auto request = std::get<msg::GenerateRequest>(parse_client_request(read_file(dir / "request.msgpack")));
   EXPECT_EQ(request.rid, "py-1");
   EXPECT_EQ(request.text, "hi");
   EXPECT_EQ(request.sampling.temperature, 0.0f);
