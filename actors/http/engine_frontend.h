@@ -34,9 +34,11 @@ class EngineFrontend {
 
   // The name OpenAI requests must give as `model`, and GET /v1/models lists.
   virtual std::string model_name() const = 0;
-  // For GET /metrics and GET /expert_load.
+  // For GET /metrics.
   virtual api::ServerStats stats() const = 0;
-  virtual api::ExpertLoad expert_load() const = 0;
+  // For GET /expert_load and POST /expert_load/reset, whose `reset` zeroes the counts in the same
+  // step as the read; throws api::ApiError (400) when the engine keeps no counts.
+  virtual api::ExpertLoad expert_load(bool reset) = 0;
   // True once the engine stops taking requests: generation calls and /health answer 503.
   virtual bool shutting_down() const = 0;
 };

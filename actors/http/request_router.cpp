@@ -14,7 +14,7 @@ namespace moe::http {
 namespace {
 
 // What a route leads to.
-enum class Endpoint { Generate, Completion, ChatCompletion, Models, Health, Metrics, ExpertLoad };
+enum class Endpoint { Generate, Completion, ChatCompletion, Models, Health, Metrics, ExpertLoad, ExpertLoadReset };
 
 // A path served with one method.
 struct Route {
@@ -31,6 +31,8 @@ constexpr std::array kRoutes = {
     Route{"/health", "GET", Endpoint::Health},
     Route{"/metrics", "GET", Endpoint::Metrics},
     Route{"/expert_load", "GET", Endpoint::ExpertLoad},
+    // Reads and zeroes the counts: a state change, so POST (the reply is what the window held).
+    Route{"/expert_load/reset", "POST", Endpoint::ExpertLoadReset},
 };
 
 // What generation calls and /health get once the engine stops taking requests.
@@ -64,7 +66,12 @@ std::shared_ptr<GenerationExchange> RequestRouter::route(const HttpRequest& requ
       case Endpoint::Models: channel->send(json_reply(200, api::model_list(engine_.model_name(), started_))); break;
       case Endpoint::Health: channel->send(health()); break;
       case Endpoint::Metrics: channel->send(metrics()); break;
-      case Endpoint::ExpertLoad: channel->send(json_reply(200, api::expert_load_json(engine_.expert_load()))); break;
+      case Endpoint::ExpertLoad:
+      case Endpoint::ExpertLoadReset: {
+        const bool reset = matched->endpoint == Endpoint::ExpertLoadReset;
+        channel->send(json_reply(200, api::expert_load_json(engine_.expert_load(reset))));
+        break;
+      }
     }
   } catch (const api::ApiError& error) {
     channel->send(error_reply(error));

@@ -1,7 +1,8 @@
 #pragma once
 // Maps a request's method and path to its handler: the generation endpoints (SGLang's /generate,
 // OpenAI's /v1/completions and /v1/chat/completions) and the informational ones (/v1/models,
-// /health, /metrics, /expert_load). 404 for an unknown path, 405 for a known path and wrong method.
+// /health, /metrics, /expert_load, /expert_load/reset). 404 for an unknown path, 405 for a known path
+// and wrong method.
 #include <memory>
 
 #include "api/request_ids.h"

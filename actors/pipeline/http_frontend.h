@@ -20,7 +20,7 @@ class HttpFrontend final : public http::EngineFrontend {
   void abort(const std::string& rid) override;
   std::string model_name() const override { return model_name_; }
   api::ServerStats stats() const override;
-  api::ExpertLoad expert_load() const override { return read_expert_load_(false); }
+  api::ExpertLoad expert_load(bool reset) override { return read_expert_load_(reset); }
   bool shutting_down() const override { return tokenizer_.shutting_down(); }
 
  private:

@@ -132,6 +132,20 @@ class ExpertLoadExample(unittest.TestCase):
             self.assertEqual((after["tokens"], after["counts"]), (0, [[0] * experts] * layers))
             with urllib.request.urlopen(http_load, timeout=30) as reply:
                 self.assertEqual(json.load(reply), after)
+
+            # HTTP's reset reads and zeroes the same counts: one more request's rows, then nothing.
+            sock = zmq.Context.instance().socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(f"tcp://127.0.0.1:{zmq_port}")
+            reply = sp.zmq_client.generate(sock, sp.golden_request(g["cases"][3], g["max_new_tokens"], "last"))
+            sock.close()
+            computed = reply["routed_experts"][reply["meta_info"]["cached_tokens"]:]
+            with urllib.request.urlopen(urllib.request.Request(http_load + "/reset", method="POST"), timeout=30) as r:
+                window = json.load(r)
+            self.assertEqual(window["tokens"], len(computed))
+            self.assertEqual(window["counts"], [np.bincount(computed[:, layer, :].ravel(), minlength=experts).tolist()
+                                                for layer in range(layers)])
+            self.assertEqual(self.load_json(zmq_port), after)
         finally:
             code, log = sp.terminate(server)
         self.assertEqual(code, 0, log)

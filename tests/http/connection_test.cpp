@@ -37,6 +37,17 @@ TEST_F(ServerTest, KeepAliveServesEveryInformationEndpointOnOneConnection) {
             std::string::npos);
 }
 
+TEST_F(ServerTest, ExpertLoadResetIsAPostThatAnswersTheCountsItZeroes) {
+  TestClient c = client();
+  EXPECT_EQ(c.request("GET", "/expert_load/reset").status, 405);
+  const TestResponse reset = c.request("POST", "/expert_load/reset");
+  EXPECT_EQ(reset.status, 200);
+  EXPECT_EQ(json::parse(reset.body)["counts"], json::parse("[[5, 0, 1], [2, 2, 2]]"));
+  const json after = json::parse(c.request("GET", "/expert_load").body);
+  EXPECT_EQ(after["counts"], json::parse("[[0, 0, 0], [0, 0, 0]]"));
+  EXPECT_EQ(after["tokens"], 0);
+}
+
 TEST_F(ServerTest, UnknownPathIs404AndWrongMethodIs405WithoutLosingTheConnection) {
   TestClient c = client();
   const TestResponse missing = c.request("GET", "/v2/anything");

@@ -38,7 +38,12 @@ class ScriptedEngine final : public EngineFrontend {
   void abort(const std::string& rid) override;
   std::string model_name() const override { return "test-model"; }
   api::ServerStats stats() const override;
-  api::ExpertLoad expert_load() const override { return api::ExpertLoad{{{5, 0, 1}, {2, 2, 2}}, 3}; }
+  // {{5, 0, 1}, {2, 2, 2}} over 3 tokens until a reset zeroes them.
+  api::ExpertLoad expert_load(bool reset) override {
+    const api::ExpertLoad read = expert_load_;
+    if (reset) expert_load_ = api::ExpertLoad{{{0, 0, 0}, {0, 0, 0}}, 0};
+    return read;
+  }
   bool shutting_down() const override { return shutting_down_; }
 
   // Knobs the tests turn: the pace of tokens (set it on the loop) and the shutdown flag.
@@ -74,6 +79,7 @@ class ScriptedEngine final : public EngineFrontend {
   mutable std::condition_variable changed_;
   std::vector<msg::GenerateRequest> submitted_;
   std::vector<std::string> aborted_;
+  api::ExpertLoad expert_load_{{{5, 0, 1}, {2, 2, 2}}, 3};  // only touched on the server's loop
 };
 
 }  // namespace moe::http::test

@@ -50,7 +50,7 @@ TEST(MessageCodec, FrameIsVersionKindBody) {
   EXPECT_EQ(root.via.array.ptr[1].as<uint32_t>(), static_cast<uint32_t>(msg::MessageKind::Abort));
   const msgpack::object& body = root.via.array.ptr[2];
   ASSERT_EQ(body.type, msgpack::type::ARRAY);
-  ASSERT_EQ(body.via.array.size, 4u);  // rid, reason, index, stop_string
+  ASSERT_EQ(body.via.array.size, 5u);  // rid, reason, index, stop_string, kept_tokens
   EXPECT_EQ(body.via.array.ptr[0].as<std::string>(), "x");
   EXPECT_EQ(body.via.array.ptr[1].as<std::string>(), "y");
   EXPECT_EQ(body.via.array.ptr[2].as<int32_t>(), -1);
@@ -100,11 +100,11 @@ TEST(MessageCodec, RejectsTruncatedAndPaddedFrames) {
 TEST(MessageCodec, NamesTheFieldOfABodyThatDoesNotFitItsKind) {
   const auto abort_kind = static_cast<uint32_t>(msg::MessageKind::Abort);
   expect_decode_error(frame_of(msg::kProtocolVersion, abort_kind,
-                               [](auto& packer) { packer.pack(std::make_tuple(7, std::string("r"), -1, false)); }),
+                               [](auto& packer) { packer.pack(std::make_tuple(7, std::string("r"), -1, false, -1)); }),
                       "Abort.rid: expected a string, got positive integer");
   expect_decode_error(frame_of(msg::kProtocolVersion, abort_kind,
                                [](auto& packer) { packer.pack(std::vector<std::string>{"only one"}); }),
-                      "Abort: expected 4 fields, got 1");
+                      "Abort: expected 5 fields, got 1");
   expect_decode_error(frame_of(msg::kProtocolVersion, static_cast<uint32_t>(msg::MessageKind::HealthCheck),
                                [](auto& packer) { packer.pack(std::vector<int>{-1}); }),
                       "HealthCheck.id: -1 is out of range");
