@@ -1,9 +1,10 @@
-// linear() against a double-precision reference, for every path: bf16 streaming (1–32 tokens),
-// bf16 widened blocks into GEMM, f32, row subsets and bias, on shapes that do not divide the
-// widening block or the SIMD width.
+// linear() against a double-precision reference, for every path: the half-precision GEMM (bf16
+// and f16, one token and many, split over the thread pool's row chunks) and Eigen's for f32, row
+// subsets and bias, on shapes that divide neither the row chunks nor the SIMD width.
 #include "kernels/linear.h"
 
 #include <gtest/gtest.h>
+#include <immintrin.h>
 
 #include <cmath>
 #include <random>
@@ -13,10 +14,13 @@ namespace moe {
 namespace {
 
 struct Matrix {
-  std::vector<uint16_t> bf16;
-  std::vector<float> f32;  // the bf16 values, widened, so both dtypes describe the same matrix
+  std::vector<uint16_t> bf16, f16;
+  std::vector<float> f32;  // the bf16 values, widened, so every dtype describes the same matrix
   WeightView view(DType dtype, int64_t rows, int64_t cols) const {
-    return WeightView{dtype == DType::BF16 ? static_cast<const void*>(bf16.data()) : f32.data(), dtype, rows, cols};
+    const void* data = dtype == DType::BF16 ? static_cast<const void*>(bf16.data())
+                       : dtype == DType::F16 ? static_cast<const void*>(f16.data())
+                                             : static_cast<const void*>(f32.data());
+    return WeightView{data, dtype, rows, cols};
   }
 };
 
@@ -27,6 +31,8 @@ Matrix random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
   for (int64_t i = 0; i < rows * cols; ++i) {
     m.bf16.push_back(float_to_bf16(dist(rng)));
     m.f32.push_back(bf16_to_float(m.bf16.back()));
+    // Exact except under f16's normal range (below 6e-5), far inside the tolerance.
+    m.f16.push_back(_cvtss_sh(m.f32.back(), 0));
   }
   return m;
 }
@@ -80,7 +86,7 @@ TEST_P(LinearTest, RowSubsetMatchesThoseRows) {
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypesAndTokenCounts, LinearTest,
-                         ::testing::Combine(::testing::Values(DType::BF16, DType::F32),
+                         ::testing::Combine(::testing::Values(DType::BF16, DType::F16, DType::F32),
                                             ::testing::Values(int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4},
                                                               int64_t{5}, int64_t{13}, int64_t{32},
                                                               int64_t{70})));

@@ -1,0 +1,79 @@
+// linear() on the benchmark model's projection shapes for 1 to 512 tokens: the half-precision
+// GEMM (bf16 and f16 weights) beside Eigen's float32 GEMM of the same shape, the compute ceiling.
+// Run with MOE_NUM_THREADS=1 for one core's figures; the GFLOP/s counter is per wall second. The
+// weights (1–4 MB) stay in the last-level cache between iterations, so the 1-token rows overstate
+// a memory-bound GEMV (BM_LmHead in bench_layers streams its weights from memory).
+#include <benchmark/benchmark.h>
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "kernels/linear.h"
+
+namespace moe {
+namespace {
+
+// Weights stored in every dtype, holding the same bf16-representable values.
+struct BenchWeights {
+  std::vector<uint16_t> bf16, f16;
+  std::vector<float> f32;
+
+  BenchWeights(int64_t rows, int64_t cols) {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      bf16.push_back(float_to_bf16(normal(rng)));
+      f32.push_back(bf16_to_float(bf16.back()));
+      f16.push_back(_cvtss_sh(f32.back(), 0));
+    }
+  }
+  const void* data(DType dtype) const {
+    switch (dtype) {
+      case DType::BF16: return bf16.data();
+      case DType::F16: return f16.data();
+      case DType::F32: return f32.data();
+    }
+    return nullptr;
+  }
+};
+
+// One set of weights per shape, made on first use.
+const BenchWeights& bench_weights(int64_t rows, int64_t cols) {
+  static std::map<std::pair<int64_t, int64_t>, BenchWeights> made;
+  return made.try_emplace({rows, cols}, rows, cols).first->second;
+}
+
+// args: tokens, rows (output features), cols (input features), dtype (DType's value).
+void BM_Linear(benchmark::State& state) {
+  const int64_t tokens = state.range(0), rows = state.range(1), cols = state.range(2);
+  const DType dtype = static_cast<DType>(state.range(3));
+  const WeightView w{bench_weights(rows, cols).data(dtype), dtype, rows, cols};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(tokens * cols)), y(static_cast<size_t>(tokens * rows));
+  for (float& v : x) v = normal(rng);
+  for (auto _ : state) {
+    linear(x.data(), tokens, w, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(tokens * rows * cols) * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(dtype_name(dtype));
+}
+
+void linear_shapes(benchmark::internal::Benchmark* bench) {
+  bench->ArgNames({"T", "rows", "cols", "dtype"});
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1024, 1024}, {512, 1024}})
+    for (const DType dtype : {DType::BF16, DType::F16, DType::F32})
+      for (const int64_t tokens : {1, 2, 4, 8, 16, 32, 64, 128, 512})
+        bench->Args({tokens, rows, cols, static_cast<int64_t>(dtype)});
+}
+BENCHMARK(BM_Linear)->Apply(linear_shapes)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime();
+
+}  // namespace
+}  // namespace moe

@@ -1,0 +1,34 @@
+#pragma once
+// y = x · Wᵀ for half-precision (bf16 or f16) weights and float32 activations, at any token count:
+// decode batches, the few tokens each expert gets, prefill. A register-blocked micro-kernel: each
+// tile keeps R weight rows × t tokens of partial sums in registers, so every widened weight vector
+// feeds t FMAs and every activation vector feeds R, and the weights cross the memory bus once per
+// call. A single token is a GEMV that streams each row in memory order.
+#include <cstdint>
+#include <vector>
+
+#include "kernels/weight.h"
+
+namespace moe {
+
+// Activations rearranged once per call into the order the kernel widens weights in (bf16 weights
+// are widened without shuffles, which leaves their columns permuted within each chunk of 16; f16
+// weights and a single token keep column order), and padded with zeros to whole chunks so the
+// kernel has no column remainder on the activation side.
+struct PackedActivations {
+  std::vector<float> values;  // [num_tokens, stride]
+  int64_t num_tokens = 0;
+  int64_t cols = 0;           // the weights' input features
+  int64_t stride = 0;         // cols rounded up to the kernel's chunk
+  DType dtype = DType::BF16;  // the weight dtype the order was made for
+};
+
+// Packs x[num_tokens, cols] for weights of `dtype` (BF16 or F16) into `out`, reusing its storage.
+void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dtype, PackedActivations& out);
+
+// y[t * out_stride + (r - row_begin)] = x[t] · W[r] for every token t and r in [row_begin, row_end).
+// weight must be BF16 or F16 with the dtype and cols that x was packed for.
+void half_gemm_rows(const PackedActivations& x, const WeightView& weight, int64_t row_begin, int64_t row_end,
+                    float* y, int64_t out_stride);
+
+}  // namespace moe

@@ -1,0 +1,149 @@
+// The half-precision GEMM against a double-precision reference: every token count from 1 to 40
+// and larger ones past the token slab, bf16 and f16, a row range that starts and ends mid-tile and
+// mid-block, a column count that is not a multiple of 8 or 16, and an output row stride wider than
+// the rows computed. Tolerances are relative to Σ|x·w|, the size float32 rounding scales with.
+#include "kernels/half_gemm.h"
+
+#include <gtest/gtest.h>
+#include <immintrin.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "common/error.h"
+
+namespace moe {
+namespace {
+
+constexpr float kSentinel = -12345.0f;
+
+// A weight matrix in one half-precision dtype, and its values widened to float32; `spare` more
+// elements past the matrix hold NaN, which a kernel reading past the last row would pick up.
+struct HalfMatrix {
+  DType dtype;
+  int64_t rows, cols;
+  std::vector<uint16_t> bits;
+  std::vector<float> values;
+
+  HalfMatrix(DType dtype_, int64_t rows_, int64_t cols_, uint32_t seed, int64_t spare = 0)
+      : dtype(dtype_), rows(rows_), cols(cols_) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      const float v = dist(rng);
+      bits.push_back(dtype == DType::BF16 ? float_to_bf16(v) : _cvtss_sh(v, 0));
+      values.push_back(dtype == DType::BF16 ? bf16_to_float(bits.back()) : f16_to_float(bits.back()));
+    }
+    const uint16_t nan = dtype == DType::BF16 ? 0x7FC0 : 0x7E00;
+    bits.insert(bits.end(), static_cast<size_t>(spare), nan);
+  }
+  WeightView view() const { return WeightView{bits.data(), dtype, rows, cols}; }
+};
+
+std::vector<float> random_activations(int64_t tokens, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(tokens * cols));
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
+// Runs half_gemm_rows for rows [row_begin, row_end) into columns [y_offset, y_offset + rows) of a
+// y whose row stride is out_stride, and checks every computed value against the double-precision
+// dot product and every other element of y against the sentinel it was filled with.
+void expect_matches_reference(const HalfMatrix& w, int64_t tokens, int64_t row_begin, int64_t row_end,
+                              int64_t out_stride, int64_t y_offset) {
+  const std::vector<float> x = random_activations(tokens, w.cols, static_cast<uint32_t>(tokens));
+  PackedActivations packed;
+  pack_activations(x.data(), tokens, w.cols, w.dtype, packed);
+  std::vector<float> y(static_cast<size_t>(tokens * out_stride), kSentinel);
+  half_gemm_rows(packed, w.view(), row_begin, row_end, y.data() + y_offset, out_stride);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t col = 0; col < out_stride; ++col) {
+      const float got = y[t * out_stride + col];
+      const int64_t r = row_begin + col - y_offset;
+      if (r < row_begin || r >= row_end) {
+        ASSERT_EQ(got, kSentinel) << "wrote outside its rows: token " << t << ", y column " << col;
+        continue;
+      }
+      double dot = 0.0, magnitude = 0.0;
+      for (int64_t c = 0; c < w.cols; ++c) {
+        const double product = static_cast<double>(x[t * w.cols + c]) * w.values[r * w.cols + c];
+        dot += product;
+        magnitude += std::abs(product);
+      }
+      ASSERT_NEAR(got, dot, 1e-5 * magnitude) << dtype_name(w.dtype) << " " << tokens << " tokens, token " << t
+                                             << ", row " << r;
+    }
+}
+
+class HalfGemmTokens : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {};
+
+// 53 rows from 5: neither end on a tile (4 or 3 rows) or block (24 rows) boundary; 203 columns:
+// 12 whole chunks of 16 and 11 more; y 70 wide, the rows written from column 6.
+TEST_P(HalfGemmTokens, MatchesDoublePrecisionOnRowRangeAndColumnRemainder) {
+  const auto [dtype, tokens] = GetParam();
+  const HalfMatrix w(dtype, 60, 203, 1);
+  expect_matches_reference(w, tokens, 5, 58, 70, 6);
+}
+
+TEST_P(HalfGemmTokens, MatchesDoublePrecisionOnWholeChunks) {
+  const auto [dtype, tokens] = GetParam();
+  const HalfMatrix w(dtype, 50, 256, 2);
+  expect_matches_reference(w, tokens, 0, 50, 50, 0);
+}
+
+std::vector<int64_t> token_counts() {
+  std::vector<int64_t> counts;
+  for (int64_t t = 1; t <= 40; ++t) counts.push_back(t);
+  for (int64_t t : {64, 97, 191, 192, 193, 400}) counts.push_back(t);  // around the 192-token slab
+  return counts;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryTokenCount, HalfGemmTokens,
+                         ::testing::Combine(::testing::Values(DType::BF16, DType::F16),
+                                            ::testing::ValuesIn(token_counts())));
+
+// Few columns: less than one chunk, exactly one, a chunk and a bit.
+TEST(HalfGemm, NarrowRowsLeaveNoGarbage) {
+  for (const DType dtype : {DType::BF16, DType::F16})
+    for (const int64_t cols : {1, 7, 8, 15, 16, 17, 33})
+      for (const int64_t tokens : {1, 2, 3, 5}) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " cols " << cols << " tokens " << tokens);
+        expect_matches_reference(HalfMatrix(dtype, 11, cols, 3), tokens, 0, 11, 13, 1);
+      }
+}
+
+// NaN right after the last row: the column remainder must come from a zero-padded copy.
+TEST(HalfGemm, DoesNotReadPastTheLastRow) {
+  for (const DType dtype : {DType::BF16, DType::F16})
+    for (const int64_t tokens : {1, 2, 3, 6}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " tokens " << tokens);
+      const HalfMatrix w(dtype, 9, 37, 4, 64);
+      expect_matches_reference(w, tokens, 0, 9, 9, 0);
+    }
+}
+
+TEST(HalfGemm, NoTokensWritesNothing) {
+  const HalfMatrix w(DType::BF16, 8, 16, 5);
+  PackedActivations packed;
+  pack_activations(nullptr, 0, 16, DType::BF16, packed);
+  std::vector<float> y(8, kSentinel);
+  half_gemm_rows(packed, w.view(), 0, 8, y.data(), 8);
+  for (float v : y) EXPECT_EQ(v, kSentinel);
+}
+
+TEST(HalfGemm, RejectsFloat32AndMismatchedPacking) {
+  PackedActivations packed;
+  const std::vector<float> x = random_activations(2, 16, 6);
+  EXPECT_THROW(pack_activations(x.data(), 2, 16, DType::F32, packed), Error);
+  pack_activations(x.data(), 2, 16, DType::F16, packed);
+  const HalfMatrix bf16(DType::BF16, 4, 16, 7), wider(DType::F16, 4, 32, 8);
+  std::vector<float> y(8);
+  EXPECT_THROW(half_gemm_rows(packed, bf16.view(), 0, 4, y.data(), 4), Error);
+  EXPECT_THROW(half_gemm_rows(packed, wider.view(), 0, 4, y.data(), 4), Error);
+}
+
+}  // namespace
+}  // namespace moe
