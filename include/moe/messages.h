@@ -57,6 +57,8 @@ struct RoutingOptions {
   bool return_router_weights = false;
   std::string weights_dtype = "float32";  // float32 | float16
   bool raw = false;                       // bytes instead of base64 (ZeroMQ clients only)
+  // The reply has the last generated token's row too: it is fed once more, without sampling.
+  bool routes_last_token() const { return return_routed_experts && include_last; }
   bool operator==(const RoutingOptions&) const = default;
 };
 

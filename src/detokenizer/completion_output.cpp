@@ -52,8 +52,7 @@ std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem
 std::optional<msg::TextOutput> CompletionOutput::stop_here(msg::FinishReason reason) {
   stop_unreported_ = true;
   held_finish_ = std::move(reason);
-  const bool include_last = routing_.return_routed_experts && routing_.include_last;
-  row_limit_ = int64_t{prompt_tokens_} + completion_tokens_ - (include_last ? 0 : 1);
+  row_limit_ = int64_t{prompt_tokens_} + completion_tokens_ - (routing_.routes_last_token() ? 0 : 1);
   return release_held(false);
 }
 

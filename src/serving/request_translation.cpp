@@ -14,7 +14,7 @@ Request to_request(const msg::TokenizedRequest& in, const std::vector<int32_t>& 
   r.stop.ignore_eos = in.sampling.ignore_eos;
   r.n = in.sampling.n;
   r.return_routed_experts = in.routing.return_routed_experts;
-  r.route_last_token = in.routing.return_routed_experts && in.routing.include_last;
+  r.route_last_token = in.routing.routes_last_token();
   return r;
 }
 

@@ -52,9 +52,8 @@ void SchedulerService::abort(const std::string& rid, const std::string& reason) 
 
 void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t index, int64_t kept_tokens) {
   const auto info = requests_.find(rid);
-  const bool awaits_last_row = kept_tokens >= 0 && info != requests_.end() &&
-                               info->second.options.routing.return_routed_experts &&
-                               info->second.options.routing.include_last;
+  const bool awaits_last_row =
+      kept_tokens >= 0 && info != requests_.end() && info->second.options.routing.routes_last_token();
   const int64_t kept = kept_tokens >= 0 ? kept_tokens : std::numeric_limits<int64_t>::max();
   std::optional<FinishedRequest> done = scheduler_.stop_at_output(rid, index, kept, FinishReason::stop_string(""));
   if (!done) return;  // gone already, or its final item comes after the last token's forward
