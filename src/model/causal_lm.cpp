@@ -69,7 +69,10 @@ class CausalLm final : public Model {
     validate(batch, kv);
     const int64_t T = batch.num_tokens(), H = config_.hidden_size;
     const float eps = static_cast<float>(config_.rms_norm_eps);
-    std::vector<float> x(static_cast<size_t>(T * H)), normed(x.size()), branch(x.size());
+    std::vector<float>& x = scratch_.hidden;
+    std::vector<float>& normed = scratch_.normed;
+    std::vector<float>& branch = scratch_.branch;
+    for (std::vector<float>* buffer : {&x, &normed, &branch}) buffer->resize(static_cast<size_t>(T * H));
     for (int64_t t = 0; t < T; ++t) embed_.row_to_float(batch.token_ids[t], x.data() + t * H);
     for (const DecoderLayer& layer : layers_) {
       rms_norm(x.data(), T, H, H, layer.input_norm.data(), eps, normed.data());
@@ -87,9 +90,10 @@ class CausalLm final : public Model {
 
  private:
   // Only the last new token of each sequence that samples goes through the final norm and lm_head.
-  void compute_logits(const ForwardBatch& batch, const std::vector<float>& x, std::vector<float>& logits) const {
+  void compute_logits(const ForwardBatch& batch, const std::vector<float>& x, std::vector<float>& logits) {
     const int64_t H = config_.hidden_size;
-    std::vector<float> rows;
+    std::vector<float>& rows = scratch_.last_rows;
+    rows.clear();
     int64_t t = 0;
     for (const BatchSequence& seq : batch.sequences) {
       t += seq.num_new_tokens;
@@ -125,6 +129,12 @@ class CausalLm final : public Model {
   VectorParam final_norm_;
   std::vector<DecoderLayer> layers_;
   std::unique_ptr<MoeRunner> runner_;
+  // Activations kept from step to step: allocating them anew each step let the allocator hand
+  // the pages back and fault them in again, thousands of page faults per decode batch.
+  struct Scratch {
+    std::vector<float> hidden, normed, branch;  // [T, H]
+    std::vector<float> last_rows;               // [sequences that sample, H]
+  } scratch_;
 };
 
 }  // namespace

@@ -16,7 +16,10 @@ DenseMlp DenseMlp::load(const Checkpoint& ckpt, const std::string& prefix, int64
 
 void DenseMlp::forward(const float* x, int64_t num_tokens, float* out) const {
   const int64_t width = gate.rows;
-  std::vector<float> g(static_cast<size_t>(num_tokens * width)), u(g.size());
+  // Kept per thread from call to call, as the model's other activations (see CausalLm's scratch).
+  thread_local std::vector<float> g, u;
+  g.resize(static_cast<size_t>(num_tokens * width));
+  u.resize(g.size());
   linear(x, num_tokens, gate, g.data());
   linear(x, num_tokens, up, u.data());
   silu_mul(g.data(), u.data(), static_cast<int64_t>(g.size()));

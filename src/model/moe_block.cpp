@@ -45,7 +45,10 @@ void MoeBlock::forward(const float* x, int64_t num_tokens, MoeRunner& runner, Ro
   runner.run(x, num_tokens, routing, experts_, out);
   if (!shared_expert_) return;
   const int64_t hidden = experts_.hidden_size;
-  std::vector<float> shared(static_cast<size_t>(num_tokens * hidden)), gate(static_cast<size_t>(num_tokens));
+  // Kept per thread from call to call, as the model's other activations (see CausalLm's scratch).
+  thread_local std::vector<float> shared, gate;
+  shared.resize(static_cast<size_t>(num_tokens * hidden));
+  gate.resize(static_cast<size_t>(num_tokens));
   shared_expert_->forward(x, num_tokens, shared.data());
   linear(x, num_tokens, shared_expert_gate_, gate.data());
   for (int64_t t = 0; t < num_tokens; ++t) {

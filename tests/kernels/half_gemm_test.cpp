@@ -1,5 +1,6 @@
-// The half-precision GEMM against a double-precision reference: every token count from 1 to 40
-// and larger ones past the token slab, bf16 and f16, a row range that starts and ends mid-tile and
+// The half-precision GEMM against a double-precision reference, with the kernels of every
+// instruction set this CPU runs: every token count from 1 to 40 and larger ones past the token
+// slab, bf16 and f16, a row range that starts and ends mid-tile and
 // mid-block, a column count that is not a multiple of 8 or 16, and an output row stride wider than
 // the rows computed. Tolerances are relative to Σ|x·w|, the size float32 rounding scales with.
 #include "kernels/half_gemm.h"
@@ -8,6 +9,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -52,11 +54,11 @@ std::vector<float> random_activations(int64_t tokens, int64_t cols, uint32_t see
 // Runs half_gemm_rows for rows [row_begin, row_end) into columns [y_offset, y_offset + rows) of a
 // y whose row stride is out_stride, and checks every computed value against the double-precision
 // dot product and every other element of y against the sentinel it was filled with.
-void expect_matches_reference(const HalfMatrix& w, int64_t tokens, int64_t row_begin, int64_t row_end,
-                              int64_t out_stride, int64_t y_offset) {
+void expect_matches_reference(GemmIsa isa, const HalfMatrix& w, int64_t tokens, int64_t row_begin,
+                              int64_t row_end, int64_t out_stride, int64_t y_offset) {
   const std::vector<float> x = random_activations(tokens, w.cols, static_cast<uint32_t>(tokens));
   PackedActivations packed;
-  pack_activations(x.data(), tokens, w.cols, w.dtype, packed);
+  pack_activations(x.data(), tokens, w.cols, w.dtype, packed, isa);
   std::vector<float> y(static_cast<size_t>(tokens * out_stride), kSentinel);
   half_gemm_rows(packed, w.view(), row_begin, row_end, y.data() + y_offset, out_stride);
   for (int64_t t = 0; t < tokens; ++t)
@@ -73,25 +75,33 @@ void expect_matches_reference(const HalfMatrix& w, int64_t tokens, int64_t row_b
         dot += product;
         magnitude += std::abs(product);
       }
-      ASSERT_NEAR(got, dot, 1e-5 * magnitude) << dtype_name(w.dtype) << " " << tokens << " tokens, token " << t
-                                             << ", row " << r;
+      ASSERT_NEAR(got, dot, 1e-5 * magnitude) << gemm_isa_name(isa) << " " << dtype_name(w.dtype) << " " << tokens
+                                             << " tokens, token " << t << ", row " << r;
     }
 }
 
-class HalfGemmTokens : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {};
+// The instruction sets whose kernels this CPU runs (AVX2 always).
+std::vector<GemmIsa> supported_isas() {
+  std::vector<GemmIsa> isas;
+  for (const GemmIsa isa : {GemmIsa::Avx2, GemmIsa::Avx512})
+    if (gemm_isa_supported(isa)) isas.push_back(isa);
+  return isas;
+}
+
+class HalfGemmTokens : public ::testing::TestWithParam<std::tuple<GemmIsa, DType, int64_t>> {};
 
 // 53 rows from 5: neither end on a tile (4 or 3 rows) or block (24 rows) boundary; 203 columns:
-// 12 whole chunks of 16 and 11 more; y 70 wide, the rows written from column 6.
+// 6 whole chunks of 32 (12 of 16) and 11 more; y 70 wide, the rows written from column 6.
 TEST_P(HalfGemmTokens, MatchesDoublePrecisionOnRowRangeAndColumnRemainder) {
-  const auto [dtype, tokens] = GetParam();
+  const auto [isa, dtype, tokens] = GetParam();
   const HalfMatrix w(dtype, 60, 203, 1);
-  expect_matches_reference(w, tokens, 5, 58, 70, 6);
+  expect_matches_reference(isa, w, tokens, 5, 58, 70, 6);
 }
 
 TEST_P(HalfGemmTokens, MatchesDoublePrecisionOnWholeChunks) {
-  const auto [dtype, tokens] = GetParam();
+  const auto [isa, dtype, tokens] = GetParam();
   const HalfMatrix w(dtype, 50, 256, 2);
-  expect_matches_reference(w, tokens, 0, 50, 50, 0);
+  expect_matches_reference(isa, w, tokens, 0, 50, 50, 0);
 }
 
 std::vector<int64_t> token_counts() {
@@ -102,27 +112,37 @@ std::vector<int64_t> token_counts() {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryTokenCount, HalfGemmTokens,
-                         ::testing::Combine(::testing::Values(DType::BF16, DType::F16),
+                         ::testing::Combine(::testing::ValuesIn(supported_isas()),
+                                            ::testing::Values(DType::BF16, DType::F16),
                                             ::testing::ValuesIn(token_counts())));
 
-// Few columns: less than one chunk, exactly one, a chunk and a bit.
+// Few columns: less than one chunk, exactly one, a chunk and a bit, for both chunk widths.
 TEST(HalfGemm, NarrowRowsLeaveNoGarbage) {
-  for (const DType dtype : {DType::BF16, DType::F16})
-    for (const int64_t cols : {1, 7, 8, 15, 16, 17, 33})
-      for (const int64_t tokens : {1, 2, 3, 5}) {
-        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " cols " << cols << " tokens " << tokens);
-        expect_matches_reference(HalfMatrix(dtype, 11, cols, 3), tokens, 0, 11, 13, 1);
-      }
+  for (const GemmIsa isa : supported_isas())
+    for (const DType dtype : {DType::BF16, DType::F16})
+      for (const int64_t cols : {1, 7, 8, 15, 16, 17, 31, 32, 33, 65})
+        for (const int64_t tokens : {1, 2, 3, 5, 7}) {
+          SCOPED_TRACE(::testing::Message() << gemm_isa_name(isa) << " " << dtype_name(dtype) << " cols " << cols
+                                            << " tokens " << tokens);
+          expect_matches_reference(isa, HalfMatrix(dtype, 11, cols, 3), tokens, 0, 11, 13, 1);
+        }
 }
 
 // NaN right after the last row: the column remainder must come from a zero-padded copy.
 TEST(HalfGemm, DoesNotReadPastTheLastRow) {
-  for (const DType dtype : {DType::BF16, DType::F16})
-    for (const int64_t tokens : {1, 2, 3, 6}) {
-      SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " tokens " << tokens);
-      const HalfMatrix w(dtype, 9, 37, 4, 64);
-      expect_matches_reference(w, tokens, 0, 9, 9, 0);
-    }
+  for (const GemmIsa isa : supported_isas())
+    for (const DType dtype : {DType::BF16, DType::F16})
+      for (const int64_t tokens : {1, 2, 3, 6}) {
+        SCOPED_TRACE(::testing::Message() << gemm_isa_name(isa) << " " << dtype_name(dtype) << " tokens " << tokens);
+        const HalfMatrix w(dtype, 9, 37, 4, 64);
+        expect_matches_reference(isa, w, tokens, 0, 9, 9, 0);
+      }
+}
+
+// Unless MOE_GEMM_ISA says otherwise, the kernels are the widest this CPU runs.
+TEST(HalfGemm, PrefersTheWidestSupportedInstructionSet) {
+  if (std::getenv("MOE_GEMM_ISA")) GTEST_SKIP() << "MOE_GEMM_ISA chooses the instruction set";
+  EXPECT_EQ(preferred_gemm_isa(), gemm_isa_supported(GemmIsa::Avx512) ? GemmIsa::Avx512 : GemmIsa::Avx2);
 }
 
 TEST(HalfGemm, NoTokensWritesNothing) {

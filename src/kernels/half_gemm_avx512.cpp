@@ -1,0 +1,84 @@
+// The half-precision GEMM's AVX-512 kernels: register tiles of 32 columns a step in zmm registers,
+// which double the FMA width of AVX2 on CPUs with full 512-bit units (Zen 5, Intel server cores).
+// The build's baseline is x86-64-v3, so only the functions below the target pragma use AVX-512;
+// half_gemm.cpp calls them only where the CPU has it. Every header is included before the pragma,
+// so the inline and template code they define keeps the baseline target; half_gemm_tile.inc, the
+// tile itself, is included after it on purpose.
+
+// GCC 12 warns that the AVX-512 intrinsics' own "undefined" pass-through operands are
+// uninitialised (GCC bug 105593, fixed in 13). The warning points into the header, so it is
+// silenced before the header, for this file only.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "kernels/half_gemm_kernels.h"
+
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
+
+namespace moe::half_gemm_kernels {
+namespace {
+
+// Tile shapes: 4 rows by 2..6 tokens. A 4x6 tile holds 24 accumulators, 4 widened weight vectors,
+// an activation vector and the bf16 mask in the 32 zmm registers; every widened weight vector
+// feeds up to 6 FMAs, every activation vector 4.
+constexpr int kMaxRows = 4;
+constexpr int kMinTokens = 2;
+constexpr int kMaxTokens = 6;
+static_assert(kRowBlock % kMaxRows == 0, "row blocks hold whole tiles");
+
+// bf16 widened without a shuffle, as in the AVX2 kernels: lane i of a 32-value load holds values
+// 2i (low half) and 2i + 1 (high half); a shift makes the first a float32, a mask the second.
+struct Bf16Weights {
+  static constexpr bool kInterleaved = true;
+  static __m512 first_half(const uint16_t* p) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512(p), 16)); }
+  static __m512 second_half(const uint16_t* p) {
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  }
+};
+
+// f16 widened in column order, 16 values a conversion.
+struct F16Weights {
+  static constexpr bool kInterleaved = false;
+  static __m512 first_half(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static __m512 second_half(const uint16_t* p) { return first_half(p + 16); }
+};
+
+// AVX-512's vectors: 16 floats, 32 half-precision columns a step.
+struct Vec {
+  using type = __m512;
+  static constexpr int64_t kChunk = 32;
+  static __m512 zero() { return _mm512_setzero_ps(); }
+  static __m512 load(const float* p) { return _mm512_loadu_ps(p); }
+  static __m512 fma(__m512 a, __m512 b, __m512 acc) { return _mm512_fmadd_ps(a, b, acc); }
+  static float sum(__m512 v) { return _mm512_reduce_add_ps(v); }
+  // The 16 lanes of v folded to 8.
+  static __m256 fold(__m512 v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
+  // [Σa, Σb, Σc, Σd]: each folded to 8 lanes, then three horizontal adds.
+  static __m128 sums4(__m512 a, __m512 b, __m512 c, __m512 d) {
+    const __m256 sums = _mm256_hadd_ps(_mm256_hadd_ps(fold(a), fold(b)), _mm256_hadd_ps(fold(c), fold(d)));
+    return _mm_add_ps(_mm256_castps256_ps128(sums), _mm256_extractf128_ps(sums, 1));
+  }
+};
+
+}  // namespace
+}  // namespace moe::half_gemm_kernels
+
+#include "kernels/half_gemm_tile.inc"
+
+namespace moe::half_gemm_kernels {
+namespace {
+
+template <class Weights>
+constexpr TileSet kTileSet = {Vec::kChunk, Weights::kInterleaved, kMaxTokens, {0, 0, 4, 4, 4, 4, 4},
+                              TileTable<Tiles<Vec, Weights>, kMaxRows, kMinTokens, kMaxTokens>::at};
+
+}  // namespace
+
+const TileSet& avx512_tiles(DType dtype) {
+  return dtype == DType::BF16 ? kTileSet<Bf16Weights> : kTileSet<F16Weights>;
+}
+
+}  // namespace moe::half_gemm_kernels

@@ -1,0 +1,78 @@
+#pragma once
+// Internal to the half-precision GEMM: the register-tile kernels of each instruction set, which
+// half_gemm.cpp's tiling loop (token slabs, row blocks, token groups) calls. Each instruction set
+// lives in its own file, compiled for it (half_gemm_avx512.cpp under a target pragma), so nothing
+// here may be inline code that uses vector registers.
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include "kernels/weight.h"
+
+namespace moe::half_gemm_kernels {
+
+// y[t * out_stride + r] = x[t] · W[r] for `rows` weight rows starting at w (cols apart in memory)
+// and the tile's token count of packed tokens starting at x (x_stride apart).
+using TileFn = void (*)(const uint16_t* w, int64_t cols, const float* x, int64_t x_stride, float* y,
+                        int64_t out_stride);
+
+// Rows whose weights stay in L1/L2 while every token group passes over them; a multiple of every
+// tile height, so only the last block of a range has a row remainder.
+constexpr int64_t kRowBlock = 24;
+// How far ahead of a tile's reads its weights are prefetched. A tile reads its rows side by side,
+// interleaved streams that the hardware prefetcher loses track of (a 4-row tile read bf16 from
+// memory at half the speed of a one-row GEMV); prefetching the bytes that follow in memory order
+// restores the speed.
+constexpr int64_t kPrefetchBytes = 16 * 1024;
+// The most rows or tokens any tile has.
+constexpr int kMaxTileRows = 4;
+constexpr int kMaxTileTokens = 8;
+
+// One instruction set's tiles for one weight dtype, and the activation layout they read.
+struct TileSet {
+  int64_t chunk;      // weight columns a kernel step widens; the packed stride is a multiple of it
+  bool interleaved;   // activations packed as each chunk's even columns, then its odd ones
+  int max_tokens;     // tokens per tile at most; token groups are at least 2 (one token is a GEMV)
+  int rows_for_tokens[kMaxTileTokens + 1];  // tile height for a group of that many tokens
+  TileFn (*tile)(int rows, int tokens);     // rows ≤ rows_for_tokens[tokens]
+};
+
+// Every tile shape of a kernel family, rows 1..MaxRows (so row remainders have their own) by
+// tokens MinTokens..MaxTokens, built at compile time from the family's
+// `template <int R, int T> static void tile(...)`, which must match TileFn.
+template <class Family, int MaxRows, int MinTokens, int MaxTokens>
+class TileTable {
+ public:
+  static TileFn at(int rows, int tokens) { return kTable[rows - 1][tokens - MinTokens]; }
+
+ private:
+  static constexpr int kTokenCounts = MaxTokens - MinTokens + 1;
+  using Row = std::array<TileFn, kTokenCounts>;
+  template <int R, size_t... TokenIndex>
+  static constexpr Row row(std::index_sequence<TokenIndex...>) {
+    return {&Family::template tile<R, static_cast<int>(TokenIndex) + MinTokens>...};
+  }
+  template <size_t... RowsLessOne>
+  static constexpr std::array<Row, MaxRows> table(std::index_sequence<RowsLessOne...>) {
+    return {row<static_cast<int>(RowsLessOne) + 1>(std::make_index_sequence<kTokenCounts>{})...};
+  }
+  static constexpr std::array<Row, MaxRows> kTable = table(std::make_index_sequence<MaxRows>{});
+};
+
+const TileSet& avx2_tiles(DType dtype);
+const TileSet& avx512_tiles(DType dtype);
+
+// Columns of the single-token GEMV's layout chunk (it reads activations in column order).
+constexpr int64_t kGemvChunk = 16;
+
+// One token (packed in column order, padded to kGemvChunk) against rows [row_begin, row_end) of
+// a cols-wide weight matrix: y[r - row_begin] = x · W[r].
+void gemv_rows(const float* x, int64_t cols, const uint16_t* weights, DType dtype, int64_t row_begin,
+               int64_t row_end, float* y);
+
+// The columns of a row past its last whole chunk, zero-padded to a chunk: kernels read the
+// remainder from this copy, because reading on would reach the next row or past the mapping, and
+// a zero activation times an Inf weight would be NaN.
+void copy_tail(const uint16_t* row, int64_t cols, int64_t chunk, uint16_t* tail);
+
+}  // namespace moe::half_gemm_kernels
