@@ -37,7 +37,13 @@ void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache&
   const int64_t T = batch.num_tokens();
   const int hd = shape_.head_dim;
   const int64_t q_width = q_proj_.rows, kv_width = k_proj_.rows;
-  std::vector<float> q(static_cast<size_t>(T * q_width)), k(static_cast<size_t>(T * kv_width)), v(k.size());
+  // Kept per thread from call to call, as the model's other activations (see CausalLm's scratch):
+  // fresh zeroed vectors cost a memset (and, for a prefill, page faults) per layer.
+  thread_local std::vector<float> q, k, v, attn;
+  q.resize(static_cast<size_t>(T * q_width));
+  k.resize(static_cast<size_t>(T * kv_width));
+  v.resize(k.size());
+  attn.resize(q.size());
   linear(x, T, q_proj_, q.data(), q_bias_.empty() ? nullptr : q_bias_.data());
   linear(x, T, k_proj_, k.data(), k_bias_.empty() ? nullptr : k_bias_.data());
   linear(x, T, v_proj_, v.data(), v_bias_.empty() ? nullptr : v_bias_.data());
@@ -46,8 +52,11 @@ void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache&
     rms_norm(k.data(), T * shape_.num_kv_heads, hd, hd, k_norm_.data(), norm_eps_, k.data());
   }
   // Rotate and store every new token's key and value at its slot before any token attends.
+  std::vector<AttentionSequence> sequences;
   int64_t t = 0;
   for (const BatchSequence& seq : batch.sequences) {
+    if (seq.num_new_tokens == 0) continue;
+    sequences.push_back({seq.num_new_tokens, batch.positions[t], seq.kv_slots.data()});
     for (int32_t i = 0; i < seq.num_new_tokens; ++i, ++t) {
       const int32_t pos = batch.positions[t];
       rotary_.apply(q.data() + t * q_width, shape_.num_heads, pos);
@@ -57,13 +66,7 @@ void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache&
       std::memcpy(kv.value(layer_, slot), v.data() + t * kv_width, kv_width * sizeof(float));
     }
   }
-  std::vector<float> attn(q.size());
-  t = 0;
-  for (const BatchSequence& seq : batch.sequences) {
-    causal_attention(q.data() + t * q_width, seq.num_new_tokens, batch.positions[t], seq.kv_slots.data(),
-                     kv.key(layer_, 0), kv.value(layer_, 0), kv.row_size(), shape_, attn.data() + t * q_width);
-    t += seq.num_new_tokens;
-  }
+  causal_attention(q.data(), sequences, kv.key(layer_, 0), kv.value(layer_, 0), kv.row_size(), shape_, attn.data());
   linear(attn.data(), T, o_proj_, out);
 }
 
