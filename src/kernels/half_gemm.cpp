@@ -63,11 +63,17 @@ void pack(const float* x, int64_t chunk, bool interleaved, PackedActivations& ou
       const int64_t present = std::min(chunk, cols - c);
       float* to = out_row + c;
       if (present < chunk) std::fill(to, to + chunk, 0.0f);
+      const float* from = x_row + c;
       if (!interleaved) {
-        std::copy(x_row + c, x_row + c + present, to);
-        continue;
+        std::copy(from, from + present, to);
+      } else if (present == chunk) {  // the common case, in a loop the compiler vectorises
+        for (int64_t j = 0; j < half; ++j) {
+          to[j] = from[2 * j];
+          to[half + j] = from[2 * j + 1];
+        }
+      } else {
+        for (int64_t j = 0; j < present; ++j) to[(j % 2) * half + j / 2] = from[j];
       }
-      for (int64_t j = 0; j < present; ++j) to[(j % 2) * half + j / 2] = x_row[c + j];
     }
   }
 }

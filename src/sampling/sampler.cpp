@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kernels/exp_sum.h"
 #include "sampling/counter_random.h"
 
 namespace moe {
@@ -67,14 +68,15 @@ void most_probable(const float* logits, int64_t vocab_size, size_t n, std::vecto
 void take_top_k(const float* logits, int64_t vocab_size, const SamplingParams& params, float max_logit,
                 Candidates& c) {
   c.sorted = params.top_k > 0 && params.top_k < vocab_size;
-  if (c.sorted) {
-    most_probable(logits, vocab_size, static_cast<size_t>(params.top_k), c.ids);
-  } else {
-    c.ids.resize(static_cast<size_t>(vocab_size));
-    std::iota(c.ids.begin(), c.ids.end(), 0);
-  }
   const float inverse_temperature = 1.0f / params.temperature;
   c.weight_by_id.resize(static_cast<size_t>(vocab_size));
+  if (!c.sorted) {
+    c.ids.resize(static_cast<size_t>(vocab_size));
+    std::iota(c.ids.begin(), c.ids.end(), 0);
+    c.total = sum_of_exps(logits, vocab_size, max_logit, inverse_temperature, c.weight_by_id.data());
+    return;
+  }
+  most_probable(logits, vocab_size, static_cast<size_t>(params.top_k), c.ids);
   c.total = 0.0;
   for (int32_t id : c.ids) {
     c.weight_by_id[id] = std::exp((logits[id] - max_logit) * inverse_temperature);
@@ -147,8 +149,7 @@ SampledToken sample_token(const float* logits, int64_t vocab_size, const Samplin
     id = draw(candidates, counter_uniform(params.seed, step));
   }
 
-  double partition = 0.0;
-  for (int64_t i = 0; i < vocab_size; ++i) partition += std::exp(logits[i] - max_logit);
+  const double partition = sum_of_exps(logits, vocab_size, max_logit, 1.0f);
   return SampledToken{id, static_cast<float>(logits[id] - max_logit - std::log(partition))};
 }
 

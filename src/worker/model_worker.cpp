@@ -1,6 +1,7 @@
 #include "worker/model_worker.h"
 
 #include "common/error.h"
+#include "kernels/thread_pool.h"
 #include "sampling/sampler.h"
 
 namespace moe {
@@ -55,14 +56,21 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
   msg::WorkerResult result;
   result.step = batch.step;
   const int64_t vocab = model_->config().vocab_size;
-  int64_t row = 0;
+  std::vector<const msg::WorkerSequence*> samplers;  // logits row i belongs to samplers[i]
+  for (const auto& s : batch.sequences)
+    if (s.needs_logits) samplers.push_back(&s);
+  // Each draw passes over the whole vocabulary a few times: a batch's draws share the kernel threads.
+  std::vector<SampledToken> tokens(samplers.size());
+  parallel_for(static_cast<int64_t>(samplers.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const msg::TokenSampling& sampling = samplers[i]->sampling;
+      const SamplingParams params{sampling.temperature, sampling.top_p, sampling.top_k, sampling.min_p, sampling.seed};
+      tokens[i] = sample_token(logits_.data() + i * vocab, vocab, params, sampling.step);
+    }
+  });
   bool any_logprob = false;
-  for (const auto& s : batch.sequences) any_logprob |= s.needs_logits && s.sampling.return_logprob;
-  for (const auto& s : batch.sequences) {
-    if (!s.needs_logits) continue;
-    const SamplingParams params{s.sampling.temperature, s.sampling.top_p, s.sampling.top_k, s.sampling.min_p,
-                                s.sampling.seed};
-    const SampledToken token = sample_token(logits_.data() + row++ * vocab, vocab, params, s.sampling.step);
+  for (const msg::WorkerSequence* s : samplers) any_logprob |= s->sampling.return_logprob;
+  for (const SampledToken& token : tokens) {
     result.sampled_ids.push_back(token.id);
     if (any_logprob) result.logprobs.push_back(token.logprob);
   }
