@@ -19,13 +19,14 @@
 namespace moe::half_gemm_kernels {
 namespace {
 
-// Tile shapes: 4 rows by 2..6 tokens. A 4x6 tile holds 24 accumulators, 4 widened weight vectors,
-// an activation vector and the bf16 mask in the 32 zmm registers; every widened weight vector
-// feeds up to 6 FMAs, every activation vector 4.
-constexpr int kMaxRows = 4;
+// Tile shapes: 2..6 tokens by as many rows as the 32 zmm registers hold (accumulators, widened
+// weight vectors, an activation vector and the bf16 mask): 8 rows for 2 tokens, 6 for 3, 4 for
+// 4..6. Few tokens mean little arithmetic per weight byte; more rows per tile keep more weight
+// lines in flight from memory and reuse each activation vector more.
+constexpr int kMaxRows = 8;
 constexpr int kMinTokens = 2;
 constexpr int kMaxTokens = 6;
-static_assert(kRowBlock % kMaxRows == 0, "row blocks hold whole tiles");
+static_assert(kRowBlock % 8 == 0 && kRowBlock % 6 == 0, "row blocks hold whole tiles");
 
 // bf16 widened without a shuffle, as in the AVX2 kernels: lane i of a 32-value load holds values
 // 2i (low half) and 2i + 1 (high half); a shift makes the first a float32, a mask the second.
@@ -72,7 +73,7 @@ namespace moe::half_gemm_kernels {
 namespace {
 
 template <class Weights>
-constexpr TileSet kTileSet = {Vec::kChunk, Weights::kInterleaved, kMaxTokens, {0, 0, 4, 4, 4, 4, 4},
+constexpr TileSet kTileSet = {Vec::kChunk, Weights::kInterleaved, kMaxTokens, {0, 0, 8, 6, 4, 4, 4},
                               TileTable<Tiles<Vec, Weights>, kMaxRows, kMinTokens, kMaxTokens>::at};
 
 }  // namespace

@@ -24,8 +24,7 @@ constexpr int64_t kRowBlock = 24;
 // memory at half the speed of a one-row GEMV); prefetching the bytes that follow in memory order
 // restores the speed.
 constexpr int64_t kPrefetchBytes = 16 * 1024;
-// The most rows or tokens any tile has.
-constexpr int kMaxTileRows = 4;
+// The most tokens any tile has.
 constexpr int kMaxTileTokens = 8;
 
 // One instruction set's tiles for one weight dtype, and the activation layout they read.

@@ -1,6 +1,7 @@
 #include "kernels/linear.h"
 
 #include <Eigen/Core>
+#include <immintrin.h>
 #include <algorithm>
 
 #include "kernels/half_gemm.h"
@@ -54,6 +55,14 @@ void linear_rows(const float* x, int64_t num_tokens, const WeightView& weight, i
   parallel_for(out_cols, chunk_rows, [&](int64_t begin, int64_t end) {
     half_gemm_rows(activations, weight, row_begin + begin, row_begin + end, y + begin, out_cols);
   });
+}
+
+void prefetch_leading_rows(const WeightView& weight) {
+  constexpr int64_t kLeadingBytes = 16 * 1024;  // the half-precision tiles' prefetch distance
+  const int64_t size = weight.rows * weight.cols * static_cast<int64_t>(dtype_size(weight.dtype));
+  const char* bytes = static_cast<const char*>(weight.data);
+  for (int64_t offset = 0; offset < std::min(size, kLeadingBytes); offset += 64)
+    _mm_prefetch(bytes + offset, _MM_HINT_T0);
 }
 
 void linear(const float* x, int64_t num_tokens, const WeightView& weight, float* y, const float* bias) {

@@ -63,6 +63,7 @@ void projection_to_intermediate(const float* hidden, int64_t num_tokens, std::sp
         std::copy_n(hidden + static_cast<int64_t>(tokens[j]) * hidden_size, hidden_size,
                     gathered.data() + j * hidden_size);
       }
+      if (e + 1 < expert_end) prefetch_leading_rows(local_weights[e + 1]);
       linear(gathered.data(), count, local_weights[e], expert_out);
     }
   });
@@ -128,8 +129,10 @@ void projection_to_output(const float* act, std::span<const int32_t> token_idx_m
   // `projected` is thread-local: the other threads must write through this thread's buffer.
   float* const stacked = projected.data();
   parallel_for(static_cast<int64_t>(num_local), 1, [&](int64_t expert_begin, int64_t expert_end) {
-    for (int64_t e = expert_begin; e < expert_end; ++e)
+    for (int64_t e = expert_begin; e < expert_end; ++e) {
+      if (e + 1 < expert_end) prefetch_leading_rows(local_down[e + 1]);
       linear(act + e * num_tokens * width, num_routed_tokens[e], local_down[e], stacked + first_row[e] * hidden_size);
+    }
   });
 
   std::fill_n(out, num_tokens * hidden_size, 0.0f);
