@@ -15,6 +15,7 @@ namespace {
 constexpr int kMaxRows = 4;
 constexpr int kMinTokens = 2;
 constexpr int kMaxTokens = 3;
+static_assert(kMaxTokens <= kMaxTileTokens, "TileSet::rows_for_tokens covers every group size");
 static_assert(kRowBlock % 4 == 0 && kRowBlock % 3 == 0, "row blocks hold whole tiles");
 
 // bf16 widened without a shuffle: the 32-bit lane i of a 16-value load holds value 2i in its low

@@ -26,6 +26,7 @@ namespace {
 constexpr int kMaxRows = 8;
 constexpr int kMinTokens = 2;
 constexpr int kMaxTokens = 6;
+static_assert(kMaxTokens <= kMaxTileTokens, "TileSet::rows_for_tokens covers every group size");
 static_assert(kRowBlock % 8 == 0 && kRowBlock % 6 == 0, "row blocks hold whole tiles");
 
 // bf16 widened without a shuffle, as in the AVX2 kernels: lane i of a 32-value load holds values

@@ -25,7 +25,7 @@ constexpr int64_t kRowBlock = 24;
 // restores the speed.
 constexpr int64_t kPrefetchBytes = 16 * 1024;
 // The most tokens any tile has.
-constexpr int kMaxTileTokens = 8;
+constexpr int kMaxTileTokens = 6;
 
 // One instruction set's tiles for one weight dtype, and the activation layout they read.
 struct TileSet {
