@@ -14,6 +14,8 @@
 #include "common/json_file.h"
 #include "model/checkpoint_prefetch.h"
 #include "http/http_server.h"
+#include "kernels/half_gemm.h"
+#include "kernels/thread_pool.h"
 #include "pipeline/detokenizer_actor.h"
 #include "pipeline/http_frontend.h"
 #include "pipeline/pipeline_endpoints.h"
@@ -47,6 +49,8 @@ std::unique_ptr<Model> load_model(const ServeOptions& options) {
     last_percent = percent;
     spdlog::info("loading weights of {}: {}% of {:.1f} MiB", options.model_path, percent, total / 1048576.0);
   });
+  // Read now, so a bad MOE_GEMM_ISA stops the start instead of failing every request.
+  spdlog::info("kernels: {} tiles, {} threads", gemm_isa_name(preferred_gemm_isa()), kernel_threads());
   return model;
 }
 

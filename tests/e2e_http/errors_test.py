@@ -1,7 +1,12 @@
 """Every error a client can cause gets OpenAI's error shape with the right status and names the bad field,
 and a good request right after it still succeeds: malformed JSON, bad sampling values, an unknown model or
-path, an oversized body, and routed experts asked of a server started without capture.
+path, an oversized body, and routed experts asked of a server started without capture. A bad kernel setting
+in the environment stops the start with a message naming it, rather than failing every request later.
 Usage: errors_test.py PATH/TO/moe-serve"""
+import os
+import subprocess
+import unittest
+
 import requests
 
 import http_harness as hh
@@ -79,6 +84,16 @@ class RoutedExpertsWithoutCapture(ErrorsThenGoodRequest):
                 self.assertEqual(reply.status_code, 400, reply.text)
                 self.assertIn("--enable-return-routed-experts", reply.json()["error"]["message"])
                 self.good_request_succeeds()
+
+
+class StartupErrors(unittest.TestCase):
+    def test_unknown_gemm_instruction_set_stops_the_start(self):
+        environment = dict(os.environ, MOE_GEMM_ISA="avx3")
+        command = [hh.MOE_SERVE, "--model-path", hh.sp.MODEL, "--tokenizer-path", hh.sp.TOKENIZER,
+                   "--port", str(hh.sp.free_port())]
+        done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("MOE_GEMM_ISA=avx3: expected avx2 or avx512", done.stdout + done.stderr)
 
 
 if __name__ == "__main__":
