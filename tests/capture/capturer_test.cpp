@@ -27,7 +27,7 @@ struct CaptureRun {
   RoutingHostCache& host;
   int32_t slot_base = 0;
   uint64_t step = 0;
-  std::vector<std::vector<int32_t>> slot_tables;
+  std::vector<std::vector<int32_t>> slot_tables{};
 
   std::vector<std::vector<int32_t>> run(const std::vector<GoldenCase>& cases, int chunk, int new_tokens) {
     KvCache kv = model.make_kv_cache(slot_base + 4096);
