@@ -4,9 +4,9 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/exp_sum.h"
 #include "kernels/simd.h"
 #include "kernels/thread_pool.h"
-#include "kernels/vector_exp.h"
 
 namespace moe {
 namespace {
@@ -19,12 +19,6 @@ constexpr int64_t kMinChunkProducts = int64_t{1} << 16;
 // How many positions ahead of the scores a decode token's key rows are prefetched: its rows sit
 // at scattered slots and come from DRAM, read by no other token of the step.
 constexpr int64_t kPrefetchPositions = 16;
-
-// Lanes 0..count-1 set (count may be <= 0 or >= 8).
-__m256i lanes_below(int64_t count) {
-  const int clamped = static_cast<int>(std::clamp<int64_t>(count, 0, kLanes));
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(clamped), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 
 float horizontal_max(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -48,7 +42,7 @@ __m256 sum_each(const __m256 (&a)[kLanes]) {
 // through a lane mask (masked lanes load as 0 and touch no memory).
 struct HeadDimChunks {
   explicit HeadDimChunks(int head_dim)
-      : full(head_dim / kLanes), has_tail(head_dim % kLanes != 0), tail_mask(lanes_below(head_dim % kLanes)) {}
+      : full(head_dim / kLanes), has_tail(head_dim % kLanes != 0), tail_mask(simd::lanes_below(head_dim % kLanes)) {}
   int full;
   bool has_tail;
   __m256i tail_mask;
@@ -135,20 +129,13 @@ void compute_scores(const QueryGroup& group, const KvHeadRows& keys, const KvHea
   }
 }
 
-// Replaces one head's padded scores by exp(score - max) over the visible positions, 0 in the
-// padding, and returns 1 / their sum. Subtracting the max keeps every exponent <= 0.
+// Replaces one head's scores over the visible positions by exp(score - max) and returns 1 / their
+// sum; the padding past them is left as it is (nothing reads it). The padding holds copies of real
+// scores, so the max may include it. Subtracting the max keeps every exponent <= 0.
 float exponentiate(float* scores, int64_t visible, int64_t stride) {
   __m256 max8 = _mm256_set1_ps(-INFINITY);
   for (int64_t p = 0; p < stride; p += kLanes) max8 = _mm256_max_ps(max8, _mm256_loadu_ps(scores + p));
-  const __m256 max_score = _mm256_set1_ps(horizontal_max(max8));
-  __m256 total = _mm256_setzero_ps();
-  for (int64_t p = 0; p < stride; p += kLanes) {
-    __m256 w = simd::exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + p), max_score));
-    if (p + kLanes > visible) w = _mm256_and_ps(w, _mm256_castsi256_ps(lanes_below(visible - p)));
-    _mm256_storeu_ps(scores + p, w);
-    total = _mm256_add_ps(total, w);
-  }
-  return 1.0f / simd::horizontal_sum(total);
+  return static_cast<float>(1.0 / sum_of_exps(scores, visible, horizontal_max(max8), 1.0f, scores));
 }
 
 // Softmax weights of consecutive heads: weights[h·stride + p], to be scaled by norms[h].

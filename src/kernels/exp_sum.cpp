@@ -2,8 +2,6 @@
 
 #include <immintrin.h>
 
-#include <cmath>
-
 #include "kernels/simd.h"
 #include "kernels/vector_exp.h"
 
@@ -29,11 +27,12 @@ double sum_of_exps(const float* x, int64_t n, float shift, float scale, float* o
     }
     total += simd::horizontal_sum(sums);
   }
-  for (; i < n; ++i) {
-    const float arg = (x[i] - shift) * scale;
-    const float term = arg < simd::kExpLowestInput ? 0.0f : std::exp(arg);
-    if (out) out[i] = term;
-    total += term;
+  if (i < n) {  // the last partial vector, through a lane mask (masked lanes read and write nothing)
+    const __m256i mask = simd::lanes_below(n - i);
+    const __m256 arg = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, mask), shift8), scale8);
+    const __m256 term = _mm256_and_ps(simd::exp8(arg), _mm256_castsi256_ps(mask));
+    if (out) _mm256_maskstore_ps(out + i, mask, term);
+    total += simd::horizontal_sum(term);
   }
   return total;
 }

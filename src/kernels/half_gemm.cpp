@@ -105,9 +105,11 @@ const char* gemm_isa_name(GemmIsa isa) { return isa == GemmIsa::Avx512 ? "avx512
 
 bool gemm_isa_supported(GemmIsa isa) {
   if (isa == GemmIsa::Avx2) return true;
-  // GCC's checks include the OS saving the zmm and mask registers (XGETBV).
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  // GCC's checks include the OS saving the zmm and mask registers (XGETBV). Asked once: every
+  // linear call packs its activations and checks.
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  return avx512;
 }
 
 GemmIsa preferred_gemm_isa() {

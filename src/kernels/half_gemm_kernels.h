@@ -1,6 +1,7 @@
 #pragma once
-// Internal to the half-precision GEMM: the register-tile kernels of each instruction set, which
-// half_gemm.cpp's tiling loop (token slabs, row blocks, token groups) calls. Each instruction set
+// Internal to src/kernels: the half-precision GEMM's register-tile kernels of each instruction
+// set, which half_gemm.cpp's tiling loop (token slabs, row blocks, token groups) calls, and the
+// tiles' prefetch distance, which linear.cpp's prefetch_leading_rows matches. Each instruction set
 // lives in its own file, compiled for it (half_gemm_avx512.cpp under a target pragma), so nothing
 // here may be inline code that uses vector registers.
 #include <array>

@@ -2,9 +2,11 @@
 
 #include <Eigen/Core>
 #include <immintrin.h>
+
 #include <algorithm>
 
 #include "kernels/half_gemm.h"
+#include "kernels/half_gemm_kernels.h"
 #include "kernels/thread_pool.h"
 
 namespace moe {
@@ -58,10 +60,10 @@ void linear_rows(const float* x, int64_t num_tokens, const WeightView& weight, i
 }
 
 void prefetch_leading_rows(const WeightView& weight) {
-  constexpr int64_t kLeadingBytes = 16 * 1024;  // the half-precision tiles' prefetch distance
+  // As far as the half-precision tiles prefetch ahead of themselves: past it, theirs takes over.
   const int64_t size = weight.rows * weight.cols * static_cast<int64_t>(dtype_size(weight.dtype));
   const char* bytes = static_cast<const char*>(weight.data);
-  for (int64_t offset = 0; offset < std::min(size, kLeadingBytes); offset += 64)
+  for (int64_t offset = 0; offset < std::min(size, half_gemm_kernels::kPrefetchBytes); offset += 64)
     _mm_prefetch(bytes + offset, _MM_HINT_T0);
 }
 
