@@ -14,31 +14,33 @@
 #include <vector>
 
 #include "kernels/linear.h"
+#include "kernels/weight_tiling.h"
 
 namespace moe {
 namespace {
 
-// Weights stored in every dtype, holding the same bf16-representable values.
+// Weights stored in every dtype, holding the same bf16-representable values; the half-precision
+// ones tiled, as a checkpoint's.
 struct BenchWeights {
-  std::vector<uint16_t> bf16, f16;
   std::vector<float> f32;
+  weight_tiling::TiledWeight bf16, f16;
 
   BenchWeights(int64_t rows, int64_t cols) {
     std::mt19937 rng(11);
     std::normal_distribution<float> normal(0.0f, 0.02f);
+    std::vector<uint16_t> bf16_bits, f16_bits;
     for (int64_t i = 0; i < rows * cols; ++i) {
-      bf16.push_back(float_to_bf16(normal(rng)));
-      f32.push_back(bf16_to_float(bf16.back()));
-      f16.push_back(_cvtss_sh(f32.back(), 0));
+      bf16_bits.push_back(float_to_bf16(normal(rng)));
+      f32.push_back(bf16_to_float(bf16_bits.back()));
+      f16_bits.push_back(_cvtss_sh(f32.back(), 0));
     }
+    bf16 = weight_tiling::tiled_copy(WeightView{bf16_bits.data(), DType::BF16, rows, cols});
+    f16 = weight_tiling::tiled_copy(WeightView{f16_bits.data(), DType::F16, rows, cols});
   }
-  const void* data(DType dtype) const {
-    switch (dtype) {
-      case DType::BF16: return bf16.data();
-      case DType::F16: return f16.data();
-      case DType::F32: return f32.data();
-    }
-    return nullptr;
+  WeightView view(DType dtype, int64_t rows, int64_t cols) const {
+    if (dtype == DType::BF16) return bf16.view;
+    if (dtype == DType::F16) return f16.view;
+    return WeightView{f32.data(), DType::F32, rows, cols};
   }
 };
 
@@ -52,7 +54,7 @@ const BenchWeights& bench_weights(int64_t rows, int64_t cols) {
 void BM_Linear(benchmark::State& state) {
   const int64_t tokens = state.range(0), rows = state.range(1), cols = state.range(2);
   const DType dtype = static_cast<DType>(state.range(3));
-  const WeightView w{bench_weights(rows, cols).data(dtype), dtype, rows, cols};
+  const WeightView w = bench_weights(rows, cols).view(dtype, rows, cols);
   std::mt19937 rng(5);
   std::normal_distribution<float> normal;
   std::vector<float> x(static_cast<size_t>(tokens * cols)), y(static_cast<size_t>(tokens * rows));

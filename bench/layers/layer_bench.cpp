@@ -39,22 +39,9 @@ struct LayerWeights {
   }
 };
 
-// Reads one byte of every page of w, so page faults of the memory-mapped file are not timed.
-void fault_in(const WeightView& w) {
-  const volatile uint8_t* bytes = static_cast<const uint8_t*>(w.data);
-  const int64_t size = w.rows * w.cols * static_cast<int64_t>(dtype_size(w.dtype));
-  for (int64_t i = 0; i < size; i += 4096) (void)bytes[i];
-}
-
 LayerWeights& layer_weights() {
-  static LayerWeights weights = [] {
-    LayerWeights loaded(bench::benchmark_checkpoint(1));
-    fault_in(loaded.router);
-    fault_in(loaded.lm_head);
-    for (const auto* experts : {&loaded.experts.gate, &loaded.experts.up, &loaded.experts.down})
-      for (const WeightView& w : *experts) fault_in(w);
-    return loaded;
-  }();
+  // Loading tiles the bf16 weights into memory, so no page faults are left to time.
+  static LayerWeights weights(bench::benchmark_checkpoint(1));
   return weights;
 }
 

@@ -29,23 +29,28 @@ int token_group_size(int64_t remaining, int max_tokens) {
 }
 
 // Within a slab of tokens and a block of rows, every token group passes over the block while it
-// is in cache. Slabs end on group boundaries, so the groups are the same as without slabs.
-void gemm_rows(const TileSet& tiles, const PackedActivations& x, const uint16_t* weights, int64_t row_begin,
+// is in cache. Slabs end on group boundaries, so the groups are the same as without slabs. Blocks
+// and tiles start on the tiled weights' row groups; a range that starts inside a group goes row by
+// row to the next one.
+void gemm_rows(const TileSet& tiles, const PackedActivations& x, const WeightView& weight, int64_t row_begin,
                int64_t row_end, float* y, int64_t out_stride) {
+  const uint16_t* weights = static_cast<const uint16_t*>(weight.data);
+  const int64_t group_stride = weight_tiling::group_stride(weight.cols);
   const int64_t num_tokens = x.num_tokens;
   for (int64_t slab = 0, slab_end = 0; slab < num_tokens; slab = slab_end) {
     while (slab_end < num_tokens && slab_end - slab < kTokenSlab)
       slab_end += token_group_size(num_tokens - slab_end, tiles.max_tokens);
-    for (int64_t block = row_begin; block < row_end; block += half_gemm_kernels::kRowBlock) {
-      const int64_t block_end = std::min(block + half_gemm_kernels::kRowBlock, row_end);
+    for (int64_t block = row_begin, block_end = 0; block < row_end; block = block_end) {
+      block_end = std::min(row_end, (block / half_gemm_kernels::kRowBlock + 1) * half_gemm_kernels::kRowBlock);
       for (int64_t first_token = slab, tokens = 0; first_token < slab_end; first_token += tokens) {
         tokens = token_group_size(num_tokens - first_token, tiles.max_tokens);
-        const int rows = tiles.rows_for_tokens[tokens];
         const float* x_group = x.values.data() + first_token * x.stride;
         float* y_group = y + first_token * out_stride;
-        for (int64_t r = block; r < block_end; r += rows) {
-          const auto tile = tiles.tile(static_cast<int>(std::min<int64_t>(rows, block_end - r)), static_cast<int>(tokens));
-          tile(weights + r * x.cols, x.cols, x_group, x.stride, y_group + (r - row_begin), out_stride);
+        for (int64_t r = block, rows = 0; r < block_end; r += rows) {
+          rows = r % weight_tiling::kGroupRows == 0 ? std::min<int64_t>(tiles.rows_for_tokens[tokens], block_end - r) : 1;
+          const auto tile = tiles.tile(static_cast<int>(rows), static_cast<int>(tokens));
+          tile(weights + weight_tiling::row_offset(r, weight.cols), group_stride, x_group, x.stride, x.stride,
+               y_group + (r - row_begin), out_stride);
         }
       }
     }
@@ -91,16 +96,6 @@ GemmIsa isa_from_environment() {
 
 }  // namespace
 
-namespace half_gemm_kernels {
-
-void copy_tail(const uint16_t* row, int64_t cols, int64_t chunk, uint16_t* tail) {
-  const int64_t whole = cols / chunk * chunk;
-  std::fill(tail, tail + chunk, uint16_t{0});
-  std::copy(row + whole, row + cols, tail);
-}
-
-}  // namespace half_gemm_kernels
-
 const char* gemm_isa_name(GemmIsa isa) { return isa == GemmIsa::Avx512 ? "avx512" : "avx2"; }
 
 bool gemm_isa_supported(GemmIsa isa) {
@@ -121,17 +116,15 @@ void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dt
                       GemmIsa isa) {
   if (dtype == DType::F32) throw Error("pack_activations: the half-precision GEMM takes BF16 or F16 weights, not F32");
   if (!gemm_isa_supported(isa)) throw Error(std::string("pack_activations: this CPU has no ") + gemm_isa_name(isa));
-  // A single token is the GEMV's, in column order.
-  const bool gemv = num_tokens == 1;
   const TileSet& tiles = tiles_for(isa, dtype);
-  const int64_t chunk = gemv ? half_gemm_kernels::kGemvChunk : tiles.chunk;
+  const int64_t chunk = tiles.chunk;
   out.num_tokens = num_tokens;
   out.cols = cols;
   out.stride = (cols + chunk - 1) / chunk * chunk;
   out.dtype = dtype;
   out.isa = isa;
   out.values.resize(static_cast<size_t>(num_tokens * out.stride));
-  pack(x, chunk, tiles.interleaved && !gemv, out);
+  pack(x, chunk, tiles.interleaved, out);
 }
 
 void half_gemm_rows(const PackedActivations& x, const WeightView& weight, int64_t row_begin, int64_t row_end,
@@ -140,12 +133,10 @@ void half_gemm_rows(const PackedActivations& x, const WeightView& weight, int64_
     throw Error(std::string("half_gemm_rows: activations packed for ") + dtype_name(x.dtype) + " weights of " +
                 std::to_string(x.cols) + " columns, given " + dtype_name(weight.dtype) + " weights of " +
                 std::to_string(weight.cols));
+  if (weight.layout != WeightLayout::Tiled)
+    throw Error("half_gemm_rows: half-precision weights must be tiled first (weight_tiling::tile_into)");
   if (x.num_tokens == 0) return;
-  const uint16_t* weights = static_cast<const uint16_t*>(weight.data);
-  if (x.num_tokens == 1)
-    half_gemm_kernels::gemv_rows(x.values.data(), x.cols, weights, x.dtype, row_begin, row_end, y);
-  else
-    gemm_rows(tiles_for(x.isa, x.dtype), x, weights, row_begin, row_end, y, out_stride);
+  gemm_rows(tiles_for(x.isa, x.dtype), x, weight, row_begin, row_end, y, out_stride);
 }
 
 }  // namespace moe

@@ -3,8 +3,9 @@
 // decode batches, the few tokens each expert gets, prefill. A register-blocked micro-kernel: each
 // tile keeps R weight rows × t tokens of partial sums in registers, so every widened weight vector
 // feeds t FMAs and every activation vector feeds R, and the weights cross the memory bus once per
-// call. A single token is a GEMV that streams each row in memory order. The tiles come in AVX2
-// (the build's baseline) and AVX-512, chosen at run time by what the CPU has.
+// call. The weights are tiled at load (kernels/weight_tiling.h), so every tile, a single token's
+// included, reads them front to back. The tiles come in AVX2 (the build's baseline) and AVX-512,
+// chosen at run time by what the CPU has.
 #include <cstdint>
 #include <vector>
 
@@ -25,7 +26,7 @@ GemmIsa preferred_gemm_isa();
 
 // Activations rearranged once per call into the order the kernel widens weights in (bf16 weights
 // are widened without shuffles, which leaves their columns permuted within each chunk; f16
-// weights and a single token keep column order), and padded with zeros to whole chunks so the
+// weights keep column order), and padded with zeros to whole chunks so the
 // kernel has no column remainder on the activation side.
 struct PackedActivations {
   std::vector<float> values;  // [num_tokens, stride]
@@ -42,7 +43,7 @@ void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dt
                       GemmIsa isa = preferred_gemm_isa());
 
 // y[t * out_stride + (r - row_begin)] = x[t] · W[r] for every token t and r in [row_begin, row_end).
-// weight must be BF16 or F16 with the dtype and cols that x was packed for.
+// weight must be tiled, BF16 or F16, with the dtype and cols that x was packed for.
 void half_gemm_rows(const PackedActivations& x, const WeightView& weight, int64_t row_begin, int64_t row_end,
                     float* y, int64_t out_stride);
 

@@ -19,15 +19,16 @@
 namespace moe::half_gemm_kernels {
 namespace {
 
-// Tile shapes: 2..6 tokens by as many rows as the 32 zmm registers hold (accumulators, widened
-// weight vectors, an activation vector and the bf16 mask): 8 rows for 2 tokens, 6 for 3, 4 for
-// 4..6. Few tokens mean little arithmetic per weight byte; more rows per tile keep more weight
-// lines in flight from memory and reuse each activation vector more.
+// Tile shapes: 1..6 tokens by as many rows as the 32 zmm registers hold (accumulators, widened
+// weight vectors, an activation vector and the bf16 mask), in heights that stay inside the tiled
+// weights' row groups: 8 rows for 1 or 2 tokens, 4 for 3..6. Few tokens mean little arithmetic
+// per weight byte; more rows per tile keep more weight lines in flight from memory and reuse each
+// activation vector more.
 constexpr int kMaxRows = 8;
-constexpr int kMinTokens = 2;
+constexpr int kMinTokens = 1;
 constexpr int kMaxTokens = 6;
 static_assert(kMaxTokens <= kMaxTileTokens, "TileSet::rows_for_tokens covers every group size");
-static_assert(kRowBlock % 8 == 0 && kRowBlock % 6 == 0, "row blocks hold whole tiles");
+static_assert(kRowBlock % 8 == 0, "row blocks hold whole tiles");
 
 // bf16 widened without a shuffle, as in the AVX2 kernels: lane i of a 32-value load holds values
 // 2i (low half) and 2i + 1 (high half); a shift makes the first a float32, a mask the second.
@@ -74,7 +75,7 @@ namespace moe::half_gemm_kernels {
 namespace {
 
 template <class Weights>
-constexpr TileSet kTileSet = {Vec::kChunk, Weights::kInterleaved, kMaxTokens, {0, 0, 8, 6, 4, 4, 4},
+constexpr TileSet kTileSet = {Vec::kChunk, Weights::kInterleaved, kMaxTokens, {0, 8, 8, 4, 4, 4, 4},
                               TileTable<Tiles<Vec, Weights>, kMaxRows, kMinTokens, kMaxTokens>::at};
 
 }  // namespace

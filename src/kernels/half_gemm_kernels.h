@@ -9,21 +9,24 @@
 #include <utility>
 
 #include "kernels/weight.h"
+#include "kernels/weight_tiling.h"
 
 namespace moe::half_gemm_kernels {
 
-// y[t * out_stride + r] = x[t] · W[r] for `rows` weight rows starting at w (cols apart in memory)
-// and the tile's token count of packed tokens starting at x (x_stride apart).
-using TileFn = void (*)(const uint16_t* w, int64_t cols, const float* x, int64_t x_stride, float* y,
-                        int64_t out_stride);
+// y[t * out_stride + r] = x[t] · W[r] for the tile's `rows` rows of a tiled weight matrix and its
+// token count of packed tokens starting at x (x_stride apart), over the first `cols` columns (the
+// packed stride, a whole number of chunks). w is where the tile's first row starts
+// (weight_tiling::row_offset), group_stride the distance between row groups. The tile starts on a
+// row group, or lies inside one.
+using TileFn = void (*)(const uint16_t* w, int64_t group_stride, const float* x, int64_t x_stride, int64_t cols,
+                        float* y, int64_t out_stride);
 
 // Rows whose weights stay in L1/L2 while every token group passes over them; a multiple of every
 // tile height, so only the last block of a range has a row remainder.
 constexpr int64_t kRowBlock = 24;
-// How far ahead of a tile's reads its weights are prefetched. A tile reads its rows side by side,
-// interleaved streams that the hardware prefetcher loses track of (a 4-row tile read bf16 from
-// memory at half the speed of a one-row GEMV); prefetching the bytes that follow in memory order
-// restores the speed.
+// How far ahead of a tile's reads its weights are prefetched, in memory order: the hardware
+// prefetcher alone leaves the memory bus idle part of the time (measured: tiles 8-11% slower
+// without it, even on tiled weights).
 constexpr int64_t kPrefetchBytes = 16 * 1024;
 // The most tokens any tile has.
 constexpr int kMaxTileTokens = 6;
@@ -32,8 +35,10 @@ constexpr int kMaxTileTokens = 6;
 struct TileSet {
   int64_t chunk;      // weight columns a kernel step widens; the packed stride is a multiple of it
   bool interleaved;   // activations packed as each chunk's even columns, then its odd ones
-  int max_tokens;     // tokens per tile at most; token groups are at least 2 (one token is a GEMV)
-  int rows_for_tokens[kMaxTileTokens + 1];  // tile height for a group of that many tokens
+  int max_tokens;     // tokens per tile at most
+  // Tile height for a group of that many tokens: 1, 2, 4 or 8, so that a tile starting on a row
+  // group never ends inside a later one.
+  int rows_for_tokens[kMaxTileTokens + 1];
   TileFn (*tile)(int rows, int tokens);     // rows ≤ rows_for_tokens[tokens]
 };
 
@@ -61,18 +66,5 @@ class TileTable {
 
 const TileSet& avx2_tiles(DType dtype);
 const TileSet& avx512_tiles(DType dtype);
-
-// Columns of the single-token GEMV's layout chunk (it reads activations in column order).
-constexpr int64_t kGemvChunk = 16;
-
-// One token (packed in column order, padded to kGemvChunk) against rows [row_begin, row_end) of
-// a cols-wide weight matrix: y[r - row_begin] = x · W[r].
-void gemv_rows(const float* x, int64_t cols, const uint16_t* weights, DType dtype, int64_t row_begin,
-               int64_t row_end, float* y);
-
-// The columns of a row past its last whole chunk, zero-padded to a chunk: kernels read the
-// remainder from this copy, because reading on would reach the next row or past the mapping, and
-// a zero activation times an Inf weight would be NaN.
-void copy_tail(const uint16_t* row, int64_t cols, int64_t chunk, uint16_t* tail);
 
 }  // namespace moe::half_gemm_kernels

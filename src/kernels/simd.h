@@ -25,11 +25,4 @@ inline __m256i lanes_below(int64_t count) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(clamped), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// Eight half-precision values (bf16 or f16) at p, widened to float32.
-inline __m256 load8_widened(const uint16_t* p, DType dtype) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if (dtype == DType::F16) return _mm256_cvtph_ps(h);
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
 }  // namespace moe::simd

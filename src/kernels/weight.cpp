@@ -1,7 +1,10 @@
 #include "kernels/weight.h"
 
+#include <algorithm>
 #include <cstring>
 #include <immintrin.h>
+
+#include "kernels/weight_tiling.h"
 
 namespace moe {
 
@@ -33,42 +36,51 @@ uint16_t float_to_bf16(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-void WeightView::row_to_float(int64_t r, float* out) const {
-  const int64_t n = cols;
-  switch (dtype) {
-    case DType::F32:
-      std::memcpy(out, static_cast<const float*>(data) + r * n, n * sizeof(float));
-      return;
-    case DType::BF16: {
-      const uint16_t* src = static_cast<const uint16_t*>(data) + r * n;
-      int64_t c = 0;
-      for (; c + 8 <= n; c += 8) {
-        __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c));
-        __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
-        _mm256_storeu_ps(out + c, _mm256_castsi256_ps(w));
-      }
-      for (; c < n; ++c) out[c] = bf16_to_float(src[c]);
-      return;
+namespace {
+
+// n half-precision values from src widened to float32 into out.
+void widen(const uint16_t* src, int64_t n, DType dtype, float* out) {
+  int64_t c = 0;
+  if (dtype == DType::BF16) {
+    for (; c + 8 <= n; c += 8) {
+      __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c));
+      __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+      _mm256_storeu_ps(out + c, _mm256_castsi256_ps(w));
     }
-    case DType::F16: {
-      const uint16_t* src = static_cast<const uint16_t*>(data) + r * n;
-      int64_t c = 0;
-      for (; c + 8 <= n; c += 8)
-        _mm256_storeu_ps(out + c, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c))));
-      for (; c < n; ++c) out[c] = f16_to_float(src[c]);
-      return;
-    }
+    for (; c < n; ++c) out[c] = bf16_to_float(src[c]);
+    return;
   }
+  for (; c + 8 <= n; c += 8)
+    _mm256_storeu_ps(out + c, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c))));
+  for (; c < n; ++c) out[c] = f16_to_float(src[c]);
+}
+
+// Where element (r, c) of a half-precision view lies, in elements from its data.
+int64_t half_offset(const WeightView& w, int64_t r, int64_t c) {
+  if (w.layout == WeightLayout::RowMajor) return r * w.cols + c;
+  return weight_tiling::row_offset(r, w.cols) + weight_tiling::chunk_offset(c);
+}
+
+}  // namespace
+
+void WeightView::row_to_float(int64_t r, float* out) const {
+  if (dtype == DType::F32) {
+    std::memcpy(out, static_cast<const float*>(data) + r * cols, cols * sizeof(float));
+    return;
+  }
+  const uint16_t* half = static_cast<const uint16_t*>(data);
+  if (layout == WeightLayout::RowMajor) {
+    widen(half + r * cols, cols, dtype, out);
+    return;
+  }
+  for (int64_t c = 0; c < cols; c += weight_tiling::kChunkCols)
+    widen(half + half_offset(*this, r, c), std::min(weight_tiling::kChunkCols, cols - c), dtype, out + c);
 }
 
 float WeightView::at(int64_t r, int64_t c) const {
-  const int64_t i = r * cols + c;
-  switch (dtype) {
-    case DType::F32: return static_cast<const float*>(data)[i];
-    case DType::BF16: return bf16_to_float(static_cast<const uint16_t*>(data)[i]);
-    case DType::F16: return f16_to_float(static_cast<const uint16_t*>(data)[i]);
-  }
-  return 0.0f;
+  if (dtype == DType::F32) return static_cast<const float*>(data)[r * cols + c];
+  const uint16_t bits = static_cast<const uint16_t*>(data)[half_offset(*this, r, c)];
+  return dtype == DType::BF16 ? bf16_to_float(bits) : f16_to_float(bits);
 }
 
 }  // namespace moe

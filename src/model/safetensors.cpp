@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/json_file.h"
+#include "kernels/weight_tiling.h"
 
 namespace moe {
 namespace {
@@ -114,7 +115,13 @@ WeightView Checkpoint::matrix(const std::string& name, int64_t rows, int64_t col
   if (t.shape != std::vector<int64_t>{rows, cols})
     throw Error(*t.file + ": tensor '" + name + "' has shape " + shape_string(t.shape) + ", expected " +
                 shape_string({rows, cols}));
-  return WeightView{t.data, t.dtype, rows, cols};
+  const WeightView row_major{t.data, t.dtype, rows, cols};
+  if (t.dtype == DType::F32) return row_major;
+  std::lock_guard lock(tiled_->mutex);
+  auto [it, added] = tiled_->views.try_emplace(name);
+  if (added)
+    it->second = weight_tiling::tile_into(row_major, tiled_->arena.allocate(weight_tiling::tiled_elements(rows, cols)));
+  return it->second;
 }
 
 VectorParam Checkpoint::vector(const std::string& name, int64_t n) const {

@@ -1,14 +1,17 @@
 #pragma once
 // Reader of Hugging Face safetensors checkpoints: one file, or shards listed in
-// model.safetensors.index.json. Tensors are memory-mapped, never copied.
+// model.safetensors.index.json. Tensors are memory-mapped; half-precision matrices are copied once,
+// tiled for the GEMM (kernels/weight_tiling.h), when first asked for.
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "kernels/weight.h"
 #include "model/mapped_file.h"
+#include "model/weight_arena.h"
 
 namespace moe {
 
@@ -38,7 +41,9 @@ class Checkpoint {
 
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   const TensorInfo& tensor(const std::string& name) const;
-  // A 2-D weight of exactly [rows, cols]; anything else is an error naming file and tensor.
+  // A 2-D weight of exactly [rows, cols]; anything else is an error naming file and tensor. F32
+  // matrices are viewed where they lie; BF16 and F16 ones are tiled on the first call (the same
+  // tiled copy serves every later call, e.g. a tied embedding and lm_head).
   WeightView matrix(const std::string& name, int64_t rows, int64_t cols) const;
   // A 1-D parameter of exactly n elements, widened to float32.
   VectorParam vector(const std::string& name, int64_t n) const;
@@ -47,6 +52,13 @@ class Checkpoint {
   std::string dir_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
   std::map<std::string, TensorInfo> tensors_;
+  // The tiled copies, shared by copies of this checkpoint; layers may load on several threads.
+  struct TiledMatrices {
+    std::mutex mutex;
+    WeightArena arena;
+    std::map<std::string, WeightView> views;
+  };
+  std::shared_ptr<TiledMatrices> tiled_ = std::make_shared<TiledMatrices>();
 };
 
 }  // namespace moe

@@ -14,18 +14,20 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kernels/weight_tiling.h"
 
 namespace moe {
 namespace {
 
 constexpr float kSentinel = -12345.0f;
 
-// A weight matrix in one half-precision dtype, and its values widened to float32; `spare` more
-// elements past the matrix hold NaN, which a kernel reading past the last row would pick up.
+// A weight matrix in one half-precision dtype, tiled, and its values widened to float32; `spare`
+// more elements past the tiled matrix hold NaN, which a kernel reading past its end would pick up.
 struct HalfMatrix {
   DType dtype;
   int64_t rows, cols;
-  std::vector<uint16_t> bits;
+  std::vector<uint16_t> bits;  // row-major
+  std::vector<uint16_t> tiled;
   std::vector<float> values;
 
   HalfMatrix(DType dtype_, int64_t rows_, int64_t cols_, uint32_t seed, int64_t spare = 0)
@@ -38,9 +40,11 @@ struct HalfMatrix {
       values.push_back(dtype == DType::BF16 ? bf16_to_float(bits.back()) : f16_to_float(bits.back()));
     }
     const uint16_t nan = dtype == DType::BF16 ? 0x7FC0 : 0x7E00;
-    bits.insert(bits.end(), static_cast<size_t>(spare), nan);
+    tiled.assign(static_cast<size_t>(weight_tiling::tiled_elements(rows, cols) + spare), nan);
+    weight_tiling::tile_into(row_major(), tiled.data());
   }
-  WeightView view() const { return WeightView{bits.data(), dtype, rows, cols}; }
+  WeightView row_major() const { return WeightView{bits.data(), dtype, rows, cols}; }
+  WeightView view() const { return WeightView{tiled.data(), dtype, rows, cols, WeightLayout::Tiled}; }
 };
 
 std::vector<float> random_activations(int64_t tokens, int64_t cols, uint32_t seed) {
@@ -90,7 +94,7 @@ std::vector<GemmIsa> supported_isas() {
 
 class HalfGemmTokens : public ::testing::TestWithParam<std::tuple<GemmIsa, DType, int64_t>> {};
 
-// 53 rows from 5: neither end on a tile (4 or 3 rows) or block (24 rows) boundary; 203 columns:
+// 53 rows from 5: neither end on a row group or tile (4 or 8 rows) or block (24 rows) boundary; 203 columns:
 // 6 whole chunks of 32 (12 of 16) and 11 more; y 70 wide, the rows written from column 6.
 TEST_P(HalfGemmTokens, MatchesDoublePrecisionOnRowRangeAndColumnRemainder) {
   const auto [isa, dtype, tokens] = GetParam();
@@ -128,7 +132,7 @@ TEST(HalfGemm, NarrowRowsLeaveNoGarbage) {
         }
 }
 
-// NaN right after the last row: the column remainder must come from a zero-padded copy.
+// NaN right after the tiled matrix: no tile may read past its padded rows and columns.
 TEST(HalfGemm, DoesNotReadPastTheLastRow) {
   for (const GemmIsa isa : supported_isas())
     for (const DType dtype : {DType::BF16, DType::F16})
@@ -163,6 +167,15 @@ TEST(HalfGemm, RejectsFloat32AndMismatchedPacking) {
   std::vector<float> y(8);
   EXPECT_THROW(half_gemm_rows(packed, bf16.view(), 0, 4, y.data(), 4), Error);
   EXPECT_THROW(half_gemm_rows(packed, wider.view(), 0, 4, y.data(), 4), Error);
+}
+
+TEST(HalfGemm, RejectsWeightsThatAreNotTiled) {
+  const HalfMatrix w(DType::BF16, 4, 16, 9);
+  PackedActivations packed;
+  const std::vector<float> x = random_activations(2, 16, 10);
+  pack_activations(x.data(), 2, 16, DType::BF16, packed);
+  std::vector<float> y(8);
+  EXPECT_THROW(half_gemm_rows(packed, w.row_major(), 0, 4, y.data(), 4), Error);
 }
 
 }  // namespace

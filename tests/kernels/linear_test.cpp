@@ -10,17 +10,19 @@
 #include <random>
 #include <vector>
 
+#include "kernels/weight_tiling.h"
+
 namespace moe {
 namespace {
 
+// One matrix in every dtype: float32 row-major, the half-precision ones tiled as a checkpoint's.
 struct Matrix {
   std::vector<uint16_t> bf16, f16;
   std::vector<float> f32;  // the bf16 values, widened, so every dtype describes the same matrix
-  WeightView view(DType dtype, int64_t rows, int64_t cols) const {
-    const void* data = dtype == DType::BF16 ? static_cast<const void*>(bf16.data())
-                       : dtype == DType::F16 ? static_cast<const void*>(f16.data())
-                                             : static_cast<const void*>(f32.data());
-    return WeightView{data, dtype, rows, cols};
+  WeightView f32_view;
+  weight_tiling::TiledWeight tiled_bf16, tiled_f16;
+  WeightView view(DType dtype) const {
+    return dtype == DType::BF16 ? tiled_bf16.view : dtype == DType::F16 ? tiled_f16.view : f32_view;
   }
 };
 
@@ -34,6 +36,9 @@ Matrix random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
     // Exact except under f16's normal range (below 6e-5), far inside the tolerance.
     m.f16.push_back(_cvtss_sh(m.f32.back(), 0));
   }
+  m.f32_view = WeightView{m.f32.data(), DType::F32, rows, cols};
+  m.tiled_bf16 = weight_tiling::tiled_copy(WeightView{m.bf16.data(), DType::BF16, rows, cols});
+  m.tiled_f16 = weight_tiling::tiled_copy(WeightView{m.f16.data(), DType::F16, rows, cols});
   return m;
 }
 
@@ -71,7 +76,7 @@ TEST_P(LinearTest, MatchesReferenceOnEveryRow) {
   const Matrix w = random_matrix(rows, cols, 1);
   const std::vector<float> x = random_vector(tokens * cols, 2);
   std::vector<float> y(static_cast<size_t>(tokens * rows));
-  linear(x.data(), tokens, w.view(dtype, rows, cols), y.data());
+  linear(x.data(), tokens, w.view(dtype), y.data());
   expect_close(y, reference(x, tokens, w, cols, 0, rows), "linear");
 }
 
@@ -81,7 +86,7 @@ TEST_P(LinearTest, RowSubsetMatchesThoseRows) {
   const Matrix w = random_matrix(rows, cols, 3);
   const std::vector<float> x = random_vector(tokens * cols, 4);
   std::vector<float> y(static_cast<size_t>(tokens * (end - begin)));
-  linear_rows(x.data(), tokens, w.view(dtype, rows, cols), begin, end, y.data());
+  linear_rows(x.data(), tokens, w.view(dtype), begin, end, y.data());
   expect_close(y, reference(x, tokens, w, cols, begin, end), "linear_rows");
 }
 
@@ -96,7 +101,7 @@ TEST(Linear, AddsBiasToEveryToken) {
   const Matrix w = random_matrix(rows, cols, 5);
   const std::vector<float> x = random_vector(tokens * cols, 6), bias = random_vector(rows, 7);
   std::vector<float> y(static_cast<size_t>(tokens * rows));
-  linear(x.data(), tokens, w.view(DType::BF16, rows, cols), y.data(), bias.data());
+  linear(x.data(), tokens, w.view(DType::BF16), y.data(), bias.data());
   std::vector<double> want = reference(x, tokens, w, cols, 0, rows);
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t r = 0; r < rows; ++r) want[t * rows + r] += bias[r];

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "common/error.h"
 #include "model/safetensors.h"
@@ -58,6 +59,24 @@ TEST_F(CheckpointErrors, ValidFileRoundTrips) {
   EXPECT_EQ(w.dtype, DType::BF16);
   EXPECT_FLOAT_EQ(w.at(1, 2), 6.5f);
   EXPECT_EQ(ckpt.vector("b", 3), (VectorParam{0.25f, -1, 7}));
+}
+
+// Half-precision matrices come back tiled, once: a second request (a tied lm_head) shares the
+// copy. Float32 ones stay where the file maps them.
+TEST_F(CheckpointErrors, HalfPrecisionMatricesAreTiledOnce) {
+  write_safetensors(file(), {make_tensor("w", DType::BF16, {5, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}),
+                             make_tensor("f", DType::F32, {1, 2}, {0.5f, 2})});
+  const Checkpoint ckpt = Checkpoint::open(dir_.string());
+  const WeightView w = ckpt.matrix("w", 5, 3);
+  EXPECT_EQ(w.layout, WeightLayout::Tiled);
+  EXPECT_NE(w.data, ckpt.tensor("w").data);
+  EXPECT_EQ(ckpt.matrix("w", 5, 3).data, w.data);
+  std::vector<float> row(3);
+  w.row_to_float(4, row.data());
+  EXPECT_EQ(row, (std::vector<float>{13, 14, 15}));
+  const WeightView f = ckpt.matrix("f", 1, 2);
+  EXPECT_EQ(f.layout, WeightLayout::RowMajor);
+  EXPECT_EQ(f.data, ckpt.tensor("f").data);
 }
 
 TEST_F(CheckpointErrors, TruncatedFileNamesFileAndTensor) {

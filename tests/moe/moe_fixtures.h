@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/weight.h"
+#include "kernels/weight_tiling.h"
 #include "moe/expert_weights.h"
 #include "moe/routing.h"
 
@@ -34,10 +35,11 @@ inline std::vector<float> random_floats(size_t n, uint64_t seed, float scale = 1
   return out;
 }
 
-// A weight matrix's bytes in its storage dtype; the view points into them.
+// A weight matrix's bytes in its storage dtype (bf16 tiled, as a checkpoint's); the view points
+// into them.
 struct OwnedWeight {
   std::vector<float> f32;
-  std::vector<uint16_t> bf16;
+  weight_tiling::TiledWeight bf16;
   WeightView view;
 };
 
@@ -47,10 +49,11 @@ inline std::unique_ptr<OwnedWeight> random_weight(int64_t rows, int64_t cols, DT
   owned->f32 = random_floats(static_cast<size_t>(rows * cols), seed, 1.0f / std::sqrt(static_cast<float>(cols)));
   owned->view = WeightView{owned->f32.data(), DType::F32, rows, cols};
   if (dtype == DType::BF16) {
-    owned->bf16.resize(owned->f32.size());
-    std::transform(owned->f32.begin(), owned->f32.end(), owned->bf16.begin(), float_to_bf16);
+    std::vector<uint16_t> bf16(owned->f32.size());
+    std::transform(owned->f32.begin(), owned->f32.end(), bf16.begin(), float_to_bf16);
     owned->f32.clear();
-    owned->view = WeightView{owned->bf16.data(), DType::BF16, rows, cols};
+    owned->bf16 = weight_tiling::tiled_copy(WeightView{bf16.data(), DType::BF16, rows, cols});
+    owned->view = owned->bf16.view;
   }
   return owned;
 }

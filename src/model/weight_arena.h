@@ -1,0 +1,32 @@
+#pragma once
+// Memory for the weights a checkpoint tiles at load (kernels/weight_tiling.h): large slabs, aligned
+// to and advised for 2 MiB pages, handed out in cache-line-aligned pieces. Thousands of 1 MiB
+// expert matrices then share huge pages, which cuts the TLB misses of streaming gigabytes of
+// weights every decode step.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace moe {
+
+class WeightArena {
+ public:
+  // elements uint16_t values, 64-byte aligned, valid for the arena's lifetime.
+  uint16_t* allocate(int64_t elements);
+  // Bytes handed out so far.
+  int64_t used_bytes() const { return used_bytes_; }
+
+ private:
+  struct FreeDeleter {
+    void operator()(char* p) const;
+  };
+  struct Slab {
+    std::unique_ptr<char[], FreeDeleter> memory;
+    size_t size = 0, used = 0;
+  };
+  std::vector<Slab> slabs_;
+  int64_t used_bytes_ = 0;
+};
+
+}  // namespace moe
