@@ -21,8 +21,8 @@ const TileSet& tiles_for(GemmIsa isa, DType dtype) {
   return isa == GemmIsa::Avx512 ? half_gemm_kernels::avx512_tiles(dtype) : half_gemm_kernels::avx2_tiles(dtype);
 }
 
-// The size of the next token group when `remaining` (at least 2) tokens are left: as few groups
-// as tiles of max_tokens allow, of sizes that differ by at most one (so never a group of one).
+// The size of the next token group when `remaining` tokens are left: as few groups as tiles of
+// max_tokens allow, of sizes that differ by at most one (so a group of one only for one token).
 int token_group_size(int64_t remaining, int max_tokens) {
   const int64_t groups = (remaining + max_tokens - 1) / max_tokens;
   return static_cast<int>((remaining + groups - 1) / groups);
@@ -30,8 +30,8 @@ int token_group_size(int64_t remaining, int max_tokens) {
 
 // Within a slab of tokens and a block of rows, every token group passes over the block while it
 // is in cache. Slabs end on group boundaries, so the groups are the same as without slabs. Blocks
-// and tiles start on the tiled weights' row groups; a range that starts inside a group goes row by
-// row to the next one.
+// start on the tiled weights' row groups (except where the range starts inside one), and a tile
+// either starts on a row group or ends inside the group it starts in.
 void gemm_rows(const TileSet& tiles, const PackedActivations& x, const WeightView& weight, int64_t row_begin,
                int64_t row_end, float* y, int64_t out_stride) {
   const uint16_t* weights = static_cast<const uint16_t*>(weight.data);
@@ -47,7 +47,9 @@ void gemm_rows(const TileSet& tiles, const PackedActivations& x, const WeightVie
         const float* x_group = x.values.data() + first_token * x.stride;
         float* y_group = y + first_token * out_stride;
         for (int64_t r = block, rows = 0; r < block_end; r += rows) {
-          rows = r % weight_tiling::kGroupRows == 0 ? std::min<int64_t>(tiles.rows_for_tokens[tokens], block_end - r) : 1;
+          rows = std::min<int64_t>(tiles.rows_for_tokens[tokens], block_end - r);
+          if (const int64_t lane = r % weight_tiling::kGroupRows; lane != 0)
+            rows = std::min(rows, weight_tiling::kGroupRows - lane);
           const auto tile = tiles.tile(static_cast<int>(rows), static_cast<int>(tokens));
           tile(weights + weight_tiling::row_offset(r, weight.cols), group_stride, x_group, x.stride, x.stride,
                y_group + (r - row_begin), out_stride);
