@@ -5,20 +5,31 @@
 #include <string>
 
 #include "common/error.h"
+#include "kernels/thread_pool.h"
 
 namespace moe::weight_tiling {
+namespace {
+
+// Row groups a thread tiles at a time: 256 KiB of a 1024-column matrix.
+constexpr int64_t kMinGroupsPerChunk = 32;
+
+}  // namespace
 
 WeightView tile_into(const WeightView& row_major, uint16_t* out) {
   if (row_major.dtype == DType::F32) throw Error("tile_into: only half-precision weights are tiled, not F32");
   if (row_major.layout != WeightLayout::RowMajor) throw Error("tile_into: the matrix is tiled already");
-  const int64_t rows = row_major.rows, cols = row_major.cols;
-  std::fill_n(out, tiled_elements(rows, cols), uint16_t{0});
+  const int64_t rows = row_major.rows, cols = row_major.cols, stride = group_stride(cols);
   const uint16_t* in = static_cast<const uint16_t*>(row_major.data);
-  for (int64_t r = 0; r < rows; ++r) {
-    uint16_t* row = out + row_offset(r, cols);
-    for (int64_t c = 0; c < cols; c += kChunkCols)
-      std::memcpy(row + chunk_offset(c), in + r * cols + c, sizeof(uint16_t) * std::min(kChunkCols, cols - c));
-  }
+  // Spread over the kernel threads: a load writes every weight byte here once, and first writes to
+  // fresh memory cost the kernel a page clear each (most of the time of tiling a checkpoint).
+  parallel_for(padded_rows(rows) / kGroupRows, kMinGroupsPerChunk, [&](int64_t group_begin, int64_t group_end) {
+    std::fill(out + group_begin * stride, out + group_end * stride, uint16_t{0});
+    for (int64_t r = group_begin * kGroupRows; r < std::min(rows, group_end * kGroupRows); ++r) {
+      uint16_t* row = out + row_offset(r, cols);
+      for (int64_t c = 0; c < cols; c += kChunkCols)
+        std::memcpy(row + chunk_offset(c), in + r * cols + c, sizeof(uint16_t) * std::min(kChunkCols, cols - c));
+    }
+  });
   WeightView tiled = row_major;
   tiled.data = out;
   tiled.layout = WeightLayout::Tiled;
