@@ -11,27 +11,25 @@ namespace {
 // Tile shapes, rows x tokens: a tile keeps rows x tokens accumulators, the rows' widened weights,
 // one activation vector and the bf16 mask in the 16 ymm registers of AVX2. Measured on Zen
 // (weights in L2, GFLOP/s of one core): 4x2 runs at 105-108, near the FMA peak; 4x3 spills (60)
-// and 2x4 .. 2x6 run at 93-100, so tokens are taken two (or, for an odd count, three) at a time.
-// Heights must be 1, 2 or 4 to stay inside the tiled weights' row groups.
+// and 2x4 .. 2x6 run at 93-100. Heights must be 1, 2 or 4 to stay inside the tiled weights' row
+// groups, which rules out 3x3; 2x3 made the batch-32 decode step a third slower than 4x2 and 4x1,
+// so tokens are taken two at a time (one for the last of an odd count).
 constexpr int kMaxRows = 4;
 constexpr int kMinTokens = 1;
-constexpr int kMaxTokens = 3;
+constexpr int kMaxTokens = 2;
 static_assert(kMaxTokens <= kMaxTileTokens, "TileSet::rows_for_tokens covers every group size");
 static_assert(kRowBlock % 4 == 0, "row blocks hold whole tiles");
 
-// bf16 widened without a shuffle: the 32-bit lane i of a 16-value load holds value 2i in its low
-// half and value 2i + 1 in its high half; shifting left by 16 makes value 2i a float32, and
-// masking off the low half makes value 2i + 1 one. The activations are packed in that order.
+// bf16 widened in column order, eight values a zero-extension and shift. (The AVX-512 kernels' shuffle-free
+// widening, one load feeding both halves, keeps the raw load alive beside the widened halves; in
+// AVX2's 16 registers that spilled the 4x2 tile's accumulators and cost 40% of its speed.)
 struct Bf16Weights {
-  static constexpr bool kInterleaved = true;
+  static constexpr bool kInterleaved = false;
   static __m256 first_half(const uint16_t* p) {
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
   }
-  static __m256 second_half(const uint16_t* p) {
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    return _mm256_castsi256_ps(_mm256_and_si256(raw, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
-  }
+  static __m256 second_half(const uint16_t* p) { return first_half(p + 8); }
 };
 
 // f16 widened in column order by F16C.
@@ -67,7 +65,7 @@ namespace moe::half_gemm_kernels {
 namespace {
 
 template <class Weights>
-constexpr TileSet kTileSet = {Vec::kChunk, Weights::kInterleaved, kMaxTokens, {0, 4, 4, 2},
+constexpr TileSet kTileSet = {Vec::kChunk, Weights::kInterleaved, kMaxTokens, {0, 4, 4},
                               TileTable<Tiles<Vec, Weights>, kMaxRows, kMinTokens, kMaxTokens>::at};
 
 }  // namespace
