@@ -41,7 +41,8 @@ std::unique_ptr<Model> load_model(const ServeOptions& options) {
   mo.moe_backend = parse_moe_backend(options.moe_runner_backend);
   mo.ep_size = options.ep_size;
   mo.expert_placement_file = options.expert_placement;
-  auto model = Model::load(options.model_path, mo);
+  // The files are read front to back first, with progress, so that the load, which copies the
+  // half-precision weights into the GEMM's tiled order, reads them from memory.
   int last_percent = -1;
   prefetch_checkpoint(options.model_path, [&](int64_t done, int64_t total) {
     const int percent = total ? static_cast<int>(100 * done / total) : 100;
@@ -49,6 +50,7 @@ std::unique_ptr<Model> load_model(const ServeOptions& options) {
     last_percent = percent;
     spdlog::info("loading weights of {}: {}% of {:.1f} MiB", options.model_path, percent, total / 1048576.0);
   });
+  auto model = Model::load(options.model_path, mo);
   // Read now, so a bad MOE_GEMM_ISA stops the start instead of failing every request.
   spdlog::info("kernels: {} tiles, {} threads", gemm_isa_name(preferred_gemm_isa()), kernel_threads());
   return model;

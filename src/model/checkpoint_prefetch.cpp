@@ -11,6 +11,8 @@ namespace moe {
 
 void prefetch_checkpoint(const std::string& model_dir, const std::function<void(int64_t, int64_t)>& progress) {
   namespace fs = std::filesystem;
+  // Loading the model names what is wrong with a directory that is not one.
+  if (!fs::is_directory(model_dir)) return;
   std::vector<fs::path> files;
   int64_t total = 0;
   for (const auto& entry : fs::directory_iterator(model_dir)) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "common/error.h"
@@ -36,6 +37,14 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
 
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<unsigned char*>(data_), size_);
+}
+
+void drop_mapped_pages(const void* begin, size_t bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + bytes) / page * page;
+  // Only advice: a failure leaves the pages mapped, which is harmless.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 }  // namespace moe

@@ -22,4 +22,9 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Unmaps from this process the whole pages inside [begin, begin + bytes) of a MappedFile's mapping,
+// for a range copied elsewhere (a tiled weight): the process stops holding them in its resident
+// set, and a later read faults them in again from the page cache or the file.
+void drop_mapped_pages(const void* begin, size_t bytes);
+
 }  // namespace moe

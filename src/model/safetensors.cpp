@@ -119,8 +119,11 @@ WeightView Checkpoint::matrix(const std::string& name, int64_t rows, int64_t col
   if (t.dtype == DType::F32) return row_major;
   std::lock_guard lock(tiled_->mutex);
   auto [it, added] = tiled_->views.try_emplace(name);
-  if (added)
+  if (added) {
     it->second = weight_tiling::tile_into(row_major, tiled_->arena.allocate(weight_tiling::tiled_elements(rows, cols)));
+    // The kernels read the copy; the file's pages need not stay in this process's resident set.
+    drop_mapped_pages(t.data, static_cast<size_t>(rows * cols) * dtype_size(t.dtype));
+  }
   return it->second;
 }
 
