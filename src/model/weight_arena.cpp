@@ -33,7 +33,6 @@ uint16_t* WeightArena::allocate(int64_t elements) {
   Slab& slab = slabs_.back();
   char* piece = slab.memory.get() + slab.used;
   slab.used += bytes;
-  used_bytes_ += static_cast<int64_t>(bytes);
   return reinterpret_cast<uint16_t*>(piece);
 }
 

@@ -14,8 +14,6 @@ class WeightArena {
  public:
   // elements uint16_t values, 64-byte aligned, valid for the arena's lifetime.
   uint16_t* allocate(int64_t elements);
-  // Bytes handed out so far.
-  int64_t used_bytes() const { return used_bytes_; }
 
  private:
   struct FreeDeleter {
@@ -26,7 +24,6 @@ class WeightArena {
     size_t size = 0, used = 0;
   };
   std::vector<Slab> slabs_;
-  int64_t used_bytes_ = 0;
 };
 
 }  // namespace moe
