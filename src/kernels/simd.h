@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/weight.h"
-
 namespace moe::simd {
 
 // The sum of the eight lanes.
