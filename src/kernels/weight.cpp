@@ -55,11 +55,6 @@ void widen(const uint16_t* src, int64_t n, DType dtype, float* out) {
   for (; c < n; ++c) out[c] = f16_to_float(src[c]);
 }
 
-// Where element (r, c) of a half-precision view lies, in elements from its data.
-int64_t half_offset(const WeightView& w, int64_t r, int64_t c) {
-  if (w.layout == WeightLayout::RowMajor) return r * w.cols + c;
-  return weight_tiling::row_offset(r, w.cols) + weight_tiling::chunk_offset(c);
-}
 
 }  // namespace
 
@@ -73,13 +68,17 @@ void WeightView::row_to_float(int64_t r, float* out) const {
     widen(half + r * cols, cols, dtype, out);
     return;
   }
+  const uint16_t* row = half + weight_tiling::row_offset(r, cols);
   for (int64_t c = 0; c < cols; c += weight_tiling::kChunkCols)
-    widen(half + half_offset(*this, r, c), std::min(weight_tiling::kChunkCols, cols - c), dtype, out + c);
+    widen(row + weight_tiling::chunk_offset(c), std::min(weight_tiling::kChunkCols, cols - c), dtype, out + c);
 }
 
 float WeightView::at(int64_t r, int64_t c) const {
   if (dtype == DType::F32) return static_cast<const float*>(data)[r * cols + c];
-  const uint16_t bits = static_cast<const uint16_t*>(data)[half_offset(*this, r, c)];
+  const int64_t offset = layout == WeightLayout::RowMajor
+                             ? r * cols + c
+                             : weight_tiling::row_offset(r, cols) + weight_tiling::chunk_offset(c);
+  const uint16_t bits = static_cast<const uint16_t*>(data)[offset];
   return dtype == DType::BF16 ? bf16_to_float(bits) : f16_to_float(bits);
 }
 

@@ -7,6 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "common/aligned_memory.h"
+
 namespace moe {
 
 class KvCache {
@@ -26,15 +28,11 @@ class KvCache {
   int64_t num_slots_;
   int64_t num_layers_;
   int64_t row_size_;
-  // Memory from std::aligned_alloc, handed back with std::free.
-  struct FreeDeleter {
-    void operator()(float* p) const;
-  };
   // [layer][slot * row_size], aligned to cache lines (plain new[] left every 256-byte head row
   // across five lines instead of four), left uninitialised: a slot is always written before it is
   // read, and untouched pages of a large pool then cost no memory.
-  std::vector<std::unique_ptr<float[], FreeDeleter>> keys_;
-  std::vector<std::unique_ptr<float[], FreeDeleter>> values_;
+  std::vector<AlignedArray<float>> keys_;
+  std::vector<AlignedArray<float>> values_;
 };
 
 }  // namespace moe

@@ -3,8 +3,6 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <new>
 
 namespace moe {
 namespace {
@@ -17,15 +15,12 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
-void WeightArena::FreeDeleter::operator()(char* p) const { std::free(p); }
-
 uint16_t* WeightArena::allocate(int64_t elements) {
   const size_t bytes = round_up(std::max<size_t>(1, static_cast<size_t>(elements) * sizeof(uint16_t)), kCacheLine);
   if (slabs_.empty() || slabs_.back().size - slabs_.back().used < bytes) {
     Slab slab;
     slab.size = round_up(std::max(bytes, kSlabBytes), kHugePage);
-    slab.memory.reset(static_cast<char*>(std::aligned_alloc(kHugePage, slab.size)));
-    if (!slab.memory) throw std::bad_alloc();
+    slab.memory = aligned_array<char>(kHugePage, slab.size);
     // Only a hint: where transparent huge pages are off, the slab keeps 4 KiB pages.
     madvise(slab.memory.get(), slab.size, MADV_HUGEPAGE);
     slabs_.push_back(std::move(slab));

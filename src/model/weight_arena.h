@@ -5,8 +5,9 @@
 // weights every decode step.
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
+
+#include "common/aligned_memory.h"
 
 namespace moe {
 
@@ -16,11 +17,8 @@ class WeightArena {
   uint16_t* allocate(int64_t elements);
 
  private:
-  struct FreeDeleter {
-    void operator()(char* p) const;
-  };
   struct Slab {
-    std::unique_ptr<char[], FreeDeleter> memory;
+    AlignedArray<char> memory;
     size_t size = 0, used = 0;
   };
   std::vector<Slab> slabs_;

@@ -141,15 +141,18 @@ SampledToken sample_token(const float* logits, int64_t vocab_size, const Samplin
   const float max_logit = *top;
 
   int32_t id = static_cast<int32_t>(top - logits);
+  double partition = 0.0;  // the log-probability's Σ e^(logit - max), once summed (it is at least 1)
   if (params.temperature > 0.0f) {
     thread_local Candidates candidates;
     take_top_k(logits, vocab_size, params, max_logit, candidates);
+    // At temperature 1 with every token a candidate, that total is the same sum over the same terms.
+    if (params.temperature == 1.0f && !candidates.sorted) partition = candidates.total;
     if (params.top_p < 1.0f) apply_top_p(candidates, params.top_p, logits);
     if (params.min_p > 0.0f) apply_min_p(candidates, params.min_p);
     id = draw(candidates, counter_uniform(params.seed, step));
   }
 
-  const double partition = sum_of_exps(logits, vocab_size, max_logit, 1.0f);
+  if (partition == 0.0) partition = sum_of_exps(logits, vocab_size, max_logit, 1.0f);
   return SampledToken{id, static_cast<float>(logits[id] - max_logit - std::log(partition))};
 }
 

@@ -68,6 +68,23 @@ TEST(SampleToken, LogprobIsOfTheRawLogitsWhateverTheTemperature) {
   }
 }
 
+// At temperature 1 with no top-k the draw's all-vocabulary sum doubles as the log-probability's
+// partition; top-p and min-p shrink the candidates after it is taken.
+TEST(SampleToken, LogprobAtTemperatureOneWithAndWithoutTopPAndMinP) {
+  const std::vector<float> logits = random_logits(3000, 3);
+  for (const auto& [top_p, min_p] : {std::pair{1.0f, 0.0f}, std::pair{0.7f, 0.0f}, std::pair{1.0f, 0.05f}}) {
+    SamplingParams params;
+    params.temperature = 1.0f;
+    params.top_p = top_p;
+    params.min_p = min_p;
+    params.seed = 5;
+    for (uint64_t step = 0; step < 10; ++step) {
+      const SampledToken token = sample_token(logits.data(), 3000, params, step);
+      EXPECT_NEAR(token.logprob, log_softmax_at(logits, token.id), 1e-5) << "top_p " << top_p << " min_p " << min_p;
+    }
+  }
+}
+
 TEST(SampleToken, SameSeedAndStepGiveTheSameToken) {
   const std::vector<float> logits = random_logits(5000, 3, 1.0f);
   SamplingParams params;
