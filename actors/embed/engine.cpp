@@ -10,17 +10,7 @@ namespace {
 
 actors::ServeOptions serve_options(const EngineOptions& o) {
   actors::ServeOptions s;
-  s.model_path = o.model_path;
-  s.tokenizer_path = o.tokenizer_path;
-  s.enable_return_routed_experts = o.enable_return_routed_experts;
-  s.enable_return_router_weights = o.enable_return_router_weights;
-  s.max_running_requests = o.max_running_requests;
-  s.chunked_prefill_size = o.chunked_prefill_size;
-  s.max_total_tokens = o.max_total_tokens;
-  s.moe_runner_backend = o.moe_runner_backend;
-  s.disable_radix_cache = o.disable_radix_cache;
-  s.context_length = o.context_length;
-  s.zmq_endpoint = o.zmq_endpoint;
+  static_cast<EngineOptions&>(s) = o;
   return s;
 }
 

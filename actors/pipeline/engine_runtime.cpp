@@ -12,6 +12,7 @@
 #include "api/api_error.h"
 #include "common/error.h"
 #include "common/json_file.h"
+#include "engine/engine_sizing.h"
 #include "model/checkpoint_prefetch.h"
 #include "http/http_server.h"
 #include "kernels/half_gemm.h"
@@ -56,36 +57,6 @@ std::unique_ptr<Model> load_model(const ServeOptions& options) {
   return model;
 }
 
-int64_t context_length(const ServeOptions& options, const ModelConfig& c) {
-  return options.context_length > 0 ? options.context_length : c.max_position_embeddings;
-}
-
-// The KV pool, unless given: as many token slots as the memory budget holds, but no more than
-// eight full contexts (a small model would otherwise get millions of slots it never uses).
-int64_t kv_slots_for(const ServeOptions& options, const ModelConfig& c) {
-  if (options.max_total_tokens > 0) return options.max_total_tokens;
-  const int64_t bytes_per_token = int64_t{2} * c.num_hidden_layers * c.num_key_value_heads * c.head_dim * 4;
-  return std::clamp<int64_t>(options.kv_cache_memory_bytes / bytes_per_token, 1, 8 * context_length(options, c));
-}
-
-SchedulerConfig scheduler_config(const ServeOptions& options, const ModelConfig& c) {
-  return SchedulerConfig{kv_slots_for(options, c), options.max_running_requests, options.chunked_prefill_size,
-                         !options.disable_radix_cache, context_length(options, c)};
-}
-
-// --enable-return-router-weights implies --enable-return-routed-experts.
-bool captures_routing(const ServeOptions& options) {
-  return options.enable_return_routed_experts || options.enable_return_router_weights;
-}
-
-ModelWorkerOptions worker_options(const ServeOptions& options, const ModelConfig& c) {
-  ModelWorkerOptions wo;
-  wo.kv_slots = kv_slots_for(options, c) + 1;  // the scheduler's pool plus its padding slot
-  wo.max_batch_tokens = options.chunked_prefill_size > 0 ? options.chunked_prefill_size : kv_slots_for(options, c);
-  wo.enable_routed_experts = captures_routing(options);
-  wo.capture_router_weights = options.enable_return_router_weights;
-  return wo;
-}
 
 // Runs `task` on `loop`'s thread and waits for its answer (from any other thread).
 template <typename Task>
@@ -136,14 +107,10 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   }
   auto optional_token = [](const std::string& s) { return s.empty() ? std::nullopt : std::optional<std::string>(s); };
 
-  SchedulerServiceOptions so;
-  so.scheduler = scheduler_config(options, config);
-  so.enable_routed_experts = captures_routing(options);
-  so.enable_router_weights = options.enable_return_router_weights;
-  so.seed_source = std::random_device{}();
-  const ServingModelInfo info{config.vocab_size, config.num_moe_layers(), config.num_experts_per_tok,
-                              config.num_experts, tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok)};
-  auto service = std::make_unique<SchedulerService>(so, info);
+  const EngineSizing sizing = size_engine(options, config, tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok),
+                                          std::random_device{}());
+  auto service = std::make_unique<SchedulerService>(
+      sizing.service, ServingModelInfo{config.num_moe_layers(), config.num_experts_per_tok, config.num_experts});
   kv_slots_ = service->kv_cache_slots();
   const int64_t host_cache_bytes = service->host_cache_bytes();
 
@@ -159,9 +126,9 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   a.detokenizer_loop = std::make_unique<transport::ActorLoop>(*context_, "detokenizer");
   a.tokenizer = std::make_unique<TokenizerActor>(
       *a.tokenizer_loop,
-      std::make_unique<RequestPreparer>(tok, tok_config.chat_template, optional_token(tok_config.bos_token),
-                                        optional_token(tok_config.eos_token), config.vocab_size,
-                                        context_length(options, config)),
+      std::make_unique<RequestPreparer>(
+          tok, PromptFormat{tok_config.chat_template, optional_token(tok_config.bos_token), optional_token(tok_config.eos_token)},
+          sizing.limits),
       TokenizerActorEndpoints{endpoints.tokenizer, endpoints.scheduler, options.zmq_endpoint}, read_expert_load);
   a.scheduler = std::make_unique<SchedulerActor>(
       *a.scheduler_loop, std::move(service),
@@ -183,8 +150,8 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   if (local_worker) {
     a.worker_loop = std::make_unique<transport::ActorLoop>(*context_, "worker");
     a.heartbeat_loop = std::make_unique<transport::ActorLoop>(*context_, "worker-heartbeat");
-    a.worker = std::make_unique<WorkerActor>(*a.worker_loop, *a.heartbeat_loop, std::move(model),
-                                             worker_options(options, config), endpoints.worker, endpoints.scheduler);
+    a.worker = std::make_unique<WorkerActor>(*a.worker_loop, *a.heartbeat_loop, std::move(model), sizing.worker,
+                                             endpoints.worker, endpoints.scheduler);
     names.push_back("worker");
   } else {
     model.reset();  // only the remote worker needs the weights
@@ -198,10 +165,10 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     loop->start();
   }
   barrier.wait(names, std::chrono::seconds(60));
-  const int64_t kv_bytes = int64_t{2} * config.num_hidden_layers * config.num_key_value_heads * config.head_dim * 4;
   spdlog::info("KV cache: {} token slots ({:.1f} MiB); max running requests {}; chunked prefill {}", kv_slots_ - 1,
-               kv_bytes * kv_slots_ / 1048576.0, options.max_running_requests, options.chunked_prefill_size);
-  if (captures_routing(options))
+               sizing.kv_bytes_per_token * kv_slots_ / 1048576.0, options.max_running_requests,
+               options.chunked_prefill_size);
+  if (options.captures_routing())
     spdlog::info("routed-experts capture on{}: host cache {:.1f} MiB ({} bytes per token slot)",
                  options.enable_return_router_weights ? " with router weights" : "",
                  host_cache_bytes / 1048576.0, host_cache_bytes / kv_slots_);
@@ -237,11 +204,12 @@ void run_worker_process(const ServeOptions& options) {
   if (options.scheduler_endpoint.empty() || options.worker_endpoint.empty())
     throw Error("a worker process needs --worker-endpoint (to bind) and --scheduler-endpoint (to connect)");
   std::unique_ptr<Model> model = load_model(options);
-  const ModelConfig config = model->config();
+  // The worker sizes its KV cache and capture buffer exactly as the front sizes the scheduler's pool.
+  const EngineSizing sizing = size_engine(options, model->config(), {}, 0);
   transport::Context context;
   transport::ActorLoop loop(context, "worker");
   transport::ActorLoop heartbeat(context, "worker-heartbeat");
-  WorkerActor worker(loop, heartbeat, std::move(model), worker_options(options, config), options.worker_endpoint,
+  WorkerActor worker(loop, heartbeat, std::move(model), sizing.worker, options.worker_endpoint,
                      options.scheduler_endpoint);
   boost::asio::signal_set signals(heartbeat.io(), SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int) {

@@ -37,25 +37,46 @@ void SchedulerActor::on_message(msg::Message&& message) {
   } else if (auto* abort = std::get_if<msg::Abort>(&message)) {
     on_abort(*abort);
   } else if (auto* result = std::get_if<msg::WorkerResult>(&message)) {
-    last_heard_from_worker_ = std::chrono::steady_clock::now();
-    for (const msg::StepRouting& step : result->routing)
-      capture_bytes_total_ += step.rows.expert_ids.size() * sizeof(int16_t) + step.rows.weights.size() * sizeof(float);
-    if (!result->routing_only)
-      step_time_seconds_.observe(std::chrono::duration<double>(last_heard_from_worker_ - step_sent_).count());
-    if (result->routing_only)
-      service_->on_routing(result->routing);
-    else if (service_->batch_in_flight())
-      service_->on_worker_result(*result);
-    else
-      spdlog::warn("scheduler: dropping the result of step {}, abandoned after a worker failure", result->step);
-  } else if (std::holds_alternative<msg::HealthReply>(message)) {
-    last_heard_from_worker_ = std::chrono::steady_clock::now();  // the worker's heartbeat
+    if (heard_from_worker(result->worker_instance)) on_result(*result);
+  } else if (auto* update = std::get_if<msg::RoutingUpdate>(&message)) {
+    if (heard_from_worker(update->worker_instance)) on_routing(update->routing);
+  } else if (auto* heartbeat = std::get_if<msg::Heartbeat>(&message)) {
+    heard_from_worker(heartbeat->instance);
   } else if (auto* error = std::get_if<msg::ErrorReply>(&message)) {
     fail_all(error->message);
   } else {
     spdlog::warn("scheduler: ignoring a {} message", msg::kind_name(msg::kind_of(message)));
   }
   pump();
+}
+
+bool SchedulerActor::heard_from_worker(uint64_t instance) {
+  last_heard_from_worker_ = std::chrono::steady_clock::now();
+  std::vector<msg::ErrorReply> errors;
+  if (service_->accept_worker(instance, errors)) return true;
+  spdlog::error("scheduler: the model worker restarted (instance {:x}); its KV cache is empty, so {} live "
+                "request(s) fail and the prefix cache is cleared", instance, errors.size());
+  for (msg::ErrorReply& error : errors) to_tokenizer_->send(std::move(error));
+  return false;
+}
+
+void SchedulerActor::on_result(const msg::WorkerResult& result) {
+  step_time_seconds_.observe(std::chrono::duration<double>(last_heard_from_worker_ - step_sent_).count());
+  count_capture_bytes(result.routing);
+  if (service_->batch_in_flight())
+    service_->on_worker_result(result);  // stores the rows that rode along too
+  else
+    spdlog::warn("scheduler: dropping the result of step {}, abandoned after a worker failure", result.step);
+}
+
+void SchedulerActor::on_routing(const std::vector<msg::StepRouting>& routing) {
+  count_capture_bytes(routing);
+  service_->on_routing(routing);
+}
+
+void SchedulerActor::count_capture_bytes(const std::vector<msg::StepRouting>& routing) {
+  for (const msg::StepRouting& step : routing)
+    capture_bytes_total_ += step.rows.expert_ids.size() * sizeof(int16_t) + step.rows.weights.size() * sizeof(float);
 }
 
 SchedulerSnapshot SchedulerActor::snapshot() const {

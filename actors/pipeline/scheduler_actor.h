@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "api/expert_load.h"
 #include "api/server_stats.h"
@@ -46,6 +47,13 @@ class SchedulerActor {
   void on_message(msg::Message&& message);
   void on_tokenized(const msg::TokenizedRequest& request);
   void on_abort(const msg::Abort& abort);
+  // Every message from the worker: notes that it is alive, and whether it is the worker whose KV
+  // cache this scheduler has been filling. False: a restarted worker, whose message is dropped
+  // (every live request has failed and the prefix cache was cleared).
+  bool heard_from_worker(uint64_t instance);
+  void on_result(const msg::WorkerResult& result);
+  void on_routing(const std::vector<msg::StepRouting>& routing);
+  void count_capture_bytes(const std::vector<msg::StepRouting>& routing);
   // Sends out what the service produced and, when no step is in flight, plans and sends the next.
   void pump();
   void fail_all(const std::string& message);

@@ -50,14 +50,11 @@ void WorkerActor::on_batch(const msg::WorkerBatch& batch) {
 void WorkerActor::send_ready_routing() {
   auto routing = worker_->take_ready_routing();
   if (routing.empty()) return;
-  msg::WorkerResult result;
-  result.routing_only = true;
-  result.routing = std::move(routing);
-  results_->send(result);
+  results_->send(msg::RoutingUpdate{std::move(routing), worker_->instance()});
 }
 
 void WorkerActor::schedule_heartbeat() {
-  heartbeat_->send(msg::HealthReply{0, true, "worker"});
+  heartbeat_->send(msg::Heartbeat{worker_->instance()});
   timer_->timer.expires_after(kHeartbeatPeriod);
   timer_->timer.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) schedule_heartbeat();

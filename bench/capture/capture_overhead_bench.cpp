@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "serving/in_process_pipeline.h"
+#include "engine/engine_core.h"
 #include "support/bench_checkpoint.h"
 #include "tokenizer/tokenizer.h"
 
@@ -22,24 +22,28 @@ namespace {
 constexpr int kPromptTokens = 64;
 constexpr int kNewTokens = 32;
 
-std::unique_ptr<InProcessPipeline> make_pipeline(const std::string& dir, bool capture) {
-  InProcessPipelineOptions options;
-  options.service.scheduler = SchedulerConfig{8192, 64, 8192, true, 32768};
-  options.service.enable_routed_experts = capture;
-  options.service.seed_source = 1;
-  return std::make_unique<InProcessPipeline>(Model::load(dir), tokenizer::Tokenizer::load(MOE_TOKENIZER_DIR), options);
+std::unique_ptr<EngineCore> make_pipeline(const std::string& dir, bool capture) {
+  EngineCoreOptions options;
+  options.settings.max_total_tokens = 8192;
+  options.settings.max_running_requests = 64;
+  options.settings.chunked_prefill_size = 8192;
+  options.settings.context_length = 32768;
+  options.settings.enable_return_routed_experts = capture;
+  options.seed_source = 1;
+  return std::make_unique<EngineCore>(Model::load(dir), tokenizer::Tokenizer::load(MOE_TOKENIZER_DIR), options);
 }
 
 // Round `round`'s requests: fresh random prompts (no prefix-cache hits across rounds), greedy,
 // exactly kNewTokens each; with capture, each asks for its rows as SGLang clients do.
-std::vector<msg::TokenizedRequest> round_requests(int round, int count, bool capture) {
+std::vector<msg::GenerateRequest> round_requests(int round, int count, bool capture) {
   std::mt19937 rng(static_cast<uint32_t>(round));
   std::uniform_int_distribution<int32_t> token(0, 150000);
-  std::vector<msg::TokenizedRequest> requests(static_cast<size_t>(count));
+  std::vector<msg::GenerateRequest> requests(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
-    msg::TokenizedRequest& r = requests[i];
+    msg::GenerateRequest& r = requests[i];
     r.rid = std::string("r").append(std::to_string(round)).append("-").append(std::to_string(i));
-    for (int t = 0; t < kPromptTokens; ++t) r.input_ids.push_back(token(rng));
+    r.input_ids.emplace();
+    for (int t = 0; t < kPromptTokens; ++t) r.input_ids->push_back(token(rng));
     r.sampling.temperature = 0.0f;
     r.sampling.max_new_tokens = kNewTokens;
     r.sampling.ignore_eos = true;
@@ -52,7 +56,7 @@ std::vector<msg::TokenizedRequest> round_requests(int round, int count, bool cap
 // the first pass over a memory-mapped checkpoint pays its page faults, which would otherwise be
 // charged to whichever configuration happened to run first.
 struct Pipelines {
-  std::unique_ptr<InProcessPipeline> off, on;
+  std::unique_ptr<EngineCore> off, on;
 };
 Pipelines& pipelines() {
   static Pipelines both = [] {
@@ -83,7 +87,7 @@ struct RoundTime {
 };
 
 // Runs one round at `concurrency` (1: one request after another; else all together).
-RoundTime run_round(InProcessPipeline& pipeline, const std::vector<msg::TokenizedRequest>& requests, int concurrency,
+RoundTime run_round(EngineCore& pipeline, const std::vector<msg::GenerateRequest>& requests, int concurrency,
                     benchmark::State& state) {
   const auto start = std::chrono::steady_clock::now();
   const double cpu_start = process_cpu_seconds();

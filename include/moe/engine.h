@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "moe/client.h"
+#include "moe/engine_options.h"
 #include "moe/messages.h"
 
 namespace moe {
@@ -24,21 +25,6 @@ namespace moe {
 namespace actors {
 class EngineRuntime;
 }
-
-// What an embedded engine is told; the same meaning and defaults as moe-serve's flags of that name.
-struct EngineOptions {
-  std::string model_path;
-  std::string tokenizer_path;  // default: model_path
-  bool enable_return_routed_experts = false;
-  bool enable_return_router_weights = false;  // also keep top-k router weights (implies the above)
-  int max_running_requests = 256;
-  int64_t chunked_prefill_size = 8192;
-  int64_t max_total_tokens = 0;  // KV slots; 0 = what 2 GiB holds, at most 8 contexts
-  std::string moe_runner_backend = "auto";
-  bool disable_radix_cache = false;
-  int64_t context_length = 0;  // 0 = the model's max_position_embeddings
-  std::string zmq_endpoint;    // also serve ZeroMQ clients here; empty = only this process
-};
 
 namespace detail {
 

@@ -1,5 +1,7 @@
 #pragma once
-// Every message the actors exchange (DESIGN §1): one plain struct per kind, tagged with its kind.
+// Every message the actors exchange: one plain struct per kind, tagged with its kind. A request is
+// described once: the client's sampling, stop and output settings (RequestOptions) travel embedded
+// from the front door to the detokenizer, never re-described field by field.
 // The msgpack codec lives in src/transport; this header stays free of msgpack and ZeroMQ so that
 // clients, actors and tests can use the structs without pulling either in.
 #include <cstdint>
@@ -13,7 +15,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr uint32_t kProtocolVersion = 4;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -25,18 +27,24 @@ enum class MessageKind : uint8_t {
   TextOutputBatch = 6,
   Abort = 7,
   ErrorReply = 8,
-  HealthCheck = 9,
-  HealthReply = 10,
+  // 9 and 10 were HealthCheck and HealthReply, 12 was Shutdown: retired unused; never reuse them.
   Ready = 11,
-  Shutdown = 12,
+  Heartbeat = 13,
+  RoutingUpdate = 14,
 };
 
-// The client's sampling settings, named and defaulted as SGLang's /generate sampling_params.
-struct SamplingParams {
-  float temperature = 1.0f;
-  float top_p = 1.0f;
-  int32_t top_k = -1;  // -1 = off
-  float min_p = 0.0f;
+// How one token is drawn from a row of logits, as SGLang and vLLM name the settings.
+struct DrawSettings {
+  float temperature = 1.0f;  // 0 = greedy
+  float top_p = 1.0f;        // keep the smallest most-probable set whose mass reaches top_p; in (0, 1]
+  int32_t top_k = -1;        // keep the k most probable tokens; -1 or 0 = off
+  float min_p = 0.0f;        // drop tokens less probable than min_p x the top token's probability
+  bool operator==(const DrawSettings&) const = default;
+};
+
+// The client's sampling settings, named and defaulted as SGLang's /generate sampling_params: how a
+// token is drawn, and when generation stops.
+struct SamplingParams : DrawSettings {
   int32_t max_new_tokens = 128;
   int32_t min_new_tokens = 0;
   std::vector<std::string> stop;        // stop strings
@@ -56,7 +64,7 @@ struct RoutingOptions {
   bool include_last = false;              // P+G rows instead of P+G-1
   bool return_router_weights = false;
   std::string weights_dtype = "float32";  // float32 | float16
-  bool raw = false;                       // bytes instead of base64 (ZeroMQ clients only)
+  bool raw = false;                       // bytes instead of base64 (ZeroMQ clients and the HTTP front)
   // The reply has the last generated token's row too: it is fed once more, without sampling.
   bool routes_last_token() const { return return_routed_experts && include_last; }
   bool operator==(const RoutingOptions&) const = default;
@@ -69,39 +77,38 @@ struct ChatMessage {
   bool operator==(const ChatMessage&) const = default;
 };
 
+// Everything a client asks of a request besides its prompt: the one description of a request that
+// travels from the front door to the scheduler and, with a completion's first item, to the detokenizer.
+struct RequestOptions {
+  SamplingParams sampling;
+  bool stream = false;
+  bool return_logprob = false;
+  RoutingOptions routing;
+  bool operator==(const RequestOptions&) const = default;
+};
+
 // A client's request as it enters the tokenizer actor: exactly one of text, input_ids, messages.
-struct GenerateRequest {
+struct GenerateRequest : RequestOptions {
   static constexpr MessageKind kind = MessageKind::GenerateRequest;
   std::string rid;  // empty = the tokenizer assigns one
   std::optional<std::string> text;
   std::optional<std::vector<int32_t>> input_ids;
   std::optional<std::vector<ChatMessage>> messages;
-  SamplingParams sampling;
-  bool stream = false;
-  bool return_logprob = false;
-  RoutingOptions routing;
   bool operator==(const GenerateRequest&) const = default;
 };
 
-// A validated, tokenized request, from the tokenizer to the scheduler.
-struct TokenizedRequest {
+// A validated, tokenized request, from the tokenizer to the scheduler: every check a request can
+// fail was made at the front door (RequestPreparer), so later stages only assert.
+struct TokenizedRequest : RequestOptions {
   static constexpr MessageKind kind = MessageKind::TokenizedRequest;
   std::string rid;
   std::vector<int32_t> input_ids;
-  SamplingParams sampling;
-  bool stream = false;
-  bool return_logprob = false;
-  RoutingOptions routing;
   bool operator==(const TokenizedRequest&) const = default;
 };
 
-// The per-token sampling settings the worker needs; `step` is the request's output-token index,
-// which with `seed` fixes the random draw so a recomputed request samples the same tokens.
-struct TokenSampling {
-  float temperature = 1.0f;
-  float top_p = 1.0f;
-  int32_t top_k = -1;
-  float min_p = 0.0f;
+// One token's draw as the worker makes it; `step` is the request's output-token index, which with
+// `seed` fixes the random draw so a recomputed request samples the same tokens.
+struct TokenSampling : DrawSettings {
   uint64_t seed = 0;
   uint64_t step = 0;
   bool return_logprob = false;
@@ -156,9 +163,16 @@ struct WorkerResult {
   std::vector<int32_t> sampled_ids;
   std::vector<float> logprobs;      // aligned with sampled_ids; empty when nobody asked
   std::vector<StepRouting> routing;  // rows whose copies completed, oldest step first
-  // Only routing rows, sent when a copy finishes while the worker is idle; `step` is unused.
-  bool routing_only = false;
+  uint64_t worker_instance = 0;      // the Heartbeat's: which worker (and so which KV cache) computed it
   bool operator==(const WorkerResult&) const = default;
+};
+
+// Routing rows whose copy finished while the worker had no step to answer: sent on their own.
+struct RoutingUpdate {
+  static constexpr MessageKind kind = MessageKind::RoutingUpdate;
+  std::vector<StepRouting> routing;  // oldest step first
+  uint64_t worker_instance = 0;
+  bool operator==(const RoutingUpdate&) const = default;
 };
 
 // Why a request finished, as SGLang's meta_info.finish_reason.type spells it.
@@ -171,23 +185,18 @@ struct FinishReason {
   std::optional<std::string> matched_text;
   std::string message;
   bool operator==(const FinishReason&) const = default;
-};
 
-// What the detokenizer must know about a request's output, sent with its first item.
-struct OutputOptions {
-  bool stream = false;
-  bool skip_special_tokens = true;
-  std::vector<std::string> stop;
-  bool return_logprob = false;
-  RoutingOptions routing;
-  bool operator==(const OutputOptions&) const = default;
+  static FinishReason length() { return {}; }
+  static FinishReason stop_token(int32_t token) { return {FinishKind::Stop, token, std::nullopt, {}}; }
+  static FinishReason stop_string(std::string text) { return {FinishKind::Stop, std::nullopt, std::move(text), {}}; }
+  static FinishReason abort(std::string why) { return {FinishKind::Abort, std::nullopt, std::nullopt, std::move(why)}; }
 };
 
 // New output of one request (one completion of it when n > 1) since its previous item.
 struct DetokenizeItem {
   std::string rid;
   int32_t index = 0;                      // which of the n completions
-  std::optional<OutputOptions> options;   // present on the request's first item
+  std::optional<RequestOptions> options;  // present on the completion's first item
   std::vector<int32_t> new_token_ids;
   std::vector<float> new_logprobs;        // aligned with new_token_ids; empty when not asked
   RoutingRows routing;                    // rows covered since the previous item
@@ -257,22 +266,6 @@ struct ErrorReply {
   bool operator==(const ErrorReply&) const = default;
 };
 
-// A liveness probe that travels the pipeline; each actor answers or forwards it.
-struct HealthCheck {
-  static constexpr MessageKind kind = MessageKind::HealthCheck;
-  uint64_t id = 0;
-  bool operator==(const HealthCheck&) const = default;
-};
-
-// The answer to HealthCheck `id`.
-struct HealthReply {
-  static constexpr MessageKind kind = MessageKind::HealthReply;
-  uint64_t id = 0;
-  bool healthy = true;
-  std::string message;
-  bool operator==(const HealthReply&) const = default;
-};
-
 // An actor telling the launcher it has bound its sockets and can take work.
 struct Ready {
   static constexpr MessageKind kind = MessageKind::Ready;
@@ -281,16 +274,18 @@ struct Ready {
   bool operator==(const Ready&) const = default;
 };
 
-// The launcher asking an actor to finish what it holds and exit.
-struct Shutdown {
-  static constexpr MessageKind kind = MessageKind::Shutdown;
-  std::string reason;
-  bool operator==(const Shutdown&) const = default;
+// The model worker saying it is alive, every half second from its own loop. `instance` is drawn
+// at the worker's start: a new value means a new worker, whose KV cache holds nothing the
+// scheduler believes it holds.
+struct Heartbeat {
+  static constexpr MessageKind kind = MessageKind::Heartbeat;
+  uint64_t instance = 0;
+  bool operator==(const Heartbeat&) const = default;
 };
 
 // Any message; what the codec decodes a frame into.
 using Message = std::variant<GenerateRequest, TokenizedRequest, WorkerBatch, WorkerResult, DetokenizeBatch,
-                             TextOutputBatch, Abort, ErrorReply, HealthCheck, HealthReply, Ready, Shutdown>;
+                             TextOutputBatch, Abort, ErrorReply, Ready, Heartbeat, RoutingUpdate>;
 
 // The kind of a message held in the variant.
 inline MessageKind kind_of(const Message& message) {
@@ -308,10 +303,9 @@ inline std::string_view kind_name(MessageKind kind) {
     case MessageKind::TextOutputBatch: return "TextOutputBatch";
     case MessageKind::Abort: return "Abort";
     case MessageKind::ErrorReply: return "ErrorReply";
-    case MessageKind::HealthCheck: return "HealthCheck";
-    case MessageKind::HealthReply: return "HealthReply";
     case MessageKind::Ready: return "Ready";
-    case MessageKind::Shutdown: return "Shutdown";
+    case MessageKind::Heartbeat: return "Heartbeat";
+    case MessageKind::RoutingUpdate: return "RoutingUpdate";
   }
   return "unknown";
 }

@@ -6,14 +6,14 @@
 #include "api/generation_call.h"
 #include "capture/routing_encoding.h"
 #include "sampling/sampling_params.h"
-#include "transport/message_fields.h"
+#include "moe/message_fields.h"
 
 namespace moe::api {
 namespace {
 
 // Range checks live with the sampler (sampling/sampling_params.cpp); checking each field alone
 // through them tells which field to name in the error.
-void check_sampler_range(const std::string& path, const SamplingParams& only_this_field) {
+void check_sampler_range(const std::string& path, const msg::DrawSettings& only_this_field) {
   try {
     validate(only_this_field);
   } catch (const Error& e) {

@@ -8,14 +8,14 @@
 namespace moe {
 
 CompletionOutput::CompletionOutput(std::string rid, int32_t index, const tokenizer::Tokenizer& tokenizer,
-                                   const msg::OutputOptions& options, int num_experts)
+                                   const msg::RequestOptions& options, int num_experts)
     : rid_(std::move(rid)),
       index_(index),
       options_(options),
       routing_(options.routing),
       num_experts_(num_experts),
-      detokenizer_(tokenizer, options.skip_special_tokens),
-      stops_(options.stop) {
+      detokenizer_(tokenizer, options.sampling.skip_special_tokens),
+      stops_(options.sampling.stop) {
   resolve_routed_experts_dtype(parse_routed_experts_dtype(routing_.dtype), num_experts_);
   parse_router_weights_dtype(routing_.weights_dtype);
 }
@@ -35,7 +35,7 @@ std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem
     if (scan.stopped) {
       msg::FinishReason reason;
       reason.kind = msg::FinishKind::Stop;
-      reason.matched_text = options_.stop[scan.stop_index];
+      reason.matched_text = options_.sampling.stop[scan.stop_index];
       return stop_here(std::move(reason));
     }
   }

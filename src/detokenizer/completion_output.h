@@ -18,7 +18,7 @@ class CompletionOutput {
  public:
   // Throws moe::Error for routing options the model cannot satisfy (uint8 with > 256 experts).
   CompletionOutput(std::string rid, int32_t index, const tokenizer::Tokenizer& tokenizer,
-                   const msg::OutputOptions& options, int num_experts);
+                   const msg::RequestOptions& options, int num_experts);
 
   // Applies the scheduler's next item; returns what to send now (a stream chunk, or the final reply).
   std::optional<msg::TextOutput> apply(const msg::DetokenizeItem& item);
@@ -44,7 +44,7 @@ class CompletionOutput {
 
   std::string rid_;
   int32_t index_;
-  msg::OutputOptions options_;
+  msg::RequestOptions options_;
   msg::RoutingOptions routing_;
   int num_experts_;
   tokenizer::IncrementalDetokenizer detokenizer_;

@@ -9,18 +9,13 @@
 
 namespace moe {
 
-RequestPreparer::RequestPreparer(tokenizer::Tokenizer tokenizer, const std::string& chat_template,
-                                 std::optional<std::string> bos_token, std::optional<std::string> eos_token,
-                                 int64_t vocab_size, int64_t context_length)
-    : tokenizer_(std::move(tokenizer)),
-      bos_token_(std::move(bos_token)),
-      eos_token_(std::move(eos_token)),
-      vocab_size_(vocab_size),
-      context_length_(context_length) {
+RequestPreparer::RequestPreparer(tokenizer::Tokenizer tokenizer, const PromptFormat& format,
+                                 const RequestLimits& limits)
+    : tokenizer_(std::move(tokenizer)), bos_token_(format.bos_token), eos_token_(format.eos_token), limits_(limits) {
   char prefix[32];
   std::snprintf(prefix, sizeof(prefix), "moe-%08x-", static_cast<unsigned>(std::random_device{}()));
   rid_prefix_ = prefix;
-  if (!chat_template.empty()) chat_template_ = tokenizer::ChatTemplate::compile(chat_template);
+  if (!format.chat_template.empty()) chat_template_ = tokenizer::ChatTemplate::compile(format.chat_template);
 }
 
 std::vector<int32_t> RequestPreparer::prompt_ids(const msg::GenerateRequest& request) const {
@@ -28,9 +23,9 @@ std::vector<int32_t> RequestPreparer::prompt_ids(const msg::GenerateRequest& req
   if (given != 1) throw Error("give exactly one of text, input_ids and messages");
   if (request.input_ids) {
     for (int32_t id : *request.input_ids)
-      if (id < 0 || id >= vocab_size_)
+      if (id < 0 || id >= limits_.vocab_size)
         throw Error("input_ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                    std::to_string(vocab_size_) + ")");
+                    std::to_string(limits_.vocab_size) + ")");
     return *request.input_ids;
   }
   if (request.text) return tokenizer_.encode(*request.text);
@@ -44,26 +39,38 @@ std::vector<int32_t> RequestPreparer::prompt_ids(const msg::GenerateRequest& req
   return tokenizer_.encode(chat_template_->render(inputs));
 }
 
+void RequestPreparer::check_length(const msg::TokenizedRequest& request) const {
+  const auto prompt = static_cast<int64_t>(request.input_ids.size());
+  if (prompt == 0) throw Error("the prompt is empty");
+  if (limits_.context_length > 0 && prompt >= limits_.context_length)
+    throw Error("the prompt has " + std::to_string(prompt) + " tokens; the model's context is " +
+                std::to_string(limits_.context_length));
+  if (prompt > limits_.max_sequence_len)
+    throw Error("the prompt has " + std::to_string(prompt) + " tokens, more than the " +
+                std::to_string(limits_.max_sequence_len) + " the context length and KV cache allow");
+  // The last output token is fed (and needs a position) only when the reply carries its routing.
+  if (request.routing.routes_last_token() && prompt >= limits_.max_sequence_len)
+    throw Error("the prompt fills the context and KV cache, leaving no room for the last token's routing");
+}
+
 msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& request) {
   const msg::SamplingParams& s = request.sampling;
-  validate(SamplingParams{s.temperature, s.top_p, s.top_k, s.min_p, 0});
+  validate(s);
   if (s.max_new_tokens < 1) throw Error("sampling_params.max_new_tokens must be >= 1");
   if (s.n < 1) throw Error("sampling_params.n must be >= 1");
   if (request.routing.start_len < 0) throw Error("routed_experts_start_len must be >= 0");
+  if (request.routing.return_routed_experts && !limits_.routed_experts)
+    throw Error("return_routed_experts needs a server started with --enable-return-routed-experts");
+  if (request.routing.return_router_weights && !limits_.router_weights)
+    throw Error("return_router_weights needs a server started with --enable-return-router-weights");
   parse_routed_experts_dtype(request.routing.dtype);
   parse_router_weights_dtype(request.routing.weights_dtype);
 
   msg::TokenizedRequest out;
+  static_cast<msg::RequestOptions&>(out) = request;
   out.input_ids = prompt_ids(request);
-  if (out.input_ids.empty()) throw Error("the prompt is empty");
-  if (context_length_ > 0 && static_cast<int64_t>(out.input_ids.size()) >= context_length_)
-    throw Error("the prompt has " + std::to_string(out.input_ids.size()) + " tokens; the model's context is " +
-                std::to_string(context_length_));
+  check_length(out);
   out.rid = request.rid.empty() ? rid_prefix_ + std::to_string(next_rid_++) : request.rid;
-  out.sampling = request.sampling;
-  out.stream = request.stream;
-  out.return_logprob = request.return_logprob;
-  out.routing = request.routing;
   return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// The tokenizer actor's logic: validates a client's request, applies the chat template, tokenizes,
-// and gives it a request id. Every refusal is a moe::Error naming the field (an HTTP 400).
+// The front door: validates a client's request, applies the chat template, tokenizes, and gives it
+// a request id. Every check a request can fail is made here, once; every refusal is a moe::Error
+// naming the field (an HTTP 400). Stages after it only assert.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,24 +12,37 @@
 
 namespace moe {
 
+// How chat messages become a prompt; an empty template refuses requests with `messages`.
+struct PromptFormat {
+  std::string chat_template;
+  std::optional<std::string> bos_token, eos_token;
+};
+
+// What the engine behind the door can take.
+struct RequestLimits {
+  int64_t vocab_size = 0;
+  int64_t context_length = 0;    // the model's context; 0 = no limit of its own
+  int64_t max_sequence_len = 0;  // prompt + output positions the context and the KV pool leave
+  bool routed_experts = false;   // --enable-return-routed-experts
+  bool router_weights = false;   // --enable-return-router-weights
+};
+
 class RequestPreparer {
  public:
-  // chat_template may be empty (then requests with `messages` are refused).
-  RequestPreparer(tokenizer::Tokenizer tokenizer, const std::string& chat_template,
-                  std::optional<std::string> bos_token, std::optional<std::string> eos_token, int64_t vocab_size,
-                  int64_t context_length);
+  RequestPreparer(tokenizer::Tokenizer tokenizer, const PromptFormat& format, const RequestLimits& limits);
 
   msg::TokenizedRequest prepare(const msg::GenerateRequest& request);
   const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
 
  private:
   std::vector<int32_t> prompt_ids(const msg::GenerateRequest& request) const;
+  // The checks that need the prompt's length.
+  void check_length(const msg::TokenizedRequest& request) const;
 
   tokenizer::Tokenizer tokenizer_;
   std::optional<tokenizer::ChatTemplate> chat_template_;
   std::optional<std::string> bos_token_, eos_token_;
-  int64_t vocab_size_;
-  int64_t context_length_;
+  RequestLimits limits_;
   std::string rid_prefix_;  // random per process, so generated ids do not collide with clients'
   uint64_t next_rid_ = 1;
 };

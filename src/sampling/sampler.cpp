@@ -65,7 +65,7 @@ void most_probable(const float* logits, int64_t vocab_size, size_t n, std::vecto
 }
 
 // Every token, or the top_k most probable (sorted) when top-k is on and smaller than the vocabulary.
-void take_top_k(const float* logits, int64_t vocab_size, const SamplingParams& params, float max_logit,
+void take_top_k(const float* logits, int64_t vocab_size, const msg::DrawSettings& params, float max_logit,
                 Candidates& c) {
   c.sorted = params.top_k > 0 && params.top_k < vocab_size;
   const float inverse_temperature = 1.0f / params.temperature;
@@ -133,7 +133,7 @@ int32_t draw(const Candidates& c, double uniform) {
 
 }  // namespace
 
-SampledToken sample_token(const float* logits, int64_t vocab_size, const SamplingParams& params, uint64_t step) {
+SampledToken sample_token(const float* logits, int64_t vocab_size, const msg::TokenSampling& params) {
   validate(params);
   if (vocab_size < 1) throw Error("sample_token: vocabulary size must be positive, got " + std::to_string(vocab_size));
   // max_element returns the first maximum, so greedy ties go to the lowest id.
@@ -149,7 +149,7 @@ SampledToken sample_token(const float* logits, int64_t vocab_size, const Samplin
     if (params.temperature == 1.0f && !candidates.sorted) partition = candidates.total;
     if (params.top_p < 1.0f) apply_top_p(candidates, params.top_p, logits);
     if (params.min_p > 0.0f) apply_min_p(candidates, params.min_p);
-    id = draw(candidates, counter_uniform(params.seed, step));
+    id = draw(candidates, counter_uniform(params.seed, params.step));
   }
 
   if (partition == 0.0) partition = sum_of_exps(logits, vocab_size, max_logit, 1.0f);

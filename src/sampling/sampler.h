@@ -13,10 +13,10 @@ struct SampledToken {
   float logprob = 0.0f;
 };
 
-// `step` numbers the request's draws (its output-token index): the random draw is a function of
-// (params.seed, step) only, so recomputing a request reproduces its tokens. Greedy ties go to the
-// lowest id. Filters apply as Hugging Face orders them: top-k, then top-p on the renormalised
-// survivors, then min-p. Throws a moe::Error for invalid params.
-SampledToken sample_token(const float* logits, int64_t vocab_size, const SamplingParams& params, uint64_t step);
+// `sampling.step` numbers the request's draws (its output-token index): the random draw is a
+// function of (sampling.seed, sampling.step) only, so recomputing a request reproduces its tokens.
+// Greedy ties go to the lowest id. Filters apply as Hugging Face orders them: top-k, then top-p on
+// the renormalised survivors, then min-p. Throws a moe::Error for invalid settings.
+SampledToken sample_token(const float* logits, int64_t vocab_size, const msg::TokenSampling& sampling);
 
 }  // namespace moe

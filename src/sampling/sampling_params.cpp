@@ -14,7 +14,7 @@ namespace {
 
 }  // namespace
 
-void validate(const SamplingParams& params) {
+void validate(const msg::DrawSettings& params) {
   // Written as !(in range) so that NaN is rejected too.
   if (!(params.temperature >= 0.0f)) reject("temperature", ">= 0", std::to_string(params.temperature));
   if (!(params.top_p > 0.0f && params.top_p <= 1.0f)) reject("top_p", "in (0, 1]", std::to_string(params.top_p));

@@ -1,12 +1,57 @@
 #include "scheduler/request.h"
 
+#include <algorithm>
+
 namespace moe {
 
 std::vector<int32_t> Request::tokens(int64_t begin, int64_t end) const {
   std::vector<int32_t> out;
   out.reserve(static_cast<size_t>(end - begin));
   for (int64_t pos = begin; pos < end; ++pos)
-    out.push_back(pos < prompt_len() ? prompt_ids[pos] : output_ids[pos - prompt_len()]);
+    out.push_back(pos < prompt_len() ? input_ids[pos] : output_ids[pos - prompt_len()]);
+  return out;
+}
+
+std::optional<msg::FinishReason> Request::stop_reason(const std::vector<int32_t>& eos_token_ids) const {
+  const int32_t token = output_ids.back();
+  auto contains = [token](const std::vector<int32_t>& ids) {
+    return std::find(ids.begin(), ids.end(), token) != ids.end();
+  };
+  // Explicit stop_token_ids stop even with ignore_eos, as in vLLM.
+  if ((!sampling.ignore_eos && contains(eos_token_ids)) || contains(sampling.stop_token_ids))
+    return msg::FinishReason::stop_token(token);
+  if (static_cast<int64_t>(output_ids.size()) >= sampling.max_new_tokens) return msg::FinishReason::length();
+  return std::nullopt;
+}
+
+std::span<const int32_t> ScheduledBatch::new_token_slots(size_t sequence) const {
+  const BatchSequence& seq = forward.sequences.at(sequence);
+  const std::span<const int32_t> all(seq.kv_slots);
+  return all.last(static_cast<size_t>(seq.num_new_tokens));
+}
+
+std::vector<int32_t> ScheduledBatch::token_slots() const {
+  std::vector<int32_t> slots;
+  slots.reserve(static_cast<size_t>(forward.num_tokens()));
+  for (size_t i = 0; i < forward.sequences.size(); ++i) {
+    const std::span<const int32_t> seq_slots = new_token_slots(i);
+    slots.insert(slots.end(), seq_slots.begin(), seq_slots.end());
+  }
+  return slots;
+}
+
+msg::WorkerBatch ScheduledBatch::to_message(bool capture_routing, bool capture_router_weights) const {
+  msg::WorkerBatch out;
+  out.step = step_id;
+  out.token_ids = forward.token_ids;
+  out.positions = forward.positions;
+  out.capture_routing = capture_routing;
+  out.capture_router_weights = capture_router_weights;
+  out.sequences.reserve(sequences.size());
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const BatchSequence& seq = forward.sequences[i];
+    out.sequences.push_back({seq.num_new_tokens, seq.kv_slots, seq.needs_logits, sequences[i].sampling});
+  }
   return out;
 }
 

@@ -1,15 +1,17 @@
 #pragma once
-// One generation request inside the scheduler: what the client asked for, and the scheduler's state
-// for it (outputs so far, its KV slots, how much of it is already in the KV cache).
+// The scheduler's vocabulary: a request with its scheduling state, the batch one step runs, and
+// what a step's result (or an abort) reports back. A request is the client's TokenizedRequest
+// itself, extended with state: its sampling, stop and output settings are read where they are
+// used, never copied into scheduler-side fields.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "sampling/sampling_params.h"
-#include "scheduler/finish_reason.h"
+#include "model/forward_batch.h"
+#include "moe/messages.h"
 #include "scheduler/radix_cache.h"
-#include "scheduler/stop_conditions.h"
 
 namespace moe {
 
@@ -17,18 +19,10 @@ namespace moe {
 // prompt to reach the prefix cache; Waiting/Running = the scheduler's two queues.
 enum class RequestState { Parked, Waiting, Running };
 
-struct Request {
-  // --- What the client asked for.
-  std::string rid;
-  std::vector<int32_t> prompt_ids;
-  SamplingParams sampling;       // sampling.seed is overwritten by the effective seed at add_request
-  std::optional<uint64_t> seed;  // the client's seed; none = the scheduler draws one (see add_request)
-  StopConditions stop;
-  int n = 1;                     // completions of the same prompt
-  bool return_routed_experts = false;
-  // routed_experts_include_last: once a stop condition is met, feed the last output token one more
-  // time (no sampling) so its routing row exists, then finish.
-  bool route_last_token = false;
+struct Request : msg::TokenizedRequest {
+  // sampling.seed is the effective seed once added (drawn by the scheduler when the client gave
+  // none, so a preempted and recomputed request samples the same tokens; completion i uses seed + i),
+  // and sampling.max_new_tokens is clamped to what the context and the KV pool leave room for.
 
   // --- Filled in by the scheduler.
   int index = 0;     // which of the n completions this is
@@ -44,14 +38,73 @@ struct Request {
   uint64_t scheduled_step = 0;      // the last step that included this request
   int64_t cached_tokens = 0;        // prefix-cache hit tokens summed over admissions (meta_info)
   int num_preemptions = 0;
-  // A route_last_token request that met its stop condition: the reason it will finish with once
-  // the last output token has been fed.
-  std::optional<FinishReason> finishing;
+  // A request whose reply includes its last token's routing (routed_experts_include_last) that met
+  // its stop condition: the reason it finishes with once that token has been fed, without sampling.
+  std::optional<msg::FinishReason> finishing;
 
-  int64_t prompt_len() const { return static_cast<int64_t>(prompt_ids.size()); }
+  int64_t prompt_len() const { return static_cast<int64_t>(input_ids.size()); }
   int64_t total_len() const { return prompt_len() + static_cast<int64_t>(output_ids.size()); }
   // Tokens of positions [begin, end) of prompt followed by output.
   std::vector<int32_t> tokens(int64_t begin, int64_t end) const;
+  // The reason to stop after the latest output token, if any: an EOS id (unless ignore_eos) or a
+  // stop_token_id, else reaching max_new_tokens (a stop token wins on the last token).
+  std::optional<msg::FinishReason> stop_reason(const std::vector<int32_t>& eos_token_ids) const;
+};
+
+// The per-sequence data that travels with forward.sequences[i].
+struct ScheduledSequence {
+  uint64_t uid = 0;  // the scheduler's request handle
+  std::string rid;
+  int index = 0;               // completion index within an n > 1 request
+  msg::TokenSampling sampling;  // the draw of the token sampled here (seed fixed, step = its output index)
+};
+
+// What the scheduler hands the model worker for one step: the ForwardBatch, plus for each of its
+// sequences who it belongs to and how to sample it. The worker needs nothing else, so it keeps no
+// per-request state beyond KV contents.
+struct ScheduledBatch {
+  uint64_t step_id = 0;  // the scheduler checks that results come back for the batch it issued
+  ForwardBatch forward;
+  std::vector<ScheduledSequence> sequences;  // parallel to forward.sequences
+
+  // KV slots of the tokens sequence i feeds in this step (the capture hook: a routed-experts row
+  // computed for one of them belongs at that slot of the host cache).
+  std::span<const int32_t> new_token_slots(size_t sequence) const;
+  // The KV slot of every row of the flattened token axis, in forward order.
+  std::vector<int32_t> token_slots() const;
+  // The message the worker receives for this step.
+  msg::WorkerBatch to_message(bool capture_routing, bool capture_router_weights) const;
+};
+
+// One sampled token of one completion.
+struct GeneratedToken {
+  std::string rid;
+  int index = 0;
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+// A completion that is done, with everything the reply needs.
+struct FinishedRequest {
+  std::string rid;
+  int index = 0;
+  msg::FinishReason reason;
+  int64_t prompt_len = 0;
+  std::vector<int32_t> output_ids;
+  std::vector<float> output_logprobs;
+  int64_t cached_tokens = 0;  // prefix-cache hit tokens (meta_info.cached_tokens)
+  int num_preemptions = 0;
+  // KV slot of each position whose KV was computed (prompt_len + outputs - 1 when it ran to the
+  // end, one more when its last token was fed for its routing): where its routed-experts rows sit
+  // in the host cache. Valid until the next schedule_step.
+  std::vector<int32_t> kv_slots;
+};
+
+// What the scheduler reports after a step's result: the tokens each request gained and the
+// requests that finished, for the detokenizer.
+struct StepOutcome {
+  std::vector<GeneratedToken> tokens;
+  std::vector<FinishedRequest> finished;
 };
 
 }  // namespace moe

@@ -28,28 +28,17 @@ int64_t Scheduler::max_sequence_len() const {
 }
 
 void Scheduler::add_request(Request request) {
-  const std::string where = "request '" + request.rid + "'";
-  if (groups_.count(request.rid)) throw Error(where + ": a request with this rid is already running");
-  if (request.prompt_ids.empty()) throw Error(where + ": the prompt is empty");
-  const int64_t limit = max_sequence_len();
-  if (request.prompt_len() > limit)
-    throw Error(where + ": the prompt has " + std::to_string(request.prompt_len()) +
-                " tokens, more than the " + std::to_string(limit) +
-                " the context length and KV cache allow");
-  if (request.stop.max_new_tokens < 1)
-    throw Error(where + ": max_new_tokens must be at least 1, got " + std::to_string(request.stop.max_new_tokens));
-  if (request.n < 1) throw Error(where + ": n must be at least 1, got " + std::to_string(request.n));
-  validate(request.sampling);
-
   // The last output token is never fed, so prompt + max_new_tokens - 1 positions must fit (all
   // prompt + max_new_tokens when it is fed for its routing).
-  const int64_t room = limit - request.prompt_len() + (request.route_last_token ? 0 : 1);
-  if (room < 1)
-    throw Error(where + ": the prompt fills the context and KV cache, leaving no room for the last token's routing");
-  request.stop.max_new_tokens = static_cast<int32_t>(std::min<int64_t>(request.stop.max_new_tokens, room));
-  const uint64_t seed = request.seed ? *request.seed : seed_rng_();
+  const int64_t room = max_sequence_len() - request.prompt_len() + (request.routing.routes_last_token() ? 0 : 1);
+  if (groups_.count(request.rid) || request.input_ids.empty() || room < 1 || request.sampling.max_new_tokens < 1 ||
+      request.sampling.n < 1)
+    throw std::logic_error("Scheduler::add_request: request '" + request.rid +
+                           "' should have been refused at the front door");
+  request.sampling.max_new_tokens = static_cast<int32_t>(std::min<int64_t>(request.sampling.max_new_tokens, room));
+  const uint64_t seed = request.sampling.seed ? *request.sampling.seed : seed_rng_();
   auto& group = groups_[request.rid];
-  for (int i = 0; i < request.n; ++i) {
+  for (int i = 0; i < request.sampling.n; ++i) {
     auto completion = std::make_unique<Request>(request);
     completion->index = i;
     completion->uid = next_uid_++;
@@ -103,10 +92,9 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
     request->output_ids.push_back(token);
     request->output_logprobs.push_back(logprob);
     outcome.tokens.push_back({request->rid, request->index, token, logprob});
-    const auto num_output = static_cast<int64_t>(request->output_ids.size());
-    std::optional<FinishReason> reason = request->stop.check(token, num_output);
+    std::optional<msg::FinishReason> reason = request->stop_reason(config_.eos_token_ids);
     if (!reason) continue;
-    if (request->route_last_token)
+    if (request->routing.routes_last_token())
       request->finishing = std::move(reason);  // the next step feeds the token, then it finishes
     else
       outcome.finished.push_back(finish(*request, std::move(*reason)));
@@ -121,12 +109,12 @@ std::vector<FinishedRequest> Scheduler::abort(const std::string& rid, const std:
   std::vector<Request*> live;
   for (auto& completion : it->second)
     if (completion) live.push_back(completion.get());
-  for (Request* request : live) finished.push_back(finish(*request, FinishReason::abort(message)));
+  for (Request* request : live) finished.push_back(finish(*request, msg::FinishReason::abort(message)));
   return finished;
 }
 
 std::optional<FinishedRequest> Scheduler::stop_at_output(const std::string& rid, int index, int64_t kept_outputs,
-                                                         FinishReason reason) {
+                                                         msg::FinishReason reason) {
   auto it = groups_.find(rid);
   if (it == groups_.end() || index < 0 || index >= static_cast<int>(it->second.size()) || !it->second[index])
     return std::nullopt;
@@ -140,14 +128,14 @@ std::optional<FinishedRequest> Scheduler::stop_at_output(const std::string& rid,
   }
   // The dropped tokens' KV goes back to the pool with the rest when the request is released.
   request.num_computed = std::min(request.num_computed, request.total_len());
-  if (request.route_last_token && request.num_computed < request.total_len()) {
+  if (request.routing.routes_last_token() && request.num_computed < request.total_len()) {
     request.finishing = std::move(reason);
     return std::nullopt;
   }
   return finish(request, std::move(reason));
 }
 
-FinishedRequest Scheduler::finish(Request& request, FinishReason reason) {
+FinishedRequest Scheduler::finish(Request& request, msg::FinishReason reason) {
   std::vector<int32_t> computed_slots(request.slot_table.begin(), request.slot_table.begin() + request.num_computed);
   switch (request.state) {
     case RequestState::Running:
@@ -168,7 +156,6 @@ FinishedRequest Scheduler::finish(Request& request, FinishReason reason) {
                        std::move(request.output_logprobs),
                        request.cached_tokens,
                        request.num_preemptions,
-                       request.return_routed_experts,
                        std::move(computed_slots)};
   // A first completion that ends before its prompt was cached must not strand its siblings.
   if (done.index == 0) unpark_siblings(done.rid);

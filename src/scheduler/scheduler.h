@@ -1,5 +1,5 @@
 #pragma once
-// Continuous batching (DESIGN §1, issue 4): waiting and running queues, a token budget per step
+// Continuous batching: waiting and running queues, a token budget per step
 // that mixes decodes (first) with prefill chunks, admission when KV slots are available (evicting
 // cached prefixes first), preemption by recompute when they run out, abort, stop conditions and
 // n > 1 completions sharing their prompt's KV through the prefix cache. No sockets, no event loop:
@@ -19,11 +19,18 @@
 
 #include "scheduler/kv_manager.h"
 #include "scheduler/request.h"
-#include "scheduler/scheduled_batch.h"
-#include "scheduler/scheduler_config.h"
-#include "scheduler/step_outcome.h"
 
 namespace moe {
+
+// The scheduler's knobs, named after SGLang's server flags.
+struct SchedulerConfig {
+  int64_t max_total_tokens = 0;         // KV slot pool capacity in tokens (--max-total-tokens)
+  int max_running_requests = 256;       // --max-running-requests
+  int64_t chunked_prefill_size = 8192;  // tokens per step, decodes included; <= 0 = no limit
+  bool enable_radix_cache = true;       // --disable-radix-cache clears it
+  int64_t context_length = 0;           // the model's max positions; 0 = only the KV pool limits
+  std::vector<int32_t> eos_token_ids;   // the model's end-of-sequence ids
+};
 
 // Counters for metrics and tests.
 struct SchedulerStats {
@@ -41,10 +48,10 @@ class Scheduler {
   // seed_source draws the seeds of requests that bring none.
   explicit Scheduler(const SchedulerConfig& config, uint64_t seed_source = std::random_device{}());
 
-  // Queues a request's n completions. Throws moe::Error for a duplicate rid, an empty prompt or one
-  // too long for the context or the KV pool, max_new_tokens < 1, n < 1 or bad sampling values.
-  // max_new_tokens is clamped so that prompt + output fits both. Without a seed, one is drawn now,
-  // so a preempted and recomputed request samples the same tokens; completion i uses seed + i.
+  // Queues a request's n completions. The front door (RequestPreparer) has validated it against
+  // max_sequence_len(); a request it would have refused is a std::logic_error here. max_new_tokens
+  // is clamped so that prompt + output fits. Without a seed, one is drawn now, so a preempted and
+  // recomputed request samples the same tokens; completion i uses seed + i.
   void add_request(Request request);
   // Plans the next step, or nullopt when there is nothing to run.
   std::optional<ScheduledBatch> schedule_step();
@@ -55,11 +62,13 @@ class Scheduler {
                              std::span<const float> logprobs);
   // Ends every completion of rid, waiting or running, freeing its slots. Unknown rid: nothing.
   std::vector<FinishedRequest> abort(const std::string& rid, const std::string& message);
+  // Whether rid names a live request (a new request may not reuse it until it has ended).
+  bool has_request(const std::string& rid) const { return groups_.count(rid) > 0; }
   // A stop string ended completion (rid, index) at its kept_outputs-th output token: later tokens
   // are dropped. A route_last_token completion whose kept last token was not fed yet finishes
   // through process_result once it has been (nullopt now); any other ends at once.
   std::optional<FinishedRequest> stop_at_output(const std::string& rid, int index, int64_t kept_outputs,
-                                                FinishReason reason);
+                                                msg::FinishReason reason);
   // The batch in flight will never come back (its worker died): forget it, so that planning can go on.
   void abandon_in_flight() { in_flight_step_ = 0; }
   // Evicts every cached prefix no running request uses.
@@ -69,10 +78,10 @@ class Scheduler {
   SchedulerStats stats() const;
   // Slots the worker's KV cache must have (the pool plus its padding slot).
   int64_t kv_cache_slots() const { return kv_.pool().num_slots(); }
-
- private:
   // Longest prompt + output a request may reach, from the context and the pool.
   int64_t max_sequence_len() const;
+
+ private:
   // The live request a batch entry names, or nullptr if it finished since.
   Request* find(const std::string& rid, int index, uint64_t uid);
 
@@ -93,7 +102,7 @@ class Scheduler {
 
   // --- Lifecycle.
   // Removes a request from wherever it is, frees its KV and reports it.
-  FinishedRequest finish(Request& request, FinishReason reason);
+  FinishedRequest finish(Request& request, msg::FinishReason reason);
   // Moves rid's parked completions to the head of the waiting queue.
   void unpark_siblings(const std::string& rid);
 

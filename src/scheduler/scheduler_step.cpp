@@ -115,8 +115,12 @@ void Scheduler::add_to_batch(ScheduledBatch& batch, Request& request, int64_t nu
   // A finishing request feeds its last token only for the routing: nothing more to sample.
   batch.forward.add_sequence(request.tokens(request.num_computed, end), std::move(slots),
                              end == request.total_len() && !request.finishing);
-  batch.sequences.push_back({request.uid, request.rid, request.index, request.sampling,
-                             static_cast<int64_t>(request.output_ids.size()), request.return_routed_experts});
+  msg::TokenSampling sampling;
+  static_cast<msg::DrawSettings&>(sampling) = request.sampling;
+  sampling.seed = *request.sampling.seed;
+  sampling.step = request.output_ids.size();
+  sampling.return_logprob = request.return_logprob;
+  batch.sequences.push_back({request.uid, request.rid, request.index, sampling});
   request.scheduled_step = batch.step_id;
 }
 

@@ -3,7 +3,6 @@
 #include <limits>
 
 #include "common/error.h"
-#include "serving/request_translation.h"
 
 namespace moe {
 
@@ -18,27 +17,13 @@ SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const
 }
 
 std::optional<msg::ErrorReply> SchedulerService::add_request(const msg::TokenizedRequest& request) {
-  auto refuse = [&](const std::string& message) { return msg::ErrorReply{request.rid, message, 400, "scheduler"}; };
-  if (request.routing.return_routed_experts && !options_.enable_routed_experts)
-    return refuse("return_routed_experts needs a server started with --enable-return-routed-experts");
-  if (request.routing.return_router_weights && !options_.enable_router_weights)
-    return refuse("return_router_weights needs a server started with --enable-return-router-weights");
-  for (int32_t id : request.input_ids)
-    if (id < 0 || id >= model_.vocab_size)
-      return refuse("input_ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                    std::to_string(model_.vocab_size) + ")");
-  if (requests_.count(request.rid)) return refuse("rid '" + request.rid + "' is already in use");
-  try {
-    scheduler_.add_request(to_request(request, model_.eos_token_ids));
-  } catch (const Error& e) {
-    return refuse(e.what());
-  }
+  if (requests_.count(request.rid) || scheduler_.has_request(request.rid))
+    return msg::ErrorReply{request.rid, "rid '" + request.rid + "' is already in use", 409, "scheduler"};
+  Request queued;
+  static_cast<msg::TokenizedRequest&>(queued) = request;
+  scheduler_.add_request(std::move(queued));
   RequestInfo info;
-  info.options.stream = request.stream;
-  info.options.skip_special_tokens = request.sampling.skip_special_tokens;
-  info.options.stop = request.sampling.stop;
-  info.options.return_logprob = request.return_logprob;
-  info.options.routing = request.routing;
+  info.options = request;
   info.prompt_tokens = static_cast<int32_t>(request.input_ids.size());
   info.live_completions = request.sampling.n;
   requests_[request.rid] = std::move(info);
@@ -55,7 +40,7 @@ void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t ind
   const bool awaits_last_row =
       kept_tokens >= 0 && info != requests_.end() && info->second.options.routing.routes_last_token();
   const int64_t kept = kept_tokens >= 0 ? kept_tokens : std::numeric_limits<int64_t>::max();
-  std::optional<FinishedRequest> done = scheduler_.stop_at_output(rid, index, kept, FinishReason::stop_string(""));
+  std::optional<FinishedRequest> done = scheduler_.stop_at_output(rid, index, kept, msg::FinishReason::stop_string(""));
   if (!done) return;  // gone already, or its final item comes after the last token's forward
   if (awaits_last_row)
     emit_finished({*done}, last_step_);
@@ -70,11 +55,7 @@ std::optional<msg::WorkerBatch> SchedulerService::next_batch() {
   if (tracker_) tracker_->step_scheduled(batch->step_id, batch->token_slots());
   last_step_ = batch->step_id;
   in_flight_ = std::move(batch);
-  const bool weights = tracker_ && options_.enable_router_weights;
-  return to_worker_batch(*in_flight_, tracker_.has_value(), weights, [this](const std::string& rid) {
-    auto it = requests_.find(rid);
-    return it != requests_.end() && it->second.options.return_logprob;
-  });
+  return in_flight_->to_message(tracker_.has_value(), tracker_ && options_.enable_router_weights);
 }
 
 void SchedulerService::on_routing(const std::vector<msg::StepRouting>& routing) {
@@ -108,8 +89,8 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
     auto fin = finished.find(key);
     if (fin != finished.end()) {
       FinishedRequest& f = *fin->second;
-      emit(key, std::move(new_tokens.first), std::move(new_tokens.second), std::move(f.kv_slots),
-           to_message(f.reason), f.cached_tokens, batch.step_id);
+      emit(key, std::move(new_tokens.first), std::move(new_tokens.second), std::move(f.kv_slots), f.reason,
+           f.cached_tokens, batch.step_id);
       finished.erase(fin);
     } else {
       emit(key, std::move(new_tokens.first), std::move(new_tokens.second), sequences.at(key)->kv_slots,
@@ -137,6 +118,16 @@ std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& messa
   return errors;
 }
 
+bool SchedulerService::accept_worker(uint64_t instance, std::vector<msg::ErrorReply>& errors) {
+  if (instance == worker_instance_) return true;
+  const bool first = worker_instance_ == 0;
+  worker_instance_ = instance;
+  if (first) return true;
+  errors = fail_all("the model worker restarted: its KV cache and routing rows were lost");
+  scheduler_.flush_cache();
+  return false;
+}
+
 std::vector<std::vector<uint64_t>> SchedulerService::expert_load() const {
   return load_ ? load_->snapshot() : std::vector<std::vector<uint64_t>>{};
 }
@@ -145,7 +136,7 @@ msg::DetokenizeBatch SchedulerService::take_output() { return std::exchange(outp
 
 void SchedulerService::emit_finished(const std::vector<FinishedRequest>& finished, uint64_t step) {
   for (const FinishedRequest& f : finished)
-    emit({f.rid, f.index}, {}, {}, f.kv_slots, to_message(f.reason), f.cached_tokens, step);
+    emit({f.rid, f.index}, {}, {}, f.kv_slots, f.reason, f.cached_tokens, step);
 }
 
 void SchedulerService::emit(const Key& key, std::vector<int32_t> tokens, std::vector<float> logprobs,

@@ -17,11 +17,9 @@ namespace moe {
 
 // What the scheduler must know of the model it schedules for.
 struct ServingModelInfo {
-  int64_t vocab_size = 0;
   int num_moe_layers = 0;
   int top_k = 0;
   int num_experts = 0;
-  std::vector<int32_t> eos_token_ids;
 };
 
 struct SchedulerServiceOptions {
@@ -37,7 +35,9 @@ class SchedulerService {
  public:
   SchedulerService(const SchedulerServiceOptions& options, const ServingModelInfo& model);
 
-  // Queues a request, or returns the error that refuses it (HTTP-style code 400).
+  // Queues a request the front door validated, or refuses it (409) when its rid still names a live
+  // request: a client may reuse a rid as soon as its reply ended, which can reach the front before
+  // the detokenizer's stop report reaches the scheduler.
   std::optional<msg::ErrorReply> add_request(const msg::TokenizedRequest& request);
   // Ends every completion of rid (client gone, or asked); their final items say abort.
   void abort(const std::string& rid, const std::string& reason);
@@ -53,6 +53,12 @@ class SchedulerService {
   void on_routing(const std::vector<msg::StepRouting>& routing);
   // The worker failed or vanished: every live request ends with an error.
   std::vector<msg::ErrorReply> fail_all(const std::string& message);
+  // Called with the instance of every heartbeat, result and routing update before it is applied.
+  // A worker instance other than the one this scheduler has been feeding is a new worker process
+  // whose KV cache holds none of what the radix cache and running requests believe it holds: every
+  // live request fails, the prefix cache is emptied, and the message that brought the news must be
+  // dropped (the answer is then false, with the errors in `errors`).
+  bool accept_worker(uint64_t instance, std::vector<msg::ErrorReply>& errors);
 
   // Items produced since the last call, for the detokenizer.
   msg::DetokenizeBatch take_output();
@@ -80,7 +86,7 @@ class SchedulerService {
 
  private:
   struct RequestInfo {
-    msg::OutputOptions options;
+    msg::RequestOptions options;
     int32_t prompt_tokens = 0;
     int32_t live_completions = 1;  // of its n; the info goes when the last one ends
   };
@@ -105,6 +111,7 @@ class SchedulerService {
   std::optional<ExpertLoadCounter> load_;  // engaged with tracker_
   std::optional<ScheduledBatch> in_flight_;
   uint64_t last_step_ = 0;
+  uint64_t worker_instance_ = 0;  // 0 until the first word from a worker
   std::map<std::string, RequestInfo> requests_;
   std::map<Key, CompletionInfo> completions_;
   msg::DetokenizeBatch output_;

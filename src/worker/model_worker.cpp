@@ -1,5 +1,8 @@
 #include "worker/model_worker.h"
 
+#include <chrono>
+#include <random>
+
 #include "common/error.h"
 #include "kernels/thread_pool.h"
 #include "sampling/sampler.h"
@@ -26,10 +29,18 @@ msg::StepRouting to_message(StagedRouting&& staged) {
   return out;
 }
 
+// Non-zero, and different for every worker started (0 means "no worker yet" to the scheduler).
+uint64_t draw_instance() {
+  std::random_device device;
+  const uint64_t value = (uint64_t{device()} << 32) ^ device() ^
+                         static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return value == 0 ? 1 : value;
+}
+
 }  // namespace
 
 ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions& options)
-    : model_(std::move(model)), kv_(model_->make_kv_cache(options.kv_slots)) {
+    : model_(std::move(model)), kv_(model_->make_kv_cache(options.kv_slots)), instance_(draw_instance()) {
   if (options.enable_routed_experts) {
     const ModelConfig& c = model_->config();
     capturer_ = std::make_unique<RoutedExpertsCapturer>(c.num_moe_layers(), options.max_batch_tokens,
@@ -63,9 +74,7 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
   std::vector<SampledToken> tokens(samplers.size());
   parallel_for(static_cast<int64_t>(samplers.size()), 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const msg::TokenSampling& sampling = samplers[i]->sampling;
-      const SamplingParams params{sampling.temperature, sampling.top_p, sampling.top_k, sampling.min_p, sampling.seed};
-      tokens[i] = sample_token(logits_.data() + i * vocab, vocab, params, sampling.step);
+      tokens[i] = sample_token(logits_.data() + i * vocab, vocab, samplers[i]->sampling);
     }
   });
   bool any_logprob = false;
@@ -75,6 +84,7 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
     if (any_logprob) result.logprobs.push_back(token.logprob);
   }
   result.routing = take_ready_routing();
+  result.worker_instance = instance_;
   return result;
 }
 

@@ -31,12 +31,15 @@ class ModelWorker {
   // Rows of finished copies not yet handed out, oldest step first.
   std::vector<msg::StepRouting> take_ready_routing();
   int64_t capture_device_bytes() const { return capturer_ ? capturer_->device_bytes() : 0; }
+  // Drawn at construction: tells the scheduler which worker (and so which KV cache) answers it.
+  uint64_t instance() const { return instance_; }
 
  private:
   std::unique_ptr<Model> model_;
   KvCache kv_;
   std::unique_ptr<RoutedExpertsCapturer> capturer_;  // null without --enable-return-routed-experts
   std::vector<float> logits_;
+  uint64_t instance_;
 };
 
 }  // namespace moe

@@ -65,9 +65,9 @@ struct CaptureRun {
       for (size_t i = 0; i < owners.size(); ++i) {
         fed[owners[i]] += batch.sequences[i].num_new_tokens;
         if (!batch.sequences[i].needs_logits) continue;
-        SamplingParams greedy{0.0f, 1.0f, -1, 0.0f, 0};
+        const msg::TokenSampling greedy{{0.0f, 1.0f, -1, 0.0f}, 0, 0, false};
         tokens[owners[i]].push_back(
-            sample_token(logits.data() + row++ * model.config().vocab_size, model.config().vocab_size, greedy, 0).id);
+            sample_token(logits.data() + row++ * model.config().vocab_size, model.config().vocab_size, greedy).id);
       }
     }
     for (const StagedRouting& staged : capturer.drain()) host.store(staged, step_slots.at(staged.step));
@@ -137,7 +137,7 @@ TEST_F(CapturerTest, CopyOfStepNOverlapsForwardOfStepNPlus1) {
     capturer.end_step();
     if (step > 0 && before < static_cast<int>(step)) ++overlapped;  // copy of step-1 not done when step began
     fed = tokens.size();
-    tokens.push_back(sample_token(logits.data(), model_->config().vocab_size, SamplingParams{0.0f, 1.0f, -1, 0.0f, 0}, 0).id);
+    tokens.push_back(sample_token(logits.data(), model_->config().vocab_size, msg::TokenSampling{{0.0f, 1.0f, -1, 0.0f}, 0, 0, false}).id);
   }
   EXPECT_GE(overlapped, 4);
   const auto staged = capturer.drain();

@@ -26,7 +26,7 @@ msg::RoutingRows rows_from(int first_row, int count) {
 }
 
 // Items for `ids`, one token each; the first also carries `prompt_rows` prompt rows and the options.
-std::vector<msg::DetokenizeItem> items_for(const std::vector<int32_t>& ids, const msg::OutputOptions& options,
+std::vector<msg::DetokenizeItem> items_for(const std::vector<int32_t>& ids, const msg::RequestOptions& options,
                                            int prompt_rows) {
   std::vector<msg::DetokenizeItem> items;
   int next_row = 0;
@@ -60,7 +60,7 @@ std::vector<msg::TextOutput> run(DetokenizerState& state, const std::vector<msg:
 TEST(DetokenizerState, StreamedChunksAddUpToTheNonStreamedReply) {
   const std::string text = "naïve café — 你好，世界 👍🏽 done";
   const auto ids = qwen3().encode(text);
-  msg::OutputOptions options;
+  msg::RequestOptions options;
   options.return_logprob = true;
   options.routing.return_routed_experts = true;
   options.routing.raw = true;
@@ -96,8 +96,8 @@ TEST(DetokenizerState, StreamedChunksAddUpToTheNonStreamedReply) {
 
 TEST(DetokenizerState, StopStringStraddlingTokensCutsTheReply) {
   const auto ids = qwen3().encode("The answer is 42. STOP here please");
-  msg::OutputOptions options;
-  options.stop = {"STOP"};
+  msg::RequestOptions options;
+  options.sampling.stop = {"STOP"};
   DetokenizerState state(qwen3(), 64);
   std::vector<msg::TextOutput> outputs;
   std::vector<msg::Abort> reported;
@@ -132,8 +132,8 @@ TEST(DetokenizerState, StopStringWithIncludeLastWaitsForTheLastKeptTokensRow) {
   constexpr int kPromptRows = 5;
   for (const bool include_last : {false, true}) {
     SCOPED_TRACE(include_last ? "include_last" : "P+G-1 rows");
-    msg::OutputOptions options;
-    options.stop = {"STOP"};
+    msg::RequestOptions options;
+    options.sampling.stop = {"STOP"};
     options.routing.return_routed_experts = true;
     options.routing.include_last = include_last;
     options.routing.dtype = "int16";
@@ -165,8 +165,8 @@ TEST(DetokenizerState, StopStringWithIncludeLastWaitsForTheLastKeptTokensRow) {
 
 TEST(DetokenizerState, AHeldStopStringReplyGoesWhenTheSchedulerEndsTheCompletion) {
   const auto ids = qwen3().encode("The answer is 42. STOP here please");
-  msg::OutputOptions options;
-  options.stop = {"STOP"};
+  msg::RequestOptions options;
+  options.sampling.stop = {"STOP"};
   options.routing.return_routed_experts = true;
   options.routing.include_last = true;
   DetokenizerState state(qwen3(), 64);
@@ -196,7 +196,7 @@ TEST(DetokenizerState, AHeldStopStringReplyGoesWhenTheSchedulerEndsTheCompletion
 
 TEST(DetokenizerState, RoutingStartLenDtypeAndBase64) {
   const auto ids = qwen3().encode("one two three four");
-  msg::OutputOptions options;
+  msg::RequestOptions options;
   options.routing.return_routed_experts = true;
   options.routing.start_len = 3;  // int32 base64 by default
   DetokenizerState state(qwen3(), 64);
@@ -215,7 +215,7 @@ TEST(DetokenizerState, RoutingStartLenDtypeAndBase64) {
 }
 
 TEST(DetokenizerState, Uint8ForAModelWithMoreThan256ExpertsIsAnErrorForThatRequestOnly) {
-  msg::OutputOptions options;
+  msg::RequestOptions options;
   options.routing.return_routed_experts = true;
   options.routing.dtype = "uint8";
   DetokenizerState state(qwen3(), 300);

@@ -1,5 +1,6 @@
 """moe-serve with its model worker in a separate `moe-serve --role worker` process over tcp://:
-golden outputs; killing the worker fails in-flight requests within seconds; SIGTERM exits 0.
+golden outputs; killing the worker fails in-flight requests within seconds; a restarted worker (whose
+KV cache is empty) never yields wrong tokens or routing for prompts the front had cached; SIGTERM exits 0.
 Usage: multiprocess_test.py PATH/TO/moe-serve"""
 import os
 import signal
@@ -20,6 +21,7 @@ class MultiProcess(unittest.TestCase):
         worker_port, scheduler_port, client_port = sp.free_port(), sp.free_port(), sp.free_port()
         links = ["--worker-endpoint", f"tcp://127.0.0.1:{worker_port}",
                  "--scheduler-endpoint", f"tcp://127.0.0.1:{scheduler_port}"]
+        self.links = links
         self.worker = sp.start(MOE_SERVE, "--role", "worker", *links)
         self.server = sp.start(MOE_SERVE, "--tokenizer-path", sp.TOKENIZER, *links,
                                "--zmq-endpoint", f"tcp://127.0.0.1:{client_port}", "--worker-timeout-ms", "2000")
@@ -66,6 +68,33 @@ class MultiProcess(unittest.TestCase):
         self.assertEqual(failed, {"long0", "long1", "long2"})
         code, log = sp.terminate(self.server)
         self.assertEqual(code, 0, log)
+
+    def test_restarted_worker_fails_or_answers_golden_never_wrong(self):
+        g = sp.golden()
+        cases = g["cases"][:4]
+        for i, case in enumerate(cases):  # every prompt now sits in the front's prefix cache
+            result = sp.zmq_client.generate(self.sock, sp.golden_request(case, g["max_new_tokens"], f"first{i}"))
+            sp.expect_golden(self, case, result["output_ids"], result["routed_experts"], g["max_new_tokens"])
+        self.worker.send_signal(signal.SIGKILL)
+        self.worker.communicate()
+        self.worker = sp.start(MOE_SERVE, "--role", "worker", *self.links)
+        golden_after_restart, failed = 0, 0
+        for attempt in range(12):
+            case = cases[attempt % len(cases)]
+            self.sock.send(msgpack.packb(sp.golden_request(case, g["max_new_tokens"], f"after{attempt}")))
+            reply = sp.wait_for_reply(self, self.sock, 20)
+            if "error" in reply:  # the request met the restart: it fails, it is never answered wrongly
+                self.assertIn("worker", reply["error"]["message"])
+                failed += 1
+                time.sleep(0.3)
+                continue
+            experts = sp.zmq_client.routed_experts(reply["meta_info"])
+            sp.expect_golden(self, case, reply["output_ids"], experts, g["max_new_tokens"])
+            golden_after_restart += 1
+        print(f"after the worker restart: {failed} request(s) failed, {golden_after_restart} golden")
+        self.assertGreaterEqual(golden_after_restart, 8)
+        _, log = sp.terminate(self.server)
+        self.assertIn("restarted", log)
 
 
 if __name__ == "__main__":

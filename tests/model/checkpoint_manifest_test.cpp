@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_file.h"
-#include "generate/offline_generator.h"
 #include "model/checkpoint_manifest.h"
 #include "model/random_checkpoint.h"
 #include "model/safetensors.h"
+#include "support/golden_support.h"
 
 namespace moe {
 namespace {
@@ -45,19 +45,14 @@ TEST_P(ManifestTest, RandomCheckpointLoadsIsDeterministicAndRuns) {
   std::set<std::string> shards;
   for (const auto& [name, shard] : index["weight_map"].items()) shards.insert(shard.get<std::string>());
   EXPECT_GT(shards.size(), 1u);
-  auto a = Model::load((base / "a").string());
-  auto b = Model::load((base / "b").string());
-  GenerationRequest req;
-  req.prompt_ids = {1, 2, 3, 4, 5};
-  req.max_new_tokens = 6;
-  req.sampling.temperature = 0.0f;
-  const auto ra = generate(*a, {req})[0];
-  const auto rb = generate(*b, {req})[0];
-  EXPECT_EQ(ra.output_ids, rb.output_ids);
-  EXPECT_EQ(ra.routed_experts, rb.routed_experts);
+  const msg::GenerateRequest req = testing::greedy_request("r", {1, 2, 3, 4, 5}, 6);
+  const auto ra = testing::run_engine(Model::load((base / "a").string()), {req})[0];
+  const auto rb = testing::run_engine(Model::load((base / "b").string()), {req})[0];
+  EXPECT_EQ(ra.ids, rb.ids);
+  EXPECT_EQ(ra.rows, rb.rows);
   // Routing is spread: the first layer uses more than top_k distinct experts over 10 positions.
-  std::set<int32_t> used(ra.routed_experts.begin(), ra.routed_experts.end());
-  EXPECT_GT(static_cast<int>(used.size()), a->config().num_experts_per_tok);
+  std::set<int32_t> used(ra.rows.begin(), ra.rows.end());
+  EXPECT_GT(static_cast<int>(used.size()), load_model_config((base / "a").string()).num_experts_per_tok);
   fs::remove_all(base);
 }
 

@@ -1,5 +1,6 @@
 // The engine reproduces transformers on every golden case of every fixture, however the work is cut:
-// alone, in one batch, in prefill chunks, over expert-parallel shards, with either MoE runner.
+// alone, in one batch, in prefill chunks, over expert-parallel shards, with either MoE runner. Every
+// run goes through the engine step (EngineCore), as a server's requests do.
 #include <unistd.h>
 
 #include <filesystem>
@@ -17,13 +18,15 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
 
   std::unique_ptr<Model> load(const ModelOptions& options = {}) { return Model::load(golden_.model_dir, options); }
 
-  // Runs every case in one batch and checks each against its golden.
-  void run_batch_and_check(Model& model, const GeneratorOptions& options, const std::string& label) {
-    const auto results = generate(model, greedy_requests(golden_), options);
+  // Runs every case in one batch (steps of at most `chunk` tokens, 0 = no limit) and checks each
+  // against its golden.
+  void run_batch_and_check(std::unique_ptr<Model> model, const std::string& label, int64_t chunk = 0,
+                           bool include_last = false) {
+    const auto results = run_engine(std::move(model), greedy_requests(golden_, include_last), chunk);
     for (size_t i = 0; i < golden_.cases.size(); ++i) {
       const auto& c = golden_.cases[i];
       const int64_t rows = static_cast<int64_t>(c.prompt_ids.size()) + golden_.max_new_tokens -
-                           (options.include_last ? 0 : 1);
+                           (include_last ? 0 : 1);
       expect_matches_golden(golden_, c, results[i], rows, label + " case " + std::to_string(i));
     }
   }
@@ -32,10 +35,9 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(GoldenTest, EachCaseAlone) {
-  auto model = load();
   const auto requests = greedy_requests(golden_);
   for (size_t i = 0; i < requests.size(); ++i) {
-    const auto result = generate(*model, {requests[i]});
+    const auto result = run_engine(load(), {requests[i]});
     const auto& c = golden_.cases[i];
     expect_matches_golden(golden_, c, result[0], static_cast<int64_t>(c.prompt_ids.size()) + golden_.max_new_tokens - 1,
                           "alone case " + std::to_string(i));
@@ -43,26 +45,17 @@ TEST_P(GoldenTest, EachCaseAlone) {
 }
 
 TEST_P(GoldenTest, AllCasesInOneBatchIncludingLastRow) {
-  auto model = load();
-  GeneratorOptions options;
-  options.include_last = true;
-  run_batch_and_check(*model, options, "batch+last");
+  run_batch_and_check(load(), "batch+last", 0, true);
 }
 
 TEST_P(GoldenTest, PromptFedInChunksOf1To9) {
-  auto model = load();
-  for (int chunk = 1; chunk <= 9; ++chunk) {
-    GeneratorOptions options;
-    options.prefill_chunk_size = chunk;
-    run_batch_and_check(*model, options, "chunk " + std::to_string(chunk));
-  }
+  for (int chunk = 1; chunk <= 9; ++chunk) run_batch_and_check(load(), "chunk " + std::to_string(chunk), chunk);
 }
 
 TEST_P(GoldenTest, ReferenceRunnerBackend) {
   ModelOptions mo;
   mo.moe_backend = MoeBackend::Reference;
-  auto model = load(mo);
-  run_batch_and_check(*model, {}, "reference backend");
+  run_batch_and_check(load(mo), "reference backend");
 }
 
 TEST_P(GoldenTest, ExpertParallelShardsUniformAndRandomPlacement) {
@@ -71,8 +64,7 @@ TEST_P(GoldenTest, ExpertParallelShardsUniformAndRandomPlacement) {
     if (num_experts % ep != 0) continue;
     ModelOptions uniform;
     uniform.ep_size = ep;
-    auto model = load(uniform);
-    run_batch_and_check(*model, {}, "ep " + std::to_string(ep) + " uniform");
+    run_batch_and_check(load(uniform), "ep " + std::to_string(ep) + " uniform");
 
     const auto placement = ExpertPlacement::random(num_experts, ep, 1234 + ep);
     const auto path = std::filesystem::temp_directory_path() / ("moe_placement_" + std::to_string(::getpid()) + ".json");
@@ -80,8 +72,7 @@ TEST_P(GoldenTest, ExpertParallelShardsUniformAndRandomPlacement) {
     ModelOptions random;
     random.ep_size = ep;
     random.expert_placement_file = path.string();
-    auto shuffled = load(random);
-    run_batch_and_check(*shuffled, {}, "ep " + std::to_string(ep) + " random");
+    run_batch_and_check(load(random), "ep " + std::to_string(ep) + " random");
     std::filesystem::remove(path);
   }
 }

@@ -8,7 +8,6 @@
 #include <random>
 #include <thread>
 
-#include "generate/offline_generator.h"
 #include "pipeline_harness.h"
 #include "tokenizer/tokenizer.h"
 
@@ -39,17 +38,21 @@ std::vector<Spec> random_specs(int32_t tokenizer_vocab_size) {
   return specs;
 }
 
-// The ids of each spec generated alone by the offline generator.
-std::vector<std::vector<int32_t>> alone(Model& model, const std::vector<Spec>& specs) {
+// The ids of each spec generated alone, one request at a time through an in-process engine with
+// no prefix cache.
+std::vector<std::vector<int32_t>> alone(std::unique_ptr<Model> model, const std::vector<Spec>& specs) {
+  EngineSettings settings;
+  settings.max_total_tokens = 4096;
+  settings.disable_radix_cache = true;
+  const std::unique_ptr<EngineCore> engine = make_engine(std::move(model), settings);
   std::vector<std::vector<int32_t>> ids;
-  GeneratorOptions options;
-  options.record_routing = false;
   for (const Spec& spec : specs) {
-    GenerationRequest request;
-    request.prompt_ids = spec.prompt;
-    request.max_new_tokens = spec.max_new_tokens;
+    msg::GenerateRequest request;
+    request.input_ids = spec.prompt;
+    request.sampling.max_new_tokens = spec.max_new_tokens;
     request.sampling.temperature = 0;
-    ids.push_back(generate(model, {request}, options).at(0).output_ids);
+    const std::vector<msg::TextOutput> outputs = engine->run({request});
+    ids.push_back(outputs.at(0).output_ids);
   }
   return ids;
 }
@@ -100,10 +103,10 @@ std::string rids_of(const std::map<std::string, std::vector<msg::TextOutput>>& r
 
 TEST(PipelineLoad, FiveHundredRequestsFromFiftySocketsAnsweredOnceWithTheirAloneIds) {
   actors::EngineRuntime runtime(tiny_serve_options());
-  const auto model = Model::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-moe-tiny");
   const std::vector<Spec> specs =
       random_specs(tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer").vocab_size());
-  const std::vector<std::vector<int32_t>> expected = alone(*model, specs);
+  const std::vector<std::vector<int32_t>> expected =
+      alone(Model::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-moe-tiny"), specs);
 
   std::vector<std::map<std::string, std::vector<msg::TextOutput>>> replies(kClients);
   std::vector<std::thread> clients;

@@ -13,6 +13,12 @@
 namespace moe {
 namespace {
 
+// sample_token at output index `step`.
+SampledToken draw_at(const float* logits, int64_t vocab_size, msg::TokenSampling sampling, uint64_t step) {
+  sampling.step = step;
+  return sample_token(logits, vocab_size, sampling);
+}
+
 // log_softmax(logits)[id] in double precision.
 double log_softmax_at(const std::vector<float>& logits, int32_t id) {
   double max_logit = *std::max_element(logits.begin(), logits.end()), sum = 0.0;
@@ -29,20 +35,20 @@ std::vector<float> random_logits(size_t n, uint64_t seed, float scale = 4.0f) {
 }
 
 // How often each id is drawn in `draws` steps.
-std::map<int32_t, int> histogram(const std::vector<float>& logits, const SamplingParams& params, int draws) {
+std::map<int32_t, int> histogram(const std::vector<float>& logits, const msg::TokenSampling& params, int draws) {
   std::map<int32_t, int> counts;
   for (int step = 0; step < draws; ++step)
-    ++counts[sample_token(logits.data(), static_cast<int64_t>(logits.size()), params, step).id];
+    ++counts[draw_at(logits.data(), static_cast<int64_t>(logits.size()), params, step).id];
   return counts;
 }
 
 TEST(SampleToken, GreedyPicksTheArgmaxWithItsLogprob) {
   const std::vector<float> logits = random_logits(1000, 1);
   const int32_t argmax = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  SamplingParams greedy;
+  msg::TokenSampling greedy;
   greedy.temperature = 0.0f;
   for (uint64_t step : {0, 1, 99}) {
-    const SampledToken token = sample_token(logits.data(), 1000, greedy, step);
+    const SampledToken token = draw_at(logits.data(), 1000, greedy, step);
     EXPECT_EQ(token.id, argmax);
     EXPECT_NEAR(token.logprob, log_softmax_at(logits, argmax), 1e-5);
   }
@@ -50,20 +56,20 @@ TEST(SampleToken, GreedyPicksTheArgmaxWithItsLogprob) {
 
 TEST(SampleToken, GreedyTiesGoToTheLowestId) {
   const std::vector<float> logits = {0.5f, 3.0f, -1.0f, 3.0f, 3.0f};
-  SamplingParams greedy;
+  msg::TokenSampling greedy;
   greedy.temperature = 0.0f;
-  const SampledToken token = sample_token(logits.data(), 5, greedy, 0);
+  const SampledToken token = draw_at(logits.data(), 5, greedy, 0);
   EXPECT_EQ(token.id, 1);
   EXPECT_NEAR(token.logprob, log_softmax_at(logits, 1), 1e-6);
 }
 
 TEST(SampleToken, LogprobIsOfTheRawLogitsWhateverTheTemperature) {
   const std::vector<float> logits = random_logits(50, 2);
-  SamplingParams hot;
+  msg::TokenSampling hot;
   hot.temperature = 2.5f;
   hot.seed = 8;
   for (uint64_t step = 0; step < 20; ++step) {
-    const SampledToken token = sample_token(logits.data(), 50, hot, step);
+    const SampledToken token = draw_at(logits.data(), 50, hot, step);
     EXPECT_NEAR(token.logprob, log_softmax_at(logits, token.id), 1e-5);
   }
 }
@@ -73,13 +79,13 @@ TEST(SampleToken, LogprobIsOfTheRawLogitsWhateverTheTemperature) {
 TEST(SampleToken, LogprobAtTemperatureOneWithAndWithoutTopPAndMinP) {
   const std::vector<float> logits = random_logits(3000, 3);
   for (const auto& [top_p, min_p] : {std::pair{1.0f, 0.0f}, std::pair{0.7f, 0.0f}, std::pair{1.0f, 0.05f}}) {
-    SamplingParams params;
+    msg::TokenSampling params;
     params.temperature = 1.0f;
     params.top_p = top_p;
     params.min_p = min_p;
     params.seed = 5;
     for (uint64_t step = 0; step < 10; ++step) {
-      const SampledToken token = sample_token(logits.data(), 3000, params, step);
+      const SampledToken token = draw_at(logits.data(), 3000, params, step);
       EXPECT_NEAR(token.logprob, log_softmax_at(logits, token.id), 1e-5) << "top_p " << top_p << " min_p " << min_p;
     }
   }
@@ -87,27 +93,27 @@ TEST(SampleToken, LogprobAtTemperatureOneWithAndWithoutTopPAndMinP) {
 
 TEST(SampleToken, SameSeedAndStepGiveTheSameToken) {
   const std::vector<float> logits = random_logits(5000, 3, 1.0f);
-  SamplingParams params;
+  msg::TokenSampling params;
   params.seed = 1234;
   params.top_p = 0.9f;
   std::set<int32_t> distinct;
   for (uint64_t step = 0; step < 50; ++step) {
-    const int32_t first = sample_token(logits.data(), 5000, params, step).id;
-    EXPECT_EQ(sample_token(logits.data(), 5000, params, step).id, first);
+    const int32_t first = draw_at(logits.data(), 5000, params, step).id;
+    EXPECT_EQ(draw_at(logits.data(), 5000, params, step).id, first);
     distinct.insert(first);
   }
   EXPECT_GT(distinct.size(), 30u);  // a flat distribution: steps must not all draw alike
-  SamplingParams other = params;
+  msg::TokenSampling other = params;
   other.seed = 1235;
   int same = 0;
   for (uint64_t step = 0; step < 50; ++step)
-    same += sample_token(logits.data(), 5000, params, step).id == sample_token(logits.data(), 5000, other, step).id;
+    same += draw_at(logits.data(), 5000, params, step).id == draw_at(logits.data(), 5000, other, step).id;
   EXPECT_LT(same, 10);
 }
 
 TEST(SampleToken, DrawsFollowTheTemperedSoftmax) {
   const std::vector<float> logits = {1.0f, 0.0f, 2.0f, -1.0f, 0.5f};
-  SamplingParams params;
+  msg::TokenSampling params;
   params.temperature = 0.8f;
   params.seed = 42;
   constexpr int kDraws = 20000;
@@ -127,19 +133,19 @@ TEST(SampleToken, DrawsFollowTheTemperedSoftmax) {
 TEST(SampleToken, TopKOneAndATinyTopPAreGreedy) {
   const std::vector<float> logits = random_logits(151936, 4);
   const int32_t argmax = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  SamplingParams top_k_one;
+  msg::TokenSampling top_k_one;
   top_k_one.top_k = 1;
-  SamplingParams tiny_top_p;
+  msg::TokenSampling tiny_top_p;
   tiny_top_p.top_p = 1e-6f;
   for (uint64_t step = 0; step < 10; ++step) {
-    EXPECT_EQ(sample_token(logits.data(), 151936, top_k_one, step).id, argmax);
-    EXPECT_EQ(sample_token(logits.data(), 151936, tiny_top_p, step).id, argmax);
+    EXPECT_EQ(draw_at(logits.data(), 151936, top_k_one, step).id, argmax);
+    EXPECT_EQ(draw_at(logits.data(), 151936, tiny_top_p, step).id, argmax);
   }
 }
 
 TEST(SampleToken, TopKKeepsOnlyTheKMostProbable) {
   const std::vector<float> logits = {0.0f, 5.0f, 1.0f, 4.9f, 4.8f, -2.0f};
-  SamplingParams params;
+  msg::TokenSampling params;
   params.top_k = 3;
   params.temperature = 5.0f;  // flat enough that every survivor gets drawn
   const auto counts = histogram(logits, params, 600);
@@ -150,7 +156,7 @@ TEST(SampleToken, TopKKeepsOnlyTheKMostProbable) {
 TEST(SampleToken, TopPKeepsTheSmallestSetReachingTheMass) {
   // Probabilities 0.5, 0.3, 0.15, 0.05 (ids 2, 0, 3, 1): top_p 0.7 keeps {2, 0}; 0.85 adds 3.
   const std::vector<float> logits = {std::log(0.3f), std::log(0.05f), std::log(0.5f), std::log(0.15f)};
-  SamplingParams params;
+  msg::TokenSampling params;
   params.top_p = 0.7f;
   auto counts = histogram(logits, params, 2000);
   EXPECT_EQ(counts.size(), 2u);
@@ -164,12 +170,12 @@ TEST(SampleToken, TopPKeepsTheSmallestSetReachingTheMass) {
 TEST(SampleToken, TopPWidensPastItsFirstWindowOnAFlatVocabulary) {
   // 151936 equal logits: top_p 0.5 must keep the lower half of the ids, far beyond the first window.
   const std::vector<float> logits(151936, 0.0f);
-  SamplingParams params;
+  msg::TokenSampling params;
   params.top_p = 0.5f;
   params.seed = 3;
   int32_t largest = 0;
   for (uint64_t step = 0; step < 40; ++step)
-    largest = std::max(largest, sample_token(logits.data(), 151936, params, step).id);
+    largest = std::max(largest, draw_at(logits.data(), 151936, params, step).id);
   EXPECT_LT(largest, 151936 / 2 + 1);
   EXPECT_GT(largest, 151936 / 4);
 }
@@ -177,7 +183,7 @@ TEST(SampleToken, TopPWidensPastItsFirstWindowOnAFlatVocabulary) {
 TEST(SampleToken, MinPDropsTokensBelowItsShareOfTheTop) {
   // Relative to the top token: 1, 0.5, 0.2, 0.05. min_p 0.3 keeps ids 0 and 1 only.
   const std::vector<float> logits = {0.0f, std::log(0.5f), std::log(0.2f), std::log(0.05f)};
-  SamplingParams params;
+  msg::TokenSampling params;
   params.min_p = 0.3f;
   const auto counts = histogram(logits, params, 2000);
   EXPECT_EQ(counts.size(), 2u);
@@ -185,7 +191,7 @@ TEST(SampleToken, MinPDropsTokensBelowItsShareOfTheTop) {
 }
 
 TEST(ValidateSamplingParams, NamesTheBadField) {
-  const auto expect_rejected = [](SamplingParams params, const std::string& field) {
+  const auto expect_rejected = [](msg::TokenSampling params, const std::string& field) {
     try {
       validate(params);
       ADD_FAILURE() << field << " was accepted";
@@ -193,9 +199,9 @@ TEST(ValidateSamplingParams, NamesTheBadField) {
       EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
     }
     const float logit = 0.0f;
-    EXPECT_THROW(sample_token(&logit, 1, params, 0), Error);
+    EXPECT_THROW(draw_at(&logit, 1, params, 0), Error);
   };
-  SamplingParams p;
+  msg::TokenSampling p;
   EXPECT_NO_THROW(validate(p));
   p.temperature = -0.1f;
   expect_rejected(p, "temperature");

@@ -41,7 +41,7 @@ std::vector<int32_t> FakeWorker::run(const ScheduledBatch& batch) {
       sequence.push_back(slot_token_[slot]);
     }
     const ScheduledSequence& info = batch.sequences[i];
-    sampled.push_back(fake_next_token(sequence, info.sampling.seed, info.sample_step));
+    sampled.push_back(fake_next_token(sequence, info.sampling.seed, info.sampling.step));
   }
   return sampled;
 }

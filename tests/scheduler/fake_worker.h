@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "scheduler/scheduled_batch.h"
+#include "scheduler/request.h"
 
 namespace moe::test {
 

@@ -30,7 +30,7 @@ TEST(SchedulerBatching, ManyRequestsMatchTheReferenceAndRespectTheBudget) {
     for (int i = 0; i < 8; ++i) {
       const FinishedRequest& done = log.finished.at({numbered_rid(i), 0});
       EXPECT_EQ(done.output_ids, reference_output(prompt_of(3 + 9 * i, 100 * i), 77 + i, 5 + i)) << "chunk " << chunk;
-      EXPECT_EQ(done.reason.kind, FinishKind::Length);
+      EXPECT_EQ(done.reason.kind, msg::FinishKind::Length);
     }
     if (chunk > 0) {
       for (const ScheduledBatch& batch : log.batches) EXPECT_LE(batch.forward.num_tokens(), chunk);
@@ -75,7 +75,7 @@ TEST(SchedulerBatching, DecodesGoFirstAndPrefillTakesTheRestOfTheBudget) {
   EXPECT_EQ(mixed->forward.sequences[0].num_new_tokens, 1);
   EXPECT_EQ(mixed->forward.token_ids[0], 9);  // the token sampled last step is fed now
   EXPECT_EQ(mixed->forward.positions[0], 4);
-  EXPECT_EQ(mixed->sequences[0].sample_step, 1);
+  EXPECT_EQ(mixed->sequences[0].sampling.step, 1u);
   EXPECT_EQ(mixed->sequences[1].rid, "b");
   EXPECT_EQ(mixed->forward.sequences[1].num_new_tokens, 9);
   EXPECT_FALSE(mixed->forward.sequences[1].needs_logits);
@@ -100,12 +100,11 @@ TEST(SchedulerBatching, NeverRunsMoreThanMaxRunningRequests) {
 TEST(SchedulerBatching, CaptureHooksNameTheSlotsOfTheTokensRunThisStep) {
   Scheduler scheduler(config_with(256, 64));
   Request request = make_request("a", prompt_of(6, 1), 3);
-  request.return_routed_experts = true;
+  request.routing.return_routed_experts = true;
   scheduler.add_request(std::move(request));
   scheduler.add_request(make_request("b", prompt_of(3, 40), 3));
   auto batch = scheduler.schedule_step();
   ASSERT_TRUE(batch);
-  EXPECT_TRUE(batch->captures_routing());
   const std::vector<int32_t> rows = batch->token_slots();
   ASSERT_EQ(rows.size(), 9u);
   const auto a = batch->new_token_slots(0), b = batch->new_token_slots(1);

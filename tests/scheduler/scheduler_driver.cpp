@@ -26,12 +26,12 @@ Request make_request(std::string rid, std::vector<int32_t> prompt, int max_new_t
                      std::optional<uint64_t> seed, int n) {
   Request request;
   request.rid = std::move(rid);
-  request.prompt_ids = std::move(prompt);
-  request.stop.max_new_tokens = max_new_tokens;
-  request.stop.ignore_eos = true;
+  request.input_ids = std::move(prompt);
+  request.sampling.max_new_tokens = max_new_tokens;
+  request.sampling.ignore_eos = true;
   request.sampling.temperature = 0.0f;
-  request.seed = seed;
-  request.n = n;
+  request.sampling.seed = seed;
+  request.sampling.n = n;
   return request;
 }
 

@@ -60,7 +60,7 @@ class SchedulerWithModel : public ::testing::Test {
         if (!batch.forward.sequences[i].needs_logits) continue;
         const float* row = logits.data() + static_cast<int64_t>(sampled.size()) * vocab;
         const ScheduledSequence& seq = batch.sequences[i];
-        sampled.push_back(sample_token(row, vocab, seq.sampling, static_cast<uint64_t>(seq.sample_step)).id);
+        sampled.push_back(sample_token(row, vocab, seq.sampling).id);
       }
       return sampled;
     });
@@ -80,7 +80,7 @@ class SchedulerWithModel : public ::testing::Test {
         continue;
       }
       EXPECT_EQ(it->second.output_ids, (*cases_)[i].output_ids) << label << ": case " << i;
-      EXPECT_EQ(it->second.reason.kind, FinishKind::Length) << label << ": case " << i;
+      EXPECT_EQ(it->second.reason.kind, msg::FinishKind::Length) << label << ": case " << i;
     }
     return log;
   }

@@ -19,7 +19,8 @@ SchedulerConfig config_with_pool(int64_t pool, int64_t chunk = 16) {
 
 Request route_last(std::string rid, std::vector<int32_t> prompt, int max_new_tokens, uint64_t seed, int n = 1) {
   Request request = make_request(std::move(rid), std::move(prompt), max_new_tokens, seed, n);
-  request.route_last_token = true;
+  request.routing.return_routed_experts = true;
+  request.routing.include_last = true;
   return request;
 }
 
@@ -58,7 +59,7 @@ TEST(SchedulerRouteLast, FeedsTheLastTokenWithoutSamplingThenFinishes) {
   for (int index = 0; index < 2; ++index) {
     const FinishedRequest& done = log.finished.at({"last", index});
     EXPECT_EQ(done.output_ids, reference_output(prompt_of(5, 1), 9 + index, 4));
-    EXPECT_EQ(done.reason.kind, FinishKind::Length);
+    EXPECT_EQ(done.reason.kind, msg::FinishKind::Length);
     EXPECT_EQ(done.kv_slots.size(), 9u);  // prompt + every output, the last one included
     const LastEntry entry = last_entry(log, "last", index);
     EXPECT_EQ(entry.tokens, std::vector<int32_t>{done.output_ids.back()});
@@ -78,12 +79,12 @@ TEST(SchedulerRouteLast, StopTokenFinishesAfterTheExtraStepWithItsReason) {
   FakeWorker worker(scheduler.kv_cache_slots());
   const std::vector<int32_t> reference = reference_output(prompt_of(4, 1), 5, 6);
   Request request = route_last("stop", prompt_of(4, 1), 6, 5);
-  request.stop.stop_token_ids = {reference[2]};
+  request.sampling.stop_token_ids = {reference[2]};
   scheduler.add_request(request);
   RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) { return worker.run(b); });
   const FinishedRequest& done = log.finished.at({"stop", 0});
   EXPECT_EQ(done.output_ids, std::vector<int32_t>(reference.begin(), reference.begin() + 3));
-  EXPECT_EQ(done.reason.kind, FinishKind::Stop);
+  EXPECT_EQ(done.reason.kind, msg::FinishKind::Stop);
   EXPECT_EQ(done.kv_slots.size(), 7u);
 }
 
@@ -101,11 +102,11 @@ TEST(SchedulerRouteLast, AStopStringAfterTheTokenWasFedFinishesAtOnceDroppingLat
   scheduler.add_request(route_last("s", prompt_of(4, 1), 10, 5));
   step_until_outputs(scheduler, worker, "s", 5);  // outputs 0..3 fed, output 4 just sampled
   // The detokenizer saw the stop string end at output 2: outputs 3 and 4 are dropped.
-  std::optional<FinishedRequest> done = scheduler.stop_at_output("s", 0, 3, FinishReason::stop_string("END"));
+  std::optional<FinishedRequest> done = scheduler.stop_at_output("s", 0, 3, msg::FinishReason::stop_string("END"));
   ASSERT_TRUE(done);
   const std::vector<int32_t> reference = reference_output(prompt_of(4, 1), 5, 3);
   EXPECT_EQ(done->output_ids, reference);
-  EXPECT_EQ(std::get<std::string>(done->reason.matched), "END");
+  EXPECT_EQ(*done->reason.matched_text, "END");
   EXPECT_EQ(done->kv_slots.size(), 7u);  // prompt + the 3 kept outputs, the last one's row included
   EXPECT_FALSE(scheduler.has_unfinished());
   scheduler.flush_cache();
@@ -117,7 +118,7 @@ TEST(SchedulerRouteLast, AStopStringOnTheNewestTokenFeedsItWithoutSamplingFirst)
   FakeWorker worker(scheduler.kv_cache_slots());
   scheduler.add_request(route_last("s", prompt_of(4, 1), 10, 5));
   step_until_outputs(scheduler, worker, "s", 3);  // output 2 just sampled, never fed
-  EXPECT_FALSE(scheduler.stop_at_output("s", 0, 3, FinishReason::stop_string("END")));
+  EXPECT_FALSE(scheduler.stop_at_output("s", 0, 3, msg::FinishReason::stop_string("END")));
   auto batch = scheduler.schedule_step();
   ASSERT_TRUE(batch);
   EXPECT_EQ(batch->forward.positions, std::vector<int32_t>{6});
@@ -126,7 +127,7 @@ TEST(SchedulerRouteLast, AStopStringOnTheNewestTokenFeedsItWithoutSamplingFirst)
   EXPECT_TRUE(outcome.tokens.empty());
   ASSERT_EQ(outcome.finished.size(), 1u);
   EXPECT_EQ(outcome.finished[0].output_ids, reference_output(prompt_of(4, 1), 5, 3));
-  EXPECT_EQ(std::get<std::string>(outcome.finished[0].reason.matched), "END");
+  EXPECT_EQ(*outcome.finished[0].reason.matched_text, "END");
   EXPECT_EQ(outcome.finished[0].kv_slots.size(), 7u);
   EXPECT_FALSE(scheduler.schedule_step());
 }
@@ -135,7 +136,7 @@ TEST(SchedulerRouteLast, TheLastTokenNeedsRoomInTheContext) {
   Scheduler scheduler(config_with_pool(256));  // context 64
   FakeWorker worker(scheduler.kv_cache_slots());
   scheduler.add_request(route_last("edge", prompt_of(60, 1), 100, 1));
-  EXPECT_THROW(scheduler.add_request(route_last("full", prompt_of(64, 1), 4, 1)), Error);
+  EXPECT_THROW(scheduler.add_request(route_last("full", prompt_of(64, 1), 4, 1)), std::logic_error);  // the front door refuses it first
   RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) { return worker.run(b); });
   const FinishedRequest& done = log.finished.at({"edge", 0});
   EXPECT_EQ(done.output_ids.size(), 4u);  // one fewer than without include_last: the last is fed too

@@ -51,7 +51,8 @@ TEST_F(ExpertLoad, CountsEqualTheGoldenRoutingOfEveryComputedToken) {
 
 TEST_F(ExpertLoad, IsEmptyWithoutTheServerFlag) {
   HarnessOptions options;
-  options.enable_routed_experts = false;
+  options.settings.enable_return_routed_experts = false;
+  options.settings.enable_return_router_weights = false;
   auto h = make_pipeline(options);
   EXPECT_TRUE(h->service().expert_load().empty());
 }

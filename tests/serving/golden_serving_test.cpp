@@ -4,8 +4,8 @@ namespace moe::testing {
 
 void GoldenServingTest::SetUp() { golden_ = load_golden("qwen3-moe-tiny"); }
 
-std::vector<msg::TokenizedRequest> GoldenServingTest::all_cases(const std::string& prefix) const {
-  std::vector<msg::TokenizedRequest> requests;
+std::vector<msg::GenerateRequest> GoldenServingTest::all_cases(const std::string& prefix) const {
+  std::vector<msg::GenerateRequest> requests;
   for (size_t i = 0; i < golden_.cases.size(); ++i)
     requests.push_back(greedy_request(prefix + std::to_string(i), golden_.cases[i].prompt_ids, golden_.max_new_tokens));
   return requests;

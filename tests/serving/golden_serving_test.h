@@ -13,7 +13,7 @@ class GoldenServingTest : public ::testing::Test {
   void SetUp() override;
 
   // Every golden case as a greedy request named prefix + its index.
-  std::vector<msg::TokenizedRequest> all_cases(const std::string& prefix) const;
+  std::vector<msg::GenerateRequest> all_cases(const std::string& prefix) const;
   // Golden case i's rows 0 .. P+G-2 (P+G-1 with include_last), [rows][layer][k] flattened.
   std::vector<int32_t> golden_rows(size_t i, bool include_last) const;
   // Each case's joined output has the golden ids and P+G-1 golden rows (P+G with include_last).

@@ -48,7 +48,7 @@ TEST_F(ServingInvariance, RequestPreemptedMidDecodeKeepsItsRows) {
     SCOPED_TRACE(include_last ? "include_last" : "plain");
     HarnessOptions options;
     const size_t first = 7, second = 3;
-    options.scheduler.max_total_tokens =
+    options.settings.max_total_tokens =
         static_cast<int64_t>(golden_.cases[first].prompt_ids.size() + golden_.cases[second].prompt_ids.size()) + 10;
     auto h = make_pipeline(options);
     auto a = greedy_request("a", golden_.cases[first].prompt_ids, golden_.max_new_tokens);
@@ -66,7 +66,7 @@ TEST_F(ServingInvariance, IncludeLastReturnsTheLastTokensRowBatchedChunkedAndStr
     for (const bool stream : {false, true}) {
       SCOPED_TRACE("chunk " + std::to_string(chunk) + (stream ? " streamed" : ""));
       HarnessOptions options;
-      if (chunk > 0) options.scheduler.chunked_prefill_size = chunk;
+      if (chunk > 0) options.settings.chunked_prefill_size = chunk;
       auto h = make_pipeline(options);
       h->service().fill_routing_rows(-7);
       auto requests = all_cases("l");

@@ -23,7 +23,7 @@ TEST_F(ServingRouting, AllCasesBatchedWithSentinelFilledHostCache) {
 TEST_F(ServingRouting, ChunkedPrefillSizes1And7And16) {
   for (int64_t chunk : {1, 7, 16}) {
     HarnessOptions options;
-    options.scheduler.chunked_prefill_size = chunk;
+    options.settings.chunked_prefill_size = chunk;
     auto h = make_pipeline(options);
     expect_all_golden(join_outputs(h->run(all_cases("c"))), "c");
   }
@@ -45,7 +45,7 @@ TEST_F(ServingRouting, PrefixCacheHitReturnsRealRowsForCachedTokens) {
 
 TEST_F(ServingRouting, PreemptionKeepsOutputsAndRowsExact) {
   HarnessOptions options;
-  options.scheduler.max_total_tokens = 200;  // far less than 8 prompts + 24 tokens each
+  options.settings.max_total_tokens = 200;  // far less than 8 prompts + 24 tokens each
   auto h = make_pipeline(options);
   const auto joined = join_outputs(h->run(all_cases("p")));
   EXPECT_GT(h->service().stats().num_preemptions, 0);
@@ -71,7 +71,8 @@ TEST_F(ServingRouting, StreamedChunksCarryTheirRowsAndAddUpToTheWhole) {
 
 TEST_F(ServingRouting, RoutingRequestedWithoutTheServerFlagIsAClearError) {
   HarnessOptions options;
-  options.enable_routed_experts = false;
+  options.settings.enable_return_routed_experts = false;
+  options.settings.enable_return_router_weights = false;
   auto h = make_pipeline(options);
   const auto outputs = h->run({greedy_request("x", golden_.cases[0].prompt_ids, 4)});
   EXPECT_TRUE(outputs.empty());
@@ -81,11 +82,11 @@ TEST_F(ServingRouting, RoutingRequestedWithoutTheServerFlagIsAClearError) {
 
 TEST_F(ServingRouting, RouterWeightsNeedTheirOwnServerFlagAndCostNothingWithoutIt) {
   HarnessOptions options;
-  options.enable_router_weights = false;
+  options.settings.enable_return_router_weights = false;
   auto h = make_pipeline(options);
   const int L = golden_.num_moe_layers, K = golden_.top_k;
   EXPECT_EQ(h->service().host_cache_bytes(), h->service().kv_cache_slots() * L * K * int64_t{sizeof(int16_t)});
-  msg::TokenizedRequest with_weights = greedy_request("w", golden_.cases[0].prompt_ids, 4);
+  msg::GenerateRequest with_weights = greedy_request("w", golden_.cases[0].prompt_ids, 4);
   with_weights.routing.return_router_weights = true;
   EXPECT_TRUE(h->run({with_weights}).empty());
   ASSERT_EQ(h->errors().size(), 1u);
@@ -116,7 +117,7 @@ TEST_F(ServingRouting, AStopStringReplyHasTheRowsOfTheTokensItKeptWithOrWithoutI
     for (const bool stream : {false, true}) {
       SCOPED_TRACE(std::string(include_last ? "include_last" : "P+G-1") + (stream ? ", streamed" : ""));
       auto h = make_pipeline({});
-      std::vector<msg::TokenizedRequest> requests = all_cases("s");
+      std::vector<msg::GenerateRequest> requests = all_cases("s");
       std::vector<size_t> kept(requests.size());
       for (size_t i = 0; i < requests.size(); ++i) {
         std::string stop;

@@ -1,8 +1,12 @@
 #include "support/golden_support.h"
 
 #include <cmath>
+#include <cstring>
+#include <stdexcept>
 
+#include "capture/base64.h"
 #include "common/json_file.h"
+#include "tokenizer/tokenizer.h"
 
 namespace moe::testing {
 
@@ -26,16 +30,101 @@ Golden load_golden(const std::string& fixture) {
   return g;
 }
 
-std::vector<GenerationRequest> greedy_requests(const Golden& golden) {
-  std::vector<GenerationRequest> requests;
-  for (const GoldenCase& c : golden.cases) {
-    GenerationRequest r;
-    r.prompt_ids = c.prompt_ids;
-    r.max_new_tokens = golden.max_new_tokens;
-    r.sampling.temperature = 0.0f;
-    requests.push_back(r);
+namespace {
+
+template <typename T>
+void append_as(const std::string& bytes, std::vector<int32_t>& out) {
+  const size_t count = bytes.size() / sizeof(T);
+  for (size_t i = 0; i < count; ++i) {
+    T value;
+    std::memcpy(&value, bytes.data() + i * sizeof(T), sizeof(T));
+    out.push_back(static_cast<int32_t>(value));
+  }
+}
+
+}  // namespace
+
+std::vector<int32_t> decode_routed_experts(const msg::EncodedArray& array) {
+  const std::string bytes = array.raw ? array.data : base64_decode(array.data);
+  std::vector<int32_t> ids;
+  if (array.dtype == "int32")
+    append_as<int32_t>(bytes, ids);
+  else if (array.dtype == "int16")
+    append_as<int16_t>(bytes, ids);
+  else if (array.dtype == "uint8")
+    append_as<uint8_t>(bytes, ids);
+  else
+    throw std::runtime_error("unexpected routed_experts dtype " + array.dtype);
+  return ids;
+}
+
+std::map<std::pair<std::string, int32_t>, JoinedOutput> join_outputs(const std::vector<msg::TextOutput>& outputs) {
+  std::map<std::pair<std::string, int32_t>, JoinedOutput> joined;
+  for (const auto& o : outputs) {
+    JoinedOutput& j = joined[{o.rid, o.index}];
+    j.text += o.text;
+    j.ids.insert(j.ids.end(), o.output_ids.begin(), o.output_ids.end());
+    j.logprobs.insert(j.logprobs.end(), o.output_logprobs.begin(), o.output_logprobs.end());
+    if (o.routed_experts) {
+      const std::vector<int32_t> ids = decode_routed_experts(*o.routed_experts);
+      j.rows.insert(j.rows.end(), ids.begin(), ids.end());
+      j.num_rows += o.routed_experts->shape[0];
+    }
+    if (o.router_weights) {
+      const std::string bytes = o.router_weights->raw ? o.router_weights->data : base64_decode(o.router_weights->data);
+      const size_t old = j.weights.size();
+      j.weights.resize(old + bytes.size() / sizeof(float));
+      std::memcpy(j.weights.data() + old, bytes.data(), bytes.size());
+    }
+    j.cached_tokens = o.cached_tokens;
+    if (o.finish_reason) j.finish = o.finish_reason;
+    ++j.chunks;
+  }
+  return joined;
+}
+
+msg::GenerateRequest greedy_request(const std::string& rid, const std::vector<int32_t>& ids, int max_new_tokens) {
+  msg::GenerateRequest r;
+  r.rid = rid;
+  r.input_ids = ids;
+  r.sampling.temperature = 0.0f;
+  r.sampling.max_new_tokens = max_new_tokens;
+  r.sampling.ignore_eos = true;
+  r.return_logprob = true;
+  r.routing.return_routed_experts = true;
+  r.routing.raw = true;
+  r.routing.dtype = "int16";
+  return r;
+}
+
+std::vector<msg::GenerateRequest> greedy_requests(const Golden& golden, bool include_last) {
+  std::vector<msg::GenerateRequest> requests;
+  for (size_t i = 0; i < golden.cases.size(); ++i) {
+    requests.push_back(greedy_request("case" + std::to_string(i), golden.cases[i].prompt_ids, golden.max_new_tokens));
+    requests.back().routing.include_last = include_last;
   }
   return requests;
+}
+
+std::unique_ptr<EngineCore> make_engine(std::unique_ptr<Model> model, const EngineSettings& settings) {
+  EngineCoreOptions options;
+  options.settings = settings;
+  return std::make_unique<EngineCore>(
+      std::move(model), tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer"), options);
+}
+
+std::vector<JoinedOutput> run_engine(std::unique_ptr<Model> model, const std::vector<msg::GenerateRequest>& requests,
+                                     int64_t chunked_prefill_size) {
+  EngineSettings settings;
+  settings.max_total_tokens = 4096;
+  settings.chunked_prefill_size = chunked_prefill_size;
+  settings.enable_return_routed_experts = true;
+  const std::unique_ptr<EngineCore> engine = make_engine(std::move(model), settings);
+  auto joined = join_outputs(engine->run(requests));
+  for (const msg::ErrorReply& e : engine->errors()) ADD_FAILURE() << e.rid << ": " << e.message;
+  std::vector<JoinedOutput> results;
+  for (const msg::GenerateRequest& r : requests) results.push_back(joined[{r.rid, 0}]);
+  return results;
 }
 
 namespace {
@@ -73,15 +162,15 @@ void expect_routing_matches_golden(const Golden& golden, const GoldenCase& c, co
   }
 }
 
-void expect_matches_golden(const Golden& golden, const GoldenCase& c, const GenerationResult& result,
+void expect_matches_golden(const Golden& golden, const GoldenCase& c, const JoinedOutput& result,
                            int64_t expected_rows, const std::string& label) {
   SCOPED_TRACE(label);
-  ASSERT_EQ(result.output_ids, c.output_ids);
-  ASSERT_EQ(result.output_logprobs.size(), c.output_logprobs.size());
+  ASSERT_EQ(result.ids, c.output_ids);
+  ASSERT_EQ(result.logprobs.size(), c.output_logprobs.size());
   for (size_t i = 0; i < c.output_logprobs.size(); ++i)
-    EXPECT_NEAR(result.output_logprobs[i], c.output_logprobs[i], 1e-3) << "logprob of output " << i;
-  ASSERT_EQ(result.routed_rows, expected_rows);
-  expect_routing_matches_golden(golden, c, result.routed_experts, expected_rows);
+    EXPECT_NEAR(result.logprobs[i], c.output_logprobs[i], 1e-3) << "logprob of output " << i;
+  ASSERT_EQ(result.num_rows, expected_rows);
+  expect_routing_matches_golden(golden, c, result.rows, expected_rows);
 }
 
 }  // namespace moe::testing

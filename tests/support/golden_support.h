@@ -1,13 +1,18 @@
 #pragma once
-// Golden data made by Hugging Face transformers (tests/data/<fixture>/golden.json) and the checks
-// the foundation issue fixes: exact greedy ids, logprobs within 1e-3, routing equal up to near-ties.
+// Golden data made by Hugging Face transformers (tests/data/<fixture>/golden.json), the in-process
+// engine that runs them, and the checks: exact greedy ids, logprobs within 1e-3, routing equal up
+// to near-ties.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "generate/offline_generator.h"
+#include "engine/engine_core.h"
 
 namespace moe::testing {
 
@@ -30,8 +35,37 @@ struct Golden {
 
 Golden load_golden(const std::string& fixture);
 
-// Greedy requests for every case, generating the golden number of tokens, EOS ignored.
-std::vector<GenerationRequest> greedy_requests(const Golden& golden);
+// Outputs of (rid, index) joined: text, ids, logprobs, and routing rows [rows * L * K] decoded from
+// the raw bytes of whatever dtype was asked for; weights likewise (raw float32) when returned.
+struct JoinedOutput {
+  std::string text;
+  std::vector<int32_t> ids;
+  std::vector<float> logprobs;
+  std::vector<int32_t> rows;
+  int64_t num_rows = 0;
+  std::vector<float> weights;
+  int32_t cached_tokens = 0;
+  std::optional<msg::FinishReason> finish;
+  int chunks = 0;
+};
+std::map<std::pair<std::string, int32_t>, JoinedOutput> join_outputs(const std::vector<msg::TextOutput>& outputs);
+
+// The ids of an encoded routed-experts array (base64 or raw; int32, int16 or uint8).
+std::vector<int32_t> decode_routed_experts(const msg::EncodedArray& array);
+
+// A greedy request for ids, EOS ignored, with routing returned raw as int16 and logprobs.
+msg::GenerateRequest greedy_request(const std::string& rid, const std::vector<int32_t>& ids, int max_new_tokens);
+
+// Greedy requests for every case (rid "case<i>"), generating the golden number of tokens.
+std::vector<msg::GenerateRequest> greedy_requests(const Golden& golden, bool include_last = false);
+
+// An in-process engine over `model` with the Qwen3 tokenizer of tests/data.
+std::unique_ptr<EngineCore> make_engine(std::unique_ptr<Model> model, const EngineSettings& settings);
+
+// Runs `requests` through an engine over `model` (routing captured) and returns each request's
+// joined reply, in request order.
+std::vector<JoinedOutput> run_engine(std::unique_ptr<Model> model, const std::vector<msg::GenerateRequest>& requests,
+                                     int64_t chunked_prefill_size = 0);
 
 // Checks `expected_rows` routing rows ([rows][layer][k] flattened) against golden case `c`: equal ids,
 // except where the golden marks a near-tie (router_min_gap < 1e-3 at the k-th boundary, or adjacent
@@ -40,7 +74,7 @@ void expect_routing_matches_golden(const Golden& golden, const GoldenCase& c, co
                                    int64_t expected_rows);
 
 // Checks ids, logprobs and `expected_rows` routing rows of `result` against golden case `c`.
-void expect_matches_golden(const Golden& golden, const GoldenCase& c, const GenerationResult& result,
+void expect_matches_golden(const Golden& golden, const GoldenCase& c, const JoinedOutput& result,
                            int64_t expected_rows, const std::string& label);
 
 }  // namespace moe::testing

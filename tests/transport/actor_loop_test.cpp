@@ -38,7 +38,7 @@ TEST_P(TransportTest, BadFramesAndFailingHandlersDoNotStopAnInbox) {
   ActorLoop receiver(context_, "receiver");
   ActorLoop sender(context_, "sender");
   auto& inbox = receiver.make<Inbox>(bind_address("inbox"), [&](msg::Message&& message) {
-    const uint64_t id = std::get<msg::HealthCheck>(message).id;
+    const uint64_t id = std::get<msg::Heartbeat>(message).instance;
     handled.push_back(id);
     if (id == 2) last_handled.set_value();
     if (id == 1) throw Error("handler failed on purpose");
@@ -46,9 +46,9 @@ TEST_P(TransportTest, BadFramesAndFailingHandlersDoNotStopAnInbox) {
   auto& raw = sender.make<AsyncSocket>(SocketKind::Push);
   raw.connect(inbox.endpoint());
   raw.send({"\xc1 not msgpack"});
-  raw.send({encode_message(msg::HealthCheck{.id = 9}), "a second frame"});
-  raw.send({encode_message(msg::HealthCheck{.id = 1})});
-  raw.send({encode_message(msg::HealthCheck{.id = 2})});
+  raw.send({encode_message(msg::Heartbeat{.instance = 9}), "a second frame"});
+  raw.send({encode_message(msg::Heartbeat{.instance = 1})});
+  raw.send({encode_message(msg::Heartbeat{.instance = 2})});
   receiver.start();
   sender.start();
 

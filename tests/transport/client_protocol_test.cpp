@@ -56,9 +56,18 @@ TEST(ClientRequest, ParsesEverySGLangGenerateField) {
   msg::GenerateRequest expected;
   expected.rid = "r1";
   expected.text = "Hello";
-  expected.sampling = {.temperature = 0.0f, .top_p = 0.5f, .top_k = 5, .min_p = 0.125f, .max_new_tokens = 16,
-                       .min_new_tokens = 2, .stop = {"a", "b"}, .stop_token_ids = {1, 2}, .ignore_eos = true,
-                       .skip_special_tokens = false, .n = 2, .seed = 7};
+  expected.sampling.temperature = 0.0f;
+  expected.sampling.top_p = 0.5f;
+  expected.sampling.top_k = 5;
+  expected.sampling.min_p = 0.125f;
+  expected.sampling.max_new_tokens = 16;
+  expected.sampling.min_new_tokens = 2;
+  expected.sampling.stop = {"a", "b"};
+  expected.sampling.stop_token_ids = {1, 2};
+  expected.sampling.ignore_eos = true;
+  expected.sampling.skip_special_tokens = false;
+  expected.sampling.n = 2;
+  expected.sampling.seed = 7;
   expected.stream = true;
   expected.return_logprob = true;
   expected.routing = {.return_routed_experts = true, .start_len = 4, .dtype = "auto", .include_last = true,

@@ -77,7 +77,7 @@ TEST(MessageCodec, RejectsBytesThatAreNotMsgpack) {
 }
 
 TEST(MessageCodec, RejectsOtherProtocolVersions) {
-  const std::string frame = frame_of(msg::kProtocolVersion + 6, static_cast<uint32_t>(msg::MessageKind::Shutdown),
+  const std::string frame = frame_of(msg::kProtocolVersion + 6, static_cast<uint32_t>(msg::MessageKind::Ready),
                                      [](auto& packer) { packer.pack(std::vector<std::string>{"bye"}); });
   expect_decode_error(frame, "protocol version " + std::to_string(msg::kProtocolVersion + 6));
 }
@@ -105,9 +105,9 @@ TEST(MessageCodec, NamesTheFieldOfABodyThatDoesNotFitItsKind) {
   expect_decode_error(frame_of(msg::kProtocolVersion, abort_kind,
                                [](auto& packer) { packer.pack(std::vector<std::string>{"only one"}); }),
                       "Abort: expected 5 fields, got 1");
-  expect_decode_error(frame_of(msg::kProtocolVersion, static_cast<uint32_t>(msg::MessageKind::HealthCheck),
+  expect_decode_error(frame_of(msg::kProtocolVersion, static_cast<uint32_t>(msg::MessageKind::Heartbeat),
                                [](auto& packer) { packer.pack(std::vector<int>{-1}); }),
-                      "HealthCheck.id: -1 is out of range");
+                      "Heartbeat.instance: -1 is out of range");
   expect_decode_error(frame_of(msg::kProtocolVersion, static_cast<uint32_t>(msg::MessageKind::WorkerResult),
                                [](auto& packer) {
                                  packer.pack_array(5);

@@ -55,12 +55,13 @@ std::vector<msg::Message> sample_messages() {
   generate.routing = sample_routing_options();
   messages.emplace_back(generate);
 
-  msg::TokenizedRequest tokenized{.rid = "req-2",
-                                  .input_ids = {0, 1, 151935, 2147483647},
-                                  .sampling = sample_sampling(),
-                                  .stream = true,
-                                  .return_logprob = true,
-                                  .routing = sample_routing_options()};
+  msg::TokenizedRequest tokenized;
+  tokenized.rid = "req-2";
+  tokenized.input_ids = {0, 1, 151935, 2147483647};
+  tokenized.sampling = sample_sampling();
+  tokenized.stream = true;
+  tokenized.return_logprob = true;
+  tokenized.routing = sample_routing_options();
   messages.emplace_back(tokenized);
 
   msg::WorkerBatch batch{.step = 1ull << 40,
@@ -72,30 +73,29 @@ std::vector<msg::Message> sample_messages() {
   batch.sequences.push_back({.num_new_tokens = 3,
                              .kv_slots = {10, 11, 12},
                              .needs_logits = true,
-                             .sampling = {0.5f, 0.8f, 20, 0.1f, 42, 0, true}});
+                             .sampling = {{0.5f, 0.8f, 20, 0.1f}, 42, 0, true}});
   batch.sequences.push_back({.num_new_tokens = 1,
                              .kv_slots = {1, 2, 3, 4, 5, 6, 7, 8, 9, 99},
                              .needs_logits = false,
-                             .sampling = {0.0f, 1.0f, -1, 0.0f, 7, 9, false}});
+                             .sampling = {{0.0f, 1.0f, -1, 0.0f}, 7, 9, false}});
   messages.emplace_back(batch);
 
-  msg::WorkerResult result{.step = 99, .sampled_ids = {151645, 3}, .logprobs = {-0.25f, -7.5f}, .routing = {}};
+  msg::WorkerResult result{
+      .step = 99, .sampled_ids = {151645, 3}, .logprobs = {-0.25f, -7.5f}, .routing = {}, .worker_instance = 1ull << 63};
   result.routing.push_back({.step = 98, .rows = sample_rows(4, 3, 2, true)});
   result.routing.push_back({.step = 99, .rows = sample_rows(2, 3, 2, false)});
   messages.emplace_back(result);
-  msg::WorkerResult routing_only;
-  routing_only.routing_only = true;
+  msg::RoutingUpdate routing_only{.routing = {}, .worker_instance = 77};
   routing_only.routing.push_back({.step = 100, .rows = sample_rows(1, 3, 2, true)});
   messages.emplace_back(routing_only);
 
   msg::DetokenizeBatch detokenize;
   detokenize.items.push_back({.rid = "a",
                               .index = 2,
-                              .options = msg::OutputOptions{.stream = true,
-                                                            .skip_special_tokens = false,
-                                                            .stop = {"STOP"},
-                                                            .return_logprob = true,
-                                                            .routing = sample_routing_options()},
+                              .options = msg::RequestOptions{.sampling = sample_sampling(),
+                                                             .stream = true,
+                                                             .return_logprob = true,
+                                                             .routing = sample_routing_options()},
                               .new_token_ids = {11, 12},
                               .new_logprobs = {-1.0f, -2.0f},
                               .routing = sample_rows(2, 4, 8, true),
@@ -133,10 +133,8 @@ std::vector<msg::Message> sample_messages() {
   messages.emplace_back(msg::Abort{.rid = "a", .reason = "client disconnected"});
   messages.emplace_back(msg::Abort{.rid = "b", .reason = "STOP", .index = 2, .stop_string = true});
   messages.emplace_back(msg::ErrorReply{.rid = "r", .message = "prompt too long", .code = 400, .source = "tokenizer"});
-  messages.emplace_back(msg::HealthCheck{.id = 123456789});
-  messages.emplace_back(msg::HealthReply{.id = 123456789, .healthy = false, .message = "worker down"});
   messages.emplace_back(msg::Ready{.actor = "scheduler", .pid = 4242});
-  messages.emplace_back(msg::Shutdown{.reason = "SIGTERM"});
+  messages.emplace_back(msg::Heartbeat{.instance = 0xfedcba9876543210ull});
   return messages;
 }
 

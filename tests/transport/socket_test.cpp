@@ -31,12 +31,12 @@ TEST_P(TransportTest, PushPullDeliversTenThousandMessagesInOrder) {
   ActorLoop sender(context_, "sender");
 
   auto& inbox = receiver.make<Inbox>(bind_address("pipeline"), [&](msg::Message&& message) {
-    received.push_back(std::get<msg::HealthCheck>(message).id);
+    received.push_back(std::get<msg::Heartbeat>(message).instance);
     if (received.size() == kCount) all_received.set_value();
   });
   auto& outbox = sender.make<Outbox>(inbox.endpoint());
   sender.post([&] {
-    for (uint64_t i = 0; i < kCount; ++i) outbox.send(msg::HealthCheck{.id = i});
+    for (uint64_t i = 0; i < kCount; ++i) outbox.send(msg::Heartbeat{.instance = i});
   });
   receiver.start();
   sender.start();

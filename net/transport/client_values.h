@@ -8,7 +8,7 @@
 
 #include "moe/messages.h"
 #include "transport/client_protocol.h"
-#include "transport/message_fields.h"
+#include "moe/message_fields.h"
 #include "transport/msgpack_io.h"
 
 namespace moe::msg {

@@ -14,12 +14,19 @@ namespace moe::msg {
 template <class M, class T>
 concept StructOf = std::same_as<std::remove_const_t<M>, T>;
 
-template <StructOf<SamplingParams> M, class Visit>
-void visit_fields(M& m, Visit&& visit) {
+// A struct built on DrawSettings lists its fields first.
+template <class M, class Visit>
+  requires std::derived_from<std::remove_const_t<M>, DrawSettings>
+void visit_draw_fields(M& m, Visit&& visit) {
   visit("temperature", m.temperature);
   visit("top_p", m.top_p);
   visit("top_k", m.top_k);
   visit("min_p", m.min_p);
+}
+
+template <StructOf<SamplingParams> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit_draw_fields(m, visit);
   visit("max_new_tokens", m.max_new_tokens);
   visit("min_new_tokens", m.min_new_tokens);
   visit("stop", m.stop);
@@ -47,34 +54,40 @@ void visit_fields(M& m, Visit&& visit) {
   visit("content", m.content);
 }
 
+// RequestOptions' fields, which GenerateRequest and TokenizedRequest list after their own.
+template <class M, class Visit>
+  requires std::derived_from<std::remove_const_t<M>, RequestOptions>
+void visit_option_fields(M& m, Visit&& visit) {
+  visit("sampling", m.sampling);
+  visit("stream", m.stream);
+  visit("return_logprob", m.return_logprob);
+  visit("routing", m.routing);
+}
+
+template <StructOf<RequestOptions> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit_option_fields(m, visit);
+}
+
 template <StructOf<GenerateRequest> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
   visit("rid", m.rid);
   visit("text", m.text);
   visit("input_ids", m.input_ids);
   visit("messages", m.messages);
-  visit("sampling", m.sampling);
-  visit("stream", m.stream);
-  visit("return_logprob", m.return_logprob);
-  visit("routing", m.routing);
+  visit_option_fields(m, visit);
 }
 
 template <StructOf<TokenizedRequest> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
   visit("rid", m.rid);
   visit("input_ids", m.input_ids);
-  visit("sampling", m.sampling);
-  visit("stream", m.stream);
-  visit("return_logprob", m.return_logprob);
-  visit("routing", m.routing);
+  visit_option_fields(m, visit);
 }
 
 template <StructOf<TokenSampling> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
-  visit("temperature", m.temperature);
-  visit("top_p", m.top_p);
-  visit("top_k", m.top_k);
-  visit("min_p", m.min_p);
+  visit_draw_fields(m, visit);
   visit("seed", m.seed);
   visit("step", m.step);
   visit("return_logprob", m.return_logprob);
@@ -118,7 +131,13 @@ void visit_fields(M& m, Visit&& visit) {
   visit("sampled_ids", m.sampled_ids);
   visit("logprobs", m.logprobs);
   visit("routing", m.routing);
-  visit("routing_only", m.routing_only);
+  visit("worker_instance", m.worker_instance);
+}
+
+template <StructOf<RoutingUpdate> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("routing", m.routing);
+  visit("worker_instance", m.worker_instance);
 }
 
 template <StructOf<FinishReason> M, class Visit>
@@ -127,15 +146,6 @@ void visit_fields(M& m, Visit&& visit) {
   visit("matched_token", m.matched_token);
   visit("matched_text", m.matched_text);
   visit("message", m.message);
-}
-
-template <StructOf<OutputOptions> M, class Visit>
-void visit_fields(M& m, Visit&& visit) {
-  visit("stream", m.stream);
-  visit("skip_special_tokens", m.skip_special_tokens);
-  visit("stop", m.stop);
-  visit("return_logprob", m.return_logprob);
-  visit("routing", m.routing);
 }
 
 template <StructOf<DetokenizeItem> M, class Visit>
@@ -201,27 +211,15 @@ void visit_fields(M& m, Visit&& visit) {
   visit("source", m.source);
 }
 
-template <StructOf<HealthCheck> M, class Visit>
-void visit_fields(M& m, Visit&& visit) {
-  visit("id", m.id);
-}
-
-template <StructOf<HealthReply> M, class Visit>
-void visit_fields(M& m, Visit&& visit) {
-  visit("id", m.id);
-  visit("healthy", m.healthy);
-  visit("message", m.message);
-}
-
 template <StructOf<Ready> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
   visit("actor", m.actor);
   visit("pid", m.pid);
 }
 
-template <StructOf<Shutdown> M, class Visit>
+template <StructOf<Heartbeat> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
-  visit("reason", m.reason);
+  visit("instance", m.instance);
 }
 
 }  // namespace moe::msg

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "transport/message_fields.h"
+#include "moe/message_fields.h"
 #include "transport/msgpack_io.h"
 
 namespace moe::transport {

@@ -1,0 +1,18 @@
+#pragma once
+// What the embedded engine (moe::Engine) is started with: the engine's settings, the model and
+// tokenizer to load, and optionally a ZeroMQ endpoint for outside clients.
+#include <string>
+
+#include "moe/engine_settings.h"
+
+namespace moe {
+
+// What an embedded engine is told; the same meaning and defaults as moe-serve's flags of that name.
+struct EngineOptions : EngineSettings {
+  std::string model_path;
+  std::string tokenizer_path;  // default: model_path
+  std::string moe_runner_backend = "auto";
+  std::string zmq_endpoint;    // also serve ZeroMQ clients here; empty = only this process
+};
+
+}  // namespace moe

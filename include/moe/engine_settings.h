@@ -1,0 +1,23 @@
+#pragma once
+// What an engine is told about scheduling, memory and capture, named after SGLang's server flags.
+// moe-serve's flags, the embedding API's EngineOptions and the in-process engine all carry these
+// settings as one struct; every size derived from them is computed in one place (the engine's
+// sizing, src/engine/engine_sizing.h).
+#include <cstdint>
+
+namespace moe {
+
+struct EngineSettings {
+  int max_running_requests = 256;
+  int64_t chunked_prefill_size = 8192;  // tokens per step, decodes included; <= 0 = no limit
+  int64_t max_total_tokens = 0;         // KV slots; 0 = what kv_cache_memory_bytes holds, at most 8 contexts
+  int64_t kv_cache_memory_bytes = int64_t{2} << 30;
+  bool disable_radix_cache = false;
+  int64_t context_length = 0;           // 0 = the model's max_position_embeddings
+  bool enable_return_routed_experts = false;
+  bool enable_return_router_weights = false;  // also keep top-k router weights (implies the above)
+
+  bool captures_routing() const { return enable_return_routed_experts || enable_return_router_weights; }
+};
+
+}  // namespace moe

@@ -1,0 +1,88 @@
+#include "engine/engine_core.h"
+
+#include <chrono>
+#include <utility>
+
+#include "common/error.h"
+
+namespace moe {
+namespace {
+
+ServingModelInfo serving_info(const ModelConfig& config) {
+  return {config.num_moe_layers(), config.num_experts_per_tok, config.num_experts};
+}
+
+// The worker's options with the copy thread's signal hooked up.
+ModelWorkerOptions signalling(ModelWorkerOptions options, std::function<void()> on_rows) {
+  options.on_routing_ready = std::move(on_rows);
+  return options;
+}
+
+}  // namespace
+
+EngineCore::EngineCore(std::unique_ptr<Model> model, tokenizer::Tokenizer tokenizer, const EngineCoreOptions& options)
+    : sizing_(size_engine(options.settings, model->config(), options.eos_token_ids, options.seed_source)),
+      preparer_(tokenizer, options.prompt_format, sizing_.limits),
+      service_(sizing_.service, serving_info(model->config())),
+      worker_(std::move(model), signalling(sizing_.worker,
+                                           [this] {
+                                             std::lock_guard lock(mutex_);
+                                             ++rows_signals_;
+                                             rows_ready_.notify_all();
+                                           })),
+      detokenizer_(std::move(tokenizer), worker_.config().num_experts) {}
+
+std::optional<msg::ErrorReply> EngineCore::submit(const msg::GenerateRequest& request) {
+  std::optional<msg::ErrorReply> error;
+  try {
+    error = service_.add_request(preparer_.prepare(request));
+  } catch (const Error& e) {
+    error = msg::ErrorReply{request.rid, e.what(), 400, "engine"};
+  }
+  if (error) errors_.push_back(*error);
+  return error;
+}
+
+bool EngineCore::step() {
+  std::optional<msg::WorkerBatch> batch = service_.next_batch();  // schedule
+  if (batch)
+    service_.on_worker_result(worker_.execute(*batch));  // execute, process results
+  else
+    service_.on_routing(worker_.take_ready_routing());  // rows of the last steps, still copying
+  detokenize();
+  return batch.has_value();
+}
+
+void EngineCore::detokenize() {
+  DetokenizerState::Result result = detokenizer_.apply(service_.take_output());
+  for (msg::TextOutput& o : result.outputs) outputs_.push_back(std::move(o));
+  for (msg::ErrorReply& e : result.errors) errors_.push_back(std::move(e));
+  for (const msg::Abort& stop : result.stopped) service_.finish_by_stop_string(stop.rid, stop.index, stop.kept_tokens);
+}
+
+bool EngineCore::idle() const {
+  return !service_.has_unfinished() && !service_.awaiting_rows() && detokenizer_.live_completions() == 0;
+}
+
+void EngineCore::wait_for_rows() {
+  std::unique_lock lock(mutex_);
+  rows_ready_.wait_for(lock, std::chrono::milliseconds(50), [&] { return rows_signals_ > 0; });
+  rows_signals_ = 0;
+}
+
+std::vector<msg::TextOutput> EngineCore::run(const std::vector<msg::GenerateRequest>& requests) {
+  for (const msg::GenerateRequest& r : requests) submit(r);
+  // A few seconds without progress (rows that never arrive) ends the run rather than hanging it.
+  for (int idle_rounds = 0; idle_rounds < 200;) {
+    if (step()) {
+      idle_rounds = 0;
+      continue;
+    }
+    if (idle()) break;
+    wait_for_rows();
+    ++idle_rounds;
+  }
+  return std::exchange(outputs_, {});
+}
+
+}  // namespace moe

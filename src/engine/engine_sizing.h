@@ -1,0 +1,29 @@
+#pragma once
+// Every size an engine derives from its settings and the model, resolved in one place: the KV
+// slot pool, the step's token budget, the worker's capture buffer rows and the front door's
+// limits. moe-serve, the embedding API, moe-cli generate, the tests and the benchmarks all size
+// their engines here.
+#include <cstdint>
+#include <vector>
+
+#include "frontend/request_preparer.h"
+#include "model/model_config.h"
+#include "moe/engine_settings.h"
+#include "serving/scheduler_service.h"
+#include "worker/model_worker.h"
+
+namespace moe {
+
+struct EngineSizing {
+  SchedulerServiceOptions service;
+  ModelWorkerOptions worker;
+  RequestLimits limits;
+  int64_t kv_bytes_per_token = 0;  // K and V of every layer, float32
+};
+
+// The KV pool, unless given, holds as many token slots as the memory budget allows, but no more
+// than eight full contexts (a small model would otherwise get millions of slots it never uses).
+EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& model,
+                         std::vector<int32_t> eos_token_ids, uint64_t seed_source);
+
+}  // namespace moe

@@ -1,0 +1,95 @@
+// The front door: every refusal a request can meet is made here, once, with a message naming what
+// is wrong; what passes is handed on unchanged but for its tokens and rid.
+#include "frontend/request_preparer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/error.h"
+
+namespace moe {
+namespace {
+
+class RequestPreparerTest : public ::testing::Test {
+ protected:
+  // A KV pool of 48 slots under a context of 64: prompts longer than 48 tokens cannot run.
+  RequestPreparer make(bool routed_experts = true, bool router_weights = false) {
+    return RequestPreparer(tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer"), {},
+                           RequestLimits{151936, 64, 48, routed_experts, router_weights});
+  }
+
+  static msg::GenerateRequest with_ids(std::vector<int32_t> ids, int max_new_tokens = 4) {
+    msg::GenerateRequest request;
+    request.input_ids = std::move(ids);
+    request.sampling.max_new_tokens = max_new_tokens;
+    return request;
+  }
+
+  // The message of the refusal of `request`, failing the test if it was accepted.
+  std::string refusal(const msg::GenerateRequest& request, RequestPreparer preparer) {
+    try {
+      preparer.prepare(request);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "accepted";
+    return {};
+  }
+};
+
+TEST_F(RequestPreparerTest, RejectsBadRequestsWithAClearError) {
+  EXPECT_NE(refusal(with_ids({}), make()).find("empty"), std::string::npos);
+  EXPECT_NE(refusal(with_ids(std::vector<int32_t>(49, 5)), make()).find("49 tokens"), std::string::npos);
+  EXPECT_NE(refusal(with_ids({1, 2, 3}, 0), make()).find("max_new_tokens"), std::string::npos);
+  msg::GenerateRequest no_n = with_ids({1, 2, 3});
+  no_n.sampling.n = 0;
+  EXPECT_NE(refusal(no_n, make()).find("n must be"), std::string::npos);
+  msg::GenerateRequest bad_sampling = with_ids({1, 2, 3});
+  bad_sampling.sampling.temperature = -1.0f;
+  EXPECT_NE(refusal(bad_sampling, make()).find("temperature"), std::string::npos);
+  EXPECT_NE(refusal(with_ids({1, 151936}), make()).find("outside the vocabulary"), std::string::npos);
+}
+
+TEST_F(RequestPreparerTest, RoutingNeedsTheServerFlags) {
+  msg::GenerateRequest routed = with_ids({1, 2, 3});
+  routed.routing.return_routed_experts = true;
+  EXPECT_NE(refusal(routed, make(false)).find("--enable-return-routed-experts"), std::string::npos);
+  routed.routing.return_router_weights = true;
+  EXPECT_NE(refusal(routed, make(true, false)).find("--enable-return-router-weights"), std::string::npos);
+  EXPECT_NO_THROW(make(true, true).prepare(routed));
+}
+
+TEST_F(RequestPreparerTest, APromptThatFillsThePoolLeavesNoRoomForTheLastTokensRow) {
+  msg::GenerateRequest full = with_ids(std::vector<int32_t>(48, 5));
+  EXPECT_NO_THROW(make().prepare(full));  // the last output token is never fed
+  full.routing.return_routed_experts = true;
+  full.routing.include_last = true;
+  EXPECT_NE(refusal(full, make()).find("no room"), std::string::npos);
+}
+
+TEST_F(RequestPreparerTest, MintsDistinctRidsAndKeepsEverythingElse) {
+  RequestPreparer preparer = make();
+  msg::GenerateRequest request = with_ids({1, 2, 3}, 7);
+  request.stream = true;
+  request.sampling.temperature = 0.5f;
+  request.routing.return_routed_experts = true;
+  const msg::TokenizedRequest a = preparer.prepare(request);
+  const msg::TokenizedRequest b = preparer.prepare(request);
+  EXPECT_FALSE(a.rid.empty());
+  EXPECT_NE(a.rid, b.rid);
+  EXPECT_EQ(static_cast<const msg::RequestOptions&>(a), static_cast<const msg::RequestOptions&>(request));
+  EXPECT_EQ(a.input_ids, *request.input_ids);
+  request.rid = "mine";
+  EXPECT_EQ(preparer.prepare(request).rid, "mine");
+}
+
+TEST_F(RequestPreparerTest, TextIsTokenized) {
+  msg::GenerateRequest request;
+  request.text = "Hello, world!";
+  const msg::TokenizedRequest prepared = make().prepare(request);
+  EXPECT_EQ(prepared.input_ids, make().tokenizer().encode("Hello, world!"));
+}
+
+}  // namespace
+}  // namespace moe
