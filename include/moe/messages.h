@@ -1,5 +1,5 @@
 #pragma once
-// Every message the actors exchange (DESIGN §1): one plain struct per kind, tagged with its kind.
+// Every message the actors exchange: one plain struct per kind, tagged with its kind.
 // The msgpack codec lives in src/transport; this header stays free of msgpack and ZeroMQ so that
 // clients, actors and tests can use the structs without pulling either in.
 #include <cstdint>
@@ -48,7 +48,7 @@ struct SamplingParams {
   bool operator==(const SamplingParams&) const = default;
 };
 
-// What a client asked for about routed experts (DESIGN §3), carried unchanged to the detokenizer.
+// What a client asked for about routed experts, carried unchanged to the detokenizer.
 struct RoutingOptions {
   bool return_routed_experts = false;
   int32_t start_len = 0;                  // skip the first rows (multi-turn)

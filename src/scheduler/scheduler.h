@@ -1,5 +1,5 @@
 #pragma once
-// Continuous batching (DESIGN §1, issue 4): waiting and running queues, a token budget per step
+// Continuous batching: waiting and running queues, a token budget per step
 // that mixes decodes (first) with prefill chunks, admission when KV slots are available (evicting
 // cached prefixes first), preemption by recompute when they run out, abort, stop conditions and
 // n > 1 completions sharing their prompt's KV through the prefix cache. No sockets, no event loop:

@@ -1,5 +1,5 @@
 #pragma once
-// The scheduler's knobs, named after SGLang's server flags (DESIGN §4).
+// The scheduler's knobs, named after SGLang's server flags.
 #include <cstdint>
 
 namespace moe {

@@ -1,6 +1,6 @@
 #pragma once
-// Golden data made by Hugging Face transformers (tests/data/<fixture>/golden.json) and the checks
-// the foundation issue fixes: exact greedy ids, logprobs within 1e-3, routing equal up to near-ties.
+// Golden data made by Hugging Face transformers (tests/data/<fixture>/golden.json) and the checks the
+// engine must pass against it: exact greedy ids, logprobs within 1e-3, routing equal up to near-ties.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
