@@ -1,7 +1,7 @@
 // Embedding moe-engine in a C++ program: start the engine in-process, then generate with the three
 // kinds of Asio completion token — a callback, a future, a coroutine — and stream one request.
 //   moe-embed-example MODEL_DIR [TOKENIZER_DIR]
-#include <utility>  // before Asio (DESIGN §6)
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

@@ -1,5 +1,5 @@
 #pragma once
-// The HTTP/1.1 front end (DESIGN §4): SGLang's /generate and OpenAI's endpoints on Boost.Beast,
+// The HTTP/1.1 front end: SGLang's /generate and OpenAI's endpoints on Boost.Beast,
 // running on the event loop it is given (the tokenizer actor's, single-threaded). Keep-alive,
 // a body size limit (413), idle / slow-client timeouts, SSE streaming, abort of the requests of a
 // client that disconnects, 503 while the engine shuts down. Beast stays inside the .cpp files.

@@ -25,7 +25,7 @@ class RequestError : public std::runtime_error {
   msg::ErrorReply reply_;
 };
 
-// Expert-load statistics (issue 5): per MoE layer, how many tokens the router sent to each expert
+// Expert-load statistics: per MoE layer, how many tokens the router sent to each expert
 // since the server started or its counts were last reset; the input of load-balanced expert placement.
 struct ExpertLoad {
   std::vector<std::vector<uint64_t>> counts;  // [moe layer][expert]

@@ -1,9 +1,9 @@
 #pragma once
-// The engine embedded in a C++ program (DESIGN §4): the tokenizer, scheduler, model-worker and
+// The engine embedded in a C++ program: the tokenizer, scheduler, model-worker and
 // detokenizer actors run as threads of this process, and async_generate takes any Asio completion
 // token — a callback, boost::asio::use_future, boost::asio::use_awaitable. Only the few Asio headers
 // async_initiate needs are included here; ZeroMQ, msgpack and the model stay in the .cpp.
-#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange (DESIGN §6)
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>

@@ -2,7 +2,7 @@
 // Every message the actors exchange: one plain struct per kind, tagged with its kind. A request is
 // described once: the client's sampling, stop and output settings (RequestOptions) travel embedded
 // from the front door to the detokenizer, never re-described field by field.
-// The msgpack codec lives in src/transport; this header stays free of msgpack and ZeroMQ so that
+// The msgpack codec lives in net/transport; this header stays free of msgpack and ZeroMQ so that
 // clients, actors and tests can use the structs without pulling either in.
 #include <cstdint>
 #include <optional>
@@ -56,7 +56,7 @@ struct SamplingParams : DrawSettings {
   bool operator==(const SamplingParams&) const = default;
 };
 
-// What a client asked for about routed experts (DESIGN §3), carried unchanged to the detokenizer.
+// What a client asked for about routed experts, carried unchanged to the detokenizer.
 struct RoutingOptions {
   bool return_routed_experts = false;
   int32_t start_len = 0;                  // skip the first rows (multi-turn)

@@ -1,5 +1,5 @@
 #pragma once
-// The event loop of one actor (DESIGN §1): an io_context, the sockets made on it, and the thread
+// The event loop of one actor: an io_context, the sockets made on it, and the thread
 // that runs it. An actor builds its endpoints with make<>(), then runs the loop on the calling
 // thread (a process per actor) or on its own thread (actors as threads of one process).
 #include <atomic>

@@ -14,7 +14,7 @@
 
 namespace moe::transport {
 
-// {"op": "expert_load", "rid": str, "reset": bool}: the expert-load statistics (issue 5).
+// {"op": "expert_load", "rid": str, "reset": bool}: the expert-load statistics.
 struct ExpertLoadRequest {
   std::string rid;     // echoed in the reply's meta_info.id, so a pipelining client can match it
   bool reset = false;  // zero the counts in the same step as the read: the next read covers a new window

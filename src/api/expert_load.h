@@ -1,5 +1,5 @@
 #pragma once
-// Expert-load statistics (issue 5): how many tokens the router sent to each expert of each MoE
+// Expert-load statistics: how many tokens the router sent to each expert of each MoE
 // layer since start (or the last reset); the input of load-balanced expert placement. Served as
 // JSON over HTTP; the ZeroMQ client protocol sends the same fields as msgpack.
 #include <nlohmann/json_fwd.hpp>

@@ -1,4 +1,4 @@
-// SGLang's /generate request (DESIGN §4): one prompt or a batch, as `text` or `input_ids`.
+// SGLang's /generate request: one prompt or a batch, as `text` or `input_ids`.
 #include <nlohmann/json.hpp>
 
 #include "api/api_error.h"

@@ -1,5 +1,5 @@
 #pragma once
-// Expert-load statistics (issue 5): per MoE layer, how many tokens the router sent to each expert
+// Expert-load statistics: per MoE layer, how many tokens the router sent to each expert
 // since start (or the last reset), counted from the routing rows every captured step produces. It
 // counts forward work, so a token recomputed after preemption counts again and a prefix-cache hit
 // does not. The input of load-balanced expert placement.

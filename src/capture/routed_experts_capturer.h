@@ -1,7 +1,7 @@
 #pragma once
-// The routed-experts capturer the model worker attaches to the forward (DESIGN §3): MoE layers write
-// top-k ids into one of two device buffers, and when the forward ends a copy engine moves them to host
-// memory while the next forward fills the other buffer.
+// The routed-experts capturer the model worker attaches to the forward: MoE layers write top-k ids
+// into one of two device buffers, and when the forward ends a copy engine moves them to host memory
+// while the next forward fills the other buffer.
 #include <array>
 #include <memory>
 #include <optional>

@@ -1,6 +1,8 @@
 #pragma once
-// The three expert-parallel ops of DESIGN §2 and the all-reduce that joins the D devices' partial
-// outputs. One device runs E/D local experts; device_expert_mapping[local] = global expert id.
+// The three expert-parallel ops of an MoE layer (prepare_moe_routing_tensors, then
+// projection_to_intermediate for gate and up, then projection_to_output) and the all-reduce that joins
+// the D devices' partial outputs. One device runs E/D local experts; device_expert_mapping[local] =
+// global expert id.
 // All tensors are row-major and flattened; shapes are given in brackets.
 #include <cstdint>
 #include <span>

@@ -22,7 +22,8 @@ class MoeRunner {
                    float* out) = 0;
 
   // Reference: a per-token loop over its k experts (the oracle). Grouped: the three expert-parallel
-  // ops of DESIGN §2 over every device of the placement, then the all-reduce. Auto picks Grouped.
+  // ops of moe_ops.h (prepare_moe_routing_tensors, projection_to_intermediate, projection_to_output)
+  // over every device of the placement, then the all-reduce. Auto picks Grouped.
   static std::unique_ptr<MoeRunner> create(MoeBackend backend, const ExpertPlacement& placement);
 };
 

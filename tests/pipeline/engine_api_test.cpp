@@ -1,7 +1,7 @@
 // The embedding API: moe::Engine's async_generate with each kind of Asio completion token (a
 // callback, use_future, use_awaitable) gives the golden output; the streamed variant's chunks add
 // up to it and arrive on the awaiting coroutine's thread; a refused request throws RequestError.
-#include <utility>  // before Asio (DESIGN §6)
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 
 #include <gtest/gtest.h>
 
