@@ -1,6 +1,7 @@
-// causal_attention against a straightforward double-precision softmax(q·kᵀ/√d)·v: grouped KV heads
-// of ratio 1 to 8, head_dim with and without a partial SIMD chunk, decode after cached prefixes,
-// prefills, KV slots in shuffled order and logits far past what a float exp can take.
+// causal_attention against reference::causal_attention, a straightforward double-precision
+// softmax(q·kᵀ/√d)·v: grouped KV heads of ratio 1 to 8, head_dim with and without a partial SIMD
+// chunk, decode after cached prefixes, prefills, KV slots in shuffled order and logits far past
+// what a float exp can take.
 #include "kernels/attention.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "kernels/reference.h"
 
 namespace moe {
 namespace {
@@ -69,34 +72,6 @@ Problem make_problem(const AttentionShape& shape, std::vector<SequenceSpec> spec
   return problem;
 }
 
-// The exact attention output of every new token and head, in double precision.
-std::vector<double> reference_attention(const Problem& p) {
-  const int hd = p.shape.head_dim, group = p.shape.num_heads / p.shape.num_kv_heads;
-  std::vector<double> out(p.q.size());
-  int64_t token = 0;
-  for (size_t s = 0; s < p.specs.size(); ++s)
-    for (int64_t i = 0; i < p.specs[s].num_new; ++i, ++token)
-      for (int h = 0; h < p.shape.num_heads; ++h) {
-        const int64_t visible = p.specs[s].prefix + i + 1, kv = static_cast<int64_t>(h / group) * hd;
-        const float* query = p.q.data() + token * p.q_width() + h * hd;
-        std::vector<double> weights(visible);
-        double max_score = -INFINITY, total = 0.0;
-        for (int64_t pos = 0; pos < visible; ++pos) {
-          const float* key = p.keys.data() + p.slots[s][pos] * p.kv_stride + kv;
-          double dot = 0.0;
-          for (int d = 0; d < hd; ++d) dot += static_cast<double>(query[d]) * key[d];
-          weights[pos] = dot / std::sqrt(static_cast<double>(hd));
-          max_score = std::max(max_score, weights[pos]);
-        }
-        for (double& w : weights) total += (w = std::exp(w - max_score));
-        for (int64_t pos = 0; pos < visible; ++pos) {
-          const float* value = p.values.data() + p.slots[s][pos] * p.kv_stride + kv;
-          for (int d = 0; d < hd; ++d) out[token * p.q_width() + h * hd + d] += weights[pos] / total * value[d];
-        }
-      }
-  return out;
-}
-
 // Runs causal_attention on an output buffer full of NaN (every element must be written) and
 // compares every element with the reference.
 void expect_matches_reference(const Problem& p, double tolerance) {
@@ -105,7 +80,8 @@ void expect_matches_reference(const Problem& p, double tolerance) {
     sequences.push_back({p.specs[s].num_new, p.specs[s].prefix, p.slots[s].data()});
   std::vector<float> out(p.q.size(), std::nanf(""));
   causal_attention(p.q.data(), sequences, p.keys.data(), p.values.data(), p.kv_stride, p.shape, out.data());
-  const std::vector<double> want = reference_attention(p);
+  std::vector<double> want(p.q.size());
+  reference::causal_attention(p.q.data(), sequences, p.keys.data(), p.values.data(), p.kv_stride, p.shape, want.data());
   const int hd = p.shape.head_dim;
   for (size_t e = 0; e < out.size(); ++e)
     ASSERT_NEAR(out[e], want[e], tolerance) << "token " << e / p.q_width() << " head " << e % p.q_width() / hd
