@@ -41,6 +41,9 @@ class EngineFrontend {
   virtual api::ExpertLoad expert_load(bool reset) = 0;
   // True once the engine stops taking requests: generation calls and /health answer 503.
   virtual bool shutting_down() const = 0;
+  // Why the engine cannot generate right now (no model worker connected, a refused or silent one);
+  // empty when it can. /health answers 503 with it.
+  virtual std::string health_problem() const = 0;
 };
 
 }  // namespace moe::http

@@ -26,8 +26,8 @@ void GenerationExchange::start() {
         [weak, prompt](const msg::TextOutput& output) {
           if (const auto self = weak.lock()) self->on_output(prompt, output);
         },
-        [weak](const msg::ErrorReply& error) {
-          if (const auto self = weak.lock()) self->fail(api::from_error_reply(error));
+        [weak, prompt](const msg::ErrorReply& error) {
+          if (const auto self = weak.lock()) self->fail_prompt(prompt, api::from_error_reply(error));
         });
   }
 }
@@ -52,6 +52,13 @@ void GenerationExchange::on_output(size_t prompt, const msg::TextOutput& output)
   if (!out) return;
   if (call_.stream) stream(payloads, *out);
   if (builder_->finished()) finish();
+}
+
+void GenerationExchange::fail_prompt(size_t prompt, const api::ApiError& error) {
+  // The engine ended this prompt (or refused it: its rid may belong to another client's live
+  // request, which must not be aborted); the exchange's other prompts are aborted with it.
+  unfinished_samples_[prompt] = 0;
+  fail(error);
 }
 
 void GenerationExchange::fail(const api::ApiError& error) {

@@ -30,6 +30,8 @@ class GenerationExchange : public std::enable_shared_from_this<GenerationExchang
   void on_output(size_t prompt, const msg::TextOutput& output);
   // Answers `error` (an error event when the stream has started) and aborts the other requests.
   void fail(const api::ApiError& error);
+  // Prompt `prompt` failed or was refused: the whole exchange fails.
+  void fail_prompt(size_t prompt, const api::ApiError& error);
   // Every sample finished: sends the whole answer, or closes the stream.
   void finish();
   // Aborts the requests that still have a sample running.

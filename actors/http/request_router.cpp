@@ -99,6 +99,7 @@ std::shared_ptr<GenerationExchange> RequestRouter::generate(api::ApiKind api, co
 
 HttpReply RequestRouter::health() const {
   if (engine_.shutting_down()) throw shutting_down_error();
+  if (const std::string problem = engine_.health_problem(); !problem.empty()) throw api::ApiError(503, problem);
   return HttpReply{200, "text/plain; charset=utf-8", "", {}};
 }
 

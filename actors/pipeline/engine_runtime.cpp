@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/json_file.h"
 #include "engine/engine_sizing.h"
+#include "serving/worker_settings.h"
 #include "model/checkpoint_prefetch.h"
 #include "http/http_server.h"
 #include "kernels/half_gemm.h"
@@ -58,6 +59,9 @@ std::unique_ptr<Model> load_model(const ServeOptions& options) {
 }
 
 
+// What a worker and its scheduler must agree on besides their sizes.
+ModelIdentity identity_of(const ServeOptions& options) { return {model_fingerprint(options.model_path), options.ep_size}; }
+
 // Runs `task` on `loop`'s thread and waits for its answer (from any other thread).
 template <typename Task>
 auto run_on(transport::ActorLoop& loop, Task task) {
@@ -94,8 +98,9 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(tok_dir);
   const tokenizer::TokenizerConfig tok_config = tokenizer::load_tokenizer_config(tok_dir);
   const bool local_worker = options.worker_endpoint.empty();
-  std::unique_ptr<Model> model = load_model(options);
-  const ModelConfig config = model->config();
+  // With the model worker elsewhere, this process needs the model's config, never its weights.
+  std::unique_ptr<Model> model = local_worker ? load_model(options) : nullptr;
+  const ModelConfig config = model ? model->config() : load_model_config(options.model_path);
   model_name_ = options.model_path;
 
   PipelineEndpoints endpoints = PipelineEndpoints::in_process("engine");
@@ -107,8 +112,9 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   }
   auto optional_token = [](const std::string& s) { return s.empty() ? std::nullopt : std::optional<std::string>(s); };
 
-  const EngineSizing sizing = size_engine(options, config, tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok),
-                                          std::random_device{}());
+  const EngineSizing sizing =
+      size_engine(options, config, identity_of(options), tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok),
+                  std::random_device{}());
   auto service = std::make_unique<SchedulerService>(
       sizing.service, ServingModelInfo{config.num_moe_layers(), config.num_experts_per_tok, config.num_experts});
   kv_slots_ = service->kv_cache_slots();
@@ -153,8 +159,6 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     a.worker = std::make_unique<WorkerActor>(*a.worker_loop, *a.heartbeat_loop, std::move(model), sizing.worker,
                                              endpoints.worker, endpoints.scheduler);
     names.push_back("worker");
-  } else {
-    model.reset();  // only the remote worker needs the weights
   }
 
   transport::ReadyBarrier barrier(*context_, endpoints.launcher);
@@ -205,7 +209,7 @@ void run_worker_process(const ServeOptions& options) {
     throw Error("a worker process needs --worker-endpoint (to bind) and --scheduler-endpoint (to connect)");
   std::unique_ptr<Model> model = load_model(options);
   // The worker sizes its KV cache and capture buffer exactly as the front sizes the scheduler's pool.
-  const EngineSizing sizing = size_engine(options, model->config(), {}, 0);
+  const EngineSizing sizing = size_engine(options, model->config(), identity_of(options), {}, 0);
   transport::Context context;
   transport::ActorLoop loop(context, "worker");
   transport::ActorLoop heartbeat(context, "worker-heartbeat");

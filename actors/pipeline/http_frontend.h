@@ -22,6 +22,7 @@ class HttpFrontend final : public http::EngineFrontend {
   api::ServerStats stats() const override;
   api::ExpertLoad expert_load(bool reset) override { return read_expert_load_(reset); }
   bool shutting_down() const override { return tokenizer_.shutting_down(); }
+  std::string health_problem() const override { return scheduler_snapshot_().worker_problem; }
 
  private:
   TokenizerActor& tokenizer_;

@@ -41,7 +41,7 @@ void SchedulerActor::on_message(msg::Message&& message) {
   } else if (auto* update = std::get_if<msg::RoutingUpdate>(&message)) {
     if (heard_from_worker(update->worker_instance)) on_routing(update->routing);
   } else if (auto* heartbeat = std::get_if<msg::Heartbeat>(&message)) {
-    heard_from_worker(heartbeat->instance);
+    on_heartbeat(*heartbeat);
   } else if (auto* error = std::get_if<msg::ErrorReply>(&message)) {
     fail_all(error->message);
   } else {
@@ -53,11 +53,32 @@ void SchedulerActor::on_message(msg::Message&& message) {
 bool SchedulerActor::heard_from_worker(uint64_t instance) {
   last_heard_from_worker_ = std::chrono::steady_clock::now();
   std::vector<msg::ErrorReply> errors;
-  if (service_->accept_worker(instance, errors)) return true;
-  spdlog::error("scheduler: the model worker restarted (instance {:x}); its KV cache is empty, so {} live "
-                "request(s) fail and the prefix cache is cleared", instance, errors.size());
-  for (msg::ErrorReply& error : errors) to_tokenizer_->send(std::move(error));
+  if (service_->from_accepted_worker(instance, errors)) return true;
+  spdlog::error("scheduler: a step was answered by model worker {:x}, not the one it was sent to (it restarted); "
+                "{} live request(s) fail and the prefix cache is cleared",
+                instance, errors.size());
+  send_errors(std::move(errors));
   return false;
+}
+
+void SchedulerActor::on_heartbeat(const msg::Heartbeat& heartbeat) {
+  last_heard_from_worker_ = std::chrono::steady_clock::now();
+  const bool was_accepted = service_->worker_accepted();
+  const std::string old_refusal = service_->worker_refusal();
+  std::vector<msg::ErrorReply> errors = service_->on_heartbeat(heartbeat);
+  if (!errors.empty())
+    spdlog::error("scheduler: model worker {:x} restarted; its KV cache is empty, so {} live request(s) fail and "
+                  "the prefix cache is cleared",
+                  heartbeat.instance, errors.size());
+  if (service_->worker_refusal() != old_refusal && !service_->worker_refusal().empty())
+    spdlog::error("scheduler: refusing model worker {:x}: {}", heartbeat.instance, service_->worker_refusal());
+  else if (service_->worker_accepted() && !was_accepted)
+    spdlog::info("scheduler: model worker {:x} connected", heartbeat.instance);
+  send_errors(std::move(errors));
+}
+
+void SchedulerActor::send_errors(std::vector<msg::ErrorReply> errors) {
+  for (msg::ErrorReply& error : errors) to_tokenizer_->send(std::move(error));
 }
 
 void SchedulerActor::on_result(const msg::WorkerResult& result) {
@@ -80,7 +101,15 @@ void SchedulerActor::count_capture_bytes(const std::vector<msg::StepRouting>& ro
 }
 
 SchedulerSnapshot SchedulerActor::snapshot() const {
-  return {service_->stats(), step_time_seconds_, capture_bytes_total_, service_->host_cache_bytes()};
+  return {service_->stats(), step_time_seconds_, capture_bytes_total_, service_->host_cache_bytes(), worker_problem()};
+}
+
+std::string SchedulerActor::worker_problem() const {
+  if (!service_->worker_refusal().empty()) return "the model worker was refused: " + service_->worker_refusal();
+  if (!service_->worker_accepted()) return "no model worker is connected";
+  if (std::chrono::steady_clock::now() - last_heard_from_worker_ > worker_timeout_)
+    return "the model worker stopped responding";
+  return {};
 }
 
 std::optional<api::ExpertLoad> SchedulerActor::expert_load(bool reset) {
@@ -112,18 +141,22 @@ void SchedulerActor::pump() {
   }
 }
 
-void SchedulerActor::fail_all(const std::string& message) {
+void SchedulerActor::fail_all(const std::string& message, int32_t code) {
   spdlog::error("scheduler: failing every live request: {}", message);
-  for (msg::ErrorReply& error : service_->fail_all(message)) to_tokenizer_->send(std::move(error));
+  send_errors(service_->fail_all(message, code));
 }
 
 // Every half second: a step in flight with no word from the worker for worker_timeout means the
 // worker is gone (killed, or its host unreachable); requests get an error instead of hanging.
 void SchedulerActor::watch_worker() {
-  if (service_->batch_in_flight() &&
-      std::chrono::steady_clock::now() - last_heard_from_worker_ > worker_timeout_) {
+  const bool silent = std::chrono::steady_clock::now() - last_heard_from_worker_ > worker_timeout_;
+  if (silent && service_->batch_in_flight()) {
     fail_all("the model worker stopped responding");
     pump();
+  } else if (!service_->worker_accepted() && service_->has_unfinished() &&
+             (silent || !service_->worker_refusal().empty())) {
+    // Requests would wait for a worker that may never come.
+    fail_all(worker_problem(), 503);
   }
   timer_->timer.expires_after(std::chrono::milliseconds(500));
   timer_->timer.async_wait([this](const boost::system::error_code& ec) {

@@ -25,6 +25,7 @@ struct SchedulerSnapshot {
   api::Histogram step_time_seconds = api::step_time_histogram();
   uint64_t capture_bytes_total = 0;
   int64_t capture_host_cache_bytes = 0;
+  std::string worker_problem;  // why no step can run now; empty when a worker is accepted and answering
 };
 
 struct SchedulerActorEndpoints {
@@ -51,12 +52,16 @@ class SchedulerActor {
   // cache this scheduler has been filling. False: a restarted worker, whose message is dropped
   // (every live request has failed and the prefix cache was cleared).
   bool heard_from_worker(uint64_t instance);
+  void on_heartbeat(const msg::Heartbeat& heartbeat);
+  void send_errors(std::vector<msg::ErrorReply> errors);
   void on_result(const msg::WorkerResult& result);
   void on_routing(const std::vector<msg::StepRouting>& routing);
   void count_capture_bytes(const std::vector<msg::StepRouting>& routing);
   // Sends out what the service produced and, when no step is in flight, plans and sends the next.
   void pump();
-  void fail_all(const std::string& message);
+  void fail_all(const std::string& message, int32_t code = 500);
+  // Why no step can run now (see SchedulerSnapshot::worker_problem).
+  std::string worker_problem() const;
   void watch_worker();
 
   std::unique_ptr<SchedulerService> service_;

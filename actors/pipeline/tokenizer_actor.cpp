@@ -24,11 +24,11 @@ TokenizerActor::TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<Reque
   }
 }
 
-std::string TokenizerActor::submit(const msg::GenerateRequest& request, OutputHandler on_output,
-                                   ErrorHandler on_error) {
+std::optional<std::string> TokenizerActor::submit(const msg::GenerateRequest& request, OutputHandler on_output,
+                                                  ErrorHandler on_error) {
   if (shutting_down_) {
     on_error(msg::ErrorReply{request.rid, "the server is shutting down", 503, "tokenizer"});
-    return request.rid;
+    return std::nullopt;
   }
   msg::TokenizedRequest tokenized;
   try {
@@ -36,7 +36,7 @@ std::string TokenizerActor::submit(const msg::GenerateRequest& request, OutputHa
     tokenized = preparer_->prepare(request);
   } catch (const Error& e) {
     on_error(msg::ErrorReply{request.rid, e.what(), 400, "tokenizer"});
-    return request.rid;
+    return std::nullopt;
   }
   clients_[tokenized.rid] = Client{std::move(on_output), std::move(on_error), tokenized.sampling.n, std::nullopt};
   to_scheduler_->send(tokenized);
@@ -98,11 +98,12 @@ void TokenizerActor::on_zmq_request(transport::ClientAddress address, std::strin
 }
 
 void TokenizerActor::on_zmq_generate(transport::ClientAddress address, const msg::GenerateRequest& request) {
-  const std::string rid = submit(
+  const std::optional<std::string> rid = submit(
       request,
       [this, address](const msg::TextOutput& output) { router_->reply(address, transport::encode_client_reply(output)); },
       [this, address](const msg::ErrorReply& error) { router_->reply(address, transport::encode_client_error(error)); });
-  auto it = clients_.find(rid);
+  if (!rid) return;  // refused: a live request of the same rid stays its own client's
+  auto it = clients_.find(*rid);
   if (it != clients_.end()) it->second.zmq_address = std::move(address);
 }
 

@@ -35,8 +35,10 @@ class TokenizerActor {
                  const TokenizerActorEndpoints& endpoints, ExpertLoadReader read_expert_load);
 
   // On the loop's thread: queue a request; outputs and errors come back through the handlers.
-  // Returns the request id (generated when the request had none).
-  std::string submit(const msg::GenerateRequest& request, OutputHandler on_output, ErrorHandler on_error);
+  // Returns the request id (generated when the request had none), or nothing when the request was
+  // refused at once (on_error has been called; a live request with the same rid is left untouched).
+  std::optional<std::string> submit(const msg::GenerateRequest& request, OutputHandler on_output,
+                                    ErrorHandler on_error);
   // On the loop's thread: the client of rid went away.
   void abort(const std::string& rid, const std::string& reason);
   // The ZeroMQ client endpoint actually bound (port resolved), or empty.

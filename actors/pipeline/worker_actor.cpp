@@ -39,6 +39,11 @@ WorkerActor::WorkerActor(transport::ActorLoop& loop, transport::ActorLoop& heart
 WorkerActor::~WorkerActor() = default;
 
 void WorkerActor::on_batch(const msg::WorkerBatch& batch) {
+  if (batch.worker_instance != worker_->instance()) {
+    spdlog::warn("worker: dropping step {}, planned for worker {:x} (this is {:x})", batch.step,
+                 batch.worker_instance, worker_->instance());
+    return;
+  }
   try {
     results_->send(worker_->execute(batch));
   } catch (const std::exception& e) {
@@ -54,7 +59,7 @@ void WorkerActor::send_ready_routing() {
 }
 
 void WorkerActor::schedule_heartbeat() {
-  heartbeat_->send(msg::Heartbeat{worker_->instance()});
+  heartbeat_->send(worker_->heartbeat());
   timer_->timer.expires_after(kHeartbeatPeriod);
   timer_->timer.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) schedule_heartbeat();

@@ -6,7 +6,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/program_options.hpp>
+#include <cstdlib>
 #include <iostream>
+#include <thread>
 #include <spdlog/spdlog.h>
 
 #include "common/command_line.h"
@@ -19,7 +21,8 @@ using moe::actors::ServeOptions;
 namespace {
 
 // Fills `options` from the command line; returns false when only --help was asked.
-bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std::string& log_level) {
+bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std::string& log_level,
+                 int& shutdown_timeout_s) {
   po::options_description desc("moe-serve options (named after SGLang's)");
   desc.add_options()("help,h", "show this help")
       ("model-path", po::value(&o.model_path)->required(), "Hugging Face model directory")
@@ -47,7 +50,9 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("scheduler-endpoint", po::value(&o.scheduler_endpoint), "the scheduler's inbox a remote worker connects to")
       ("worker-timeout-ms", po::value(&o.worker_timeout_ms)->default_value(o.worker_timeout_ms),
        "fail in-flight requests when the worker is silent this long")
-      ("log-level", po::value(&log_level)->default_value("info"), "trace | debug | info | warn | error");
+      ("graceful-shutdown-timeout", po::value(&shutdown_timeout_s)->default_value(30),
+       "seconds SIGTERM waits for requests in flight before failing them (a second signal exits at once)")
+      ("log-level", po::value(&log_level)->default_value("info"), "trace | debug | info | warn | error | off");
   return moe::parse_command_line(argc, argv, desc, "usage: moe-serve --model-path DIR [options]");
 }
 
@@ -56,9 +61,14 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
 int main(int argc, char** argv) {
   ServeOptions options;
   std::string role, log_level;
+  int shutdown_timeout_s = 30;
   try {
-    if (!parse_flags(argc, argv, options, role, log_level)) return 0;
-    spdlog::set_level(spdlog::level::from_str(log_level));
+    if (!parse_flags(argc, argv, options, role, log_level, shutdown_timeout_s)) return 0;
+    // spdlog reads any unknown name as "off": a typo would silence every log line.
+    const spdlog::level::level_enum level = spdlog::level::from_str(log_level);
+    if (level == spdlog::level::off && log_level != "off")
+      throw po::error("--log-level must be trace, debug, info, warn, error, critical or off, got '" + log_level + "'");
+    spdlog::set_level(level);
     if (role == "worker") {
       moe::actors::run_worker_process(options);
       return 0;
@@ -75,7 +85,17 @@ int main(int argc, char** argv) {
       spdlog::info("signal {}: finishing requests in flight, then stopping", signal);
     });
     io.run();
-    runtime.drain(std::chrono::seconds(30));
+    // A second SIGINT or SIGTERM while draining exits at once.
+    io.restart();
+    signals.async_wait([](const boost::system::error_code& ec, int signal) {
+      if (ec) return;
+      spdlog::warn("signal {} again: exiting without waiting for requests in flight", signal);
+      std::_Exit(1);
+    });
+    std::thread second_signal([&io] { io.run(); });
+    runtime.drain(std::chrono::seconds(shutdown_timeout_s));
+    io.stop();
+    second_signal.join();
     spdlog::info("stopped");
     return 0;
   } catch (const po::error& e) {

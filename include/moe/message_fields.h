@@ -109,6 +109,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("sequences", m.sequences);
   visit("capture_routing", m.capture_routing);
   visit("capture_router_weights", m.capture_router_weights);
+  visit("worker_instance", m.worker_instance);
 }
 
 template <StructOf<RoutingRows> M, class Visit>
@@ -217,9 +218,20 @@ void visit_fields(M& m, Visit&& visit) {
   visit("pid", m.pid);
 }
 
+template <StructOf<WorkerSettings> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("model_fingerprint", m.model_fingerprint);
+  visit("kv_slots", m.kv_slots);
+  visit("max_batch_tokens", m.max_batch_tokens);
+  visit("capture_routing", m.capture_routing);
+  visit("capture_router_weights", m.capture_router_weights);
+  visit("ep_size", m.ep_size);
+}
+
 template <StructOf<Heartbeat> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
   visit("instance", m.instance);
+  visit("settings", m.settings);
 }
 
 }  // namespace moe::msg

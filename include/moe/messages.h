@@ -131,8 +131,11 @@ struct WorkerBatch {
   std::vector<int32_t> token_ids;  // [T], sequences' new tokens back to back
   std::vector<int32_t> positions;  // [T]
   std::vector<WorkerSequence> sequences;
-  bool capture_routing = false;         // some request asked for routed experts
-  bool capture_router_weights = false;  // some request asked for router weights too
+  bool capture_routing = false;         // capture is on: every step is captured
+  bool capture_router_weights = false;  // capture keeps router weights too
+  // The worker instance the scheduler planned this step for; any other drops it (a restarted
+  // worker must not run a step queued for its predecessor, over KV it does not have).
+  uint64_t worker_instance = 0;
   bool operator==(const WorkerBatch&) const = default;
 };
 
@@ -274,12 +277,25 @@ struct Ready {
   bool operator==(const Ready&) const = default;
 };
 
+// What a model worker serves. The scheduler compares a worker's settings with its own before it
+// sends the worker any step, and refuses a worker that differs (naming the setting).
+struct WorkerSettings {
+  uint64_t model_fingerprint = 0;  // config.json and the weight files' names and sizes
+  int64_t kv_slots = 0;            // the KV cache's token slots, padding slot included
+  int64_t max_batch_tokens = 0;    // tokens one step may hold (the capture buffer's rows)
+  bool capture_routing = false;
+  bool capture_router_weights = false;
+  int32_t ep_size = 1;
+  bool operator==(const WorkerSettings&) const = default;
+};
+
 // The model worker saying it is alive, every half second from its own loop. `instance` is drawn
 // at the worker's start: a new value means a new worker, whose KV cache holds nothing the
 // scheduler believes it holds.
 struct Heartbeat {
   static constexpr MessageKind kind = MessageKind::Heartbeat;
   uint64_t instance = 0;
+  WorkerSettings settings;
   bool operator==(const Heartbeat&) const = default;
 };
 

@@ -21,7 +21,7 @@ ModelWorkerOptions signalling(ModelWorkerOptions options, std::function<void()> 
 }  // namespace
 
 EngineCore::EngineCore(std::unique_ptr<Model> model, tokenizer::Tokenizer tokenizer, const EngineCoreOptions& options)
-    : sizing_(size_engine(options.settings, model->config(), options.eos_token_ids, options.seed_source)),
+    : sizing_(size_engine(options.settings, model->config(), {}, options.eos_token_ids, options.seed_source)),
       preparer_(tokenizer, options.prompt_format, sizing_.limits),
       service_(sizing_.service, serving_info(model->config())),
       worker_(std::move(model), signalling(sizing_.worker,
@@ -30,7 +30,9 @@ EngineCore::EngineCore(std::unique_ptr<Model> model, tokenizer::Tokenizer tokeni
                                              ++rows_signals_;
                                              rows_ready_.notify_all();
                                            })),
-      detokenizer_(std::move(tokenizer), worker_.config().num_experts) {}
+      detokenizer_(std::move(tokenizer), worker_.config().num_experts) {
+  service_.on_heartbeat(worker_.heartbeat());  // the worker in this thread is the one steps go to
+}
 
 std::optional<msg::ErrorReply> EngineCore::submit(const msg::GenerateRequest& request) {
   std::optional<msg::ErrorReply> error;

@@ -5,7 +5,7 @@
 
 namespace moe {
 
-EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& model,
+EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& model, const ModelIdentity& identity,
                          std::vector<int32_t> eos_token_ids, uint64_t seed_source) {
   EngineSizing sizing;
   sizing.kv_bytes_per_token =
@@ -23,11 +23,14 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
   service.enable_router_weights = settings.enable_return_router_weights;
   service.seed_source = seed_source;
 
-  ModelWorkerOptions& worker = sizing.worker;
+  msg::WorkerSettings& worker = sizing.worker.settings;
+  worker.model_fingerprint = identity.fingerprint;
   worker.kv_slots = pool + 1;  // the scheduler's pool plus its padding slot
   worker.max_batch_tokens = settings.chunked_prefill_size > 0 ? settings.chunked_prefill_size : pool;
-  worker.enable_routed_experts = settings.captures_routing();
+  worker.capture_routing = settings.captures_routing();
   worker.capture_router_weights = settings.enable_return_router_weights;
+  worker.ep_size = identity.ep_size;
+  service.expected_worker = worker;
 
   sizing.limits = RequestLimits{model.vocab_size, context, context > 0 ? std::min(pool, context) : pool,
                                 settings.captures_routing(), settings.enable_return_router_weights};

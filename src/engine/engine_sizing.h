@@ -14,8 +14,15 @@
 
 namespace moe {
 
+// Which model a worker serves and how it is split: part of what a worker must agree on with its
+// scheduler (the fingerprint stays 0 where both run in one process over one loaded model).
+struct ModelIdentity {
+  uint64_t fingerprint = 0;
+  int ep_size = 1;
+};
+
 struct EngineSizing {
-  SchedulerServiceOptions service;
+  SchedulerServiceOptions service;  // its expected_worker equals worker.settings
   ModelWorkerOptions worker;
   RequestLimits limits;
   int64_t kv_bytes_per_token = 0;  // K and V of every layer, float32
@@ -23,7 +30,7 @@ struct EngineSizing {
 
 // The KV pool, unless given, holds as many token slots as the memory budget allows, but no more
 // than eight full contexts (a small model would otherwise get millions of slots it never uses).
-EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& model,
+EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& model, const ModelIdentity& identity,
                          std::vector<int32_t> eos_token_ids, uint64_t seed_source);
 
 }  // namespace moe

@@ -1,7 +1,9 @@
 #include "model/model_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "common/error.h"
 #include "common/json_file.h"
@@ -10,14 +12,57 @@
 namespace moe {
 namespace {
 
+// Whether `value` holds a T exactly: an integer field refuses 32.5 (which nlohmann would truncate).
+template <typename T>
+bool holds(const nlohmann::json& value) {
+  if constexpr (std::is_same_v<T, bool>) return value.is_boolean();
+  else if constexpr (std::is_integral_v<T>) return value.is_number_integer();
+  else if constexpr (std::is_floating_point_v<T>) return value.is_number();
+  else return true;  // containers: get<T> checks
+}
+
+template <typename T>
+T read_field(const nlohmann::json& config, const char* key, const std::string& path) {
+  const nlohmann::json& value = config[key];
+  try {
+    if (holds<T>(value)) return value.get<T>();
+  } catch (const nlohmann::json::exception&) {
+  }
+  throw Error(path + ": field '" + key + "' has the wrong type (" + value.type_name() + ")");
+}
+
 template <typename T>
 T required(const nlohmann::json& config, const char* key, const std::string& path) {
   if (!config.contains(key) || config[key].is_null()) throw Error(path + ": missing required field '" + key + "'");
-  try {
-    return config[key].get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(path + ": field '" + key + "' has the wrong type");
-  }
+  return read_field<T>(config, key, path);
+}
+
+template <typename T>
+T optional_field(const nlohmann::json& config, const char* key, T fallback, const std::string& path) {
+  if (!config.contains(key) || config[key].is_null()) return fallback;
+  return read_field<T>(config, key, path);
+}
+
+// Every size and scale in range, each named, before anything divides by one or sizes a buffer
+// (num_key_value_heads = 0 used to end the process with SIGFPE).
+void check_ranges(const ModelConfig& c, const std::string& path) {
+  auto positive = [&](const char* key, int64_t value) {
+    if (value < 1) throw Error(path + ": '" + key + "' must be at least 1, got " + std::to_string(value));
+  };
+  positive("vocab_size", c.vocab_size);
+  positive("hidden_size", c.hidden_size);
+  positive("num_hidden_layers", c.num_hidden_layers);
+  positive("num_key_value_heads", c.num_key_value_heads);
+  positive("head_dim", c.head_dim);
+  positive("num_experts", c.num_experts);
+  positive("moe_intermediate_size", c.moe_intermediate_size);
+  positive("max_position_embeddings", c.max_position_embeddings);
+  if (c.intermediate_size < 0) throw Error(path + ": 'intermediate_size' must not be negative");
+  if (c.shared_expert_intermediate_size < 0) throw Error(path + ": 'shared_expert_intermediate_size' must not be negative");
+  if (!(c.rms_norm_eps > 0.0 && std::isfinite(c.rms_norm_eps)))
+    throw Error(path + ": 'rms_norm_eps' must be a positive number, got " + std::to_string(c.rms_norm_eps));
+  if (!(c.rope_theta > 0.0 && std::isfinite(c.rope_theta)))
+    throw Error(path + ": 'rope_theta' must be a positive number, got " + std::to_string(c.rope_theta));
 }
 
 // Only un-scaled rotary embeddings are implemented; a scaled checkpoint must not run silently wrong.
@@ -32,10 +77,10 @@ void check_rope_scaling(const nlohmann::json& config, const std::string& path) {
   if (config.contains("rope_parameters")) check(config["rope_parameters"], "rope_parameters");
 }
 
-double read_rope_theta(const nlohmann::json& config) {
-  if (config.contains("rope_theta") && config["rope_theta"].is_number()) return config["rope_theta"].get<double>();
+double read_rope_theta(const nlohmann::json& config, const std::string& path) {
+  if (config.contains("rope_theta")) return optional_field<double>(config, "rope_theta", 10000.0, path);
   if (config.contains("rope_parameters") && config["rope_parameters"].is_object())
-    return config["rope_parameters"].value("rope_theta", 10000.0);
+    return optional_field<double>(config["rope_parameters"], "rope_theta", 10000.0, path + ": rope_parameters");
   return 10000.0;
 }
 
@@ -54,10 +99,9 @@ int ModelConfig::moe_index(int layer) const {
   return it == moe_layer_ids.end() ? -1 : static_cast<int>(it - moe_layer_ids.begin());
 }
 
-ModelConfig load_model_config(const std::string& model_dir) {
-  const std::string path = model_dir + "/config.json";
-  const nlohmann::json config = read_json_file(path);
-  if (!config.is_object()) throw Error(path + ": not a JSON object");
+namespace {
+
+ModelConfig parse_model_config(const nlohmann::json& config, const std::string& path) {
   ModelConfig c;
   const auto archs = required<std::vector<std::string>>(config, "architectures", path);
   if (archs.empty()) throw Error(path + ": 'architectures' is empty");
@@ -65,24 +109,25 @@ ModelConfig load_model_config(const std::string& model_dir) {
   c.architecture = archs[0];
   c.vocab_size = required<int64_t>(config, "vocab_size", path);
   c.hidden_size = required<int64_t>(config, "hidden_size", path);
-  c.intermediate_size = config.value("intermediate_size", int64_t{0});
+  c.intermediate_size = optional_field<int64_t>(config, "intermediate_size", 0, path);
   c.num_hidden_layers = required<int>(config, "num_hidden_layers", path);
   c.num_attention_heads = required<int>(config, "num_attention_heads", path);
-  c.num_key_value_heads = config.value("num_key_value_heads", c.num_attention_heads);
-  c.head_dim = config.contains("head_dim") && config["head_dim"].is_number()
-                   ? config["head_dim"].get<int>()
-                   : static_cast<int>(c.hidden_size / c.num_attention_heads);
+  c.num_key_value_heads = optional_field<int>(config, "num_key_value_heads", c.num_attention_heads, path);
+  if (c.num_attention_heads < 1)
+    throw Error(path + ": 'num_attention_heads' must be at least 1, got " + std::to_string(c.num_attention_heads));
+  c.head_dim = optional_field<int>(config, "head_dim", static_cast<int>(c.hidden_size / c.num_attention_heads), path);
   c.num_experts = config.contains("num_experts") ? required<int>(config, "num_experts", path)
                                                  : required<int>(config, "num_local_experts", path);
   c.num_experts_per_tok = required<int>(config, "num_experts_per_tok", path);
-  c.moe_intermediate_size = config.value("moe_intermediate_size", c.intermediate_size);
-  c.tie_word_embeddings = config.value("tie_word_embeddings", false);
-  c.rms_norm_eps = config.value("rms_norm_eps", 1e-6);
-  c.max_position_embeddings = config.value("max_position_embeddings", int64_t{32768});
-  c.rope_theta = read_rope_theta(config);
+  c.moe_intermediate_size = optional_field<int64_t>(config, "moe_intermediate_size", c.intermediate_size, path);
+  c.tie_word_embeddings = optional_field<bool>(config, "tie_word_embeddings", false, path);
+  c.rms_norm_eps = optional_field<double>(config, "rms_norm_eps", 1e-6, path);
+  c.max_position_embeddings = optional_field<int64_t>(config, "max_position_embeddings", 32768, path);
+  c.rope_theta = read_rope_theta(config, path);
   check_rope_scaling(config, path);
   check_sliding_window(config, path);
   arch.read_config(config, c);
+  check_ranges(c, path);
 
   if (c.num_attention_heads % c.num_key_value_heads != 0)
     throw Error(path + ": num_attention_heads must be a multiple of num_key_value_heads");
@@ -90,6 +135,19 @@ ModelConfig load_model_config(const std::string& model_dir) {
     throw Error(path + ": num_experts_per_tok must be in [1, num_experts]");
   if (c.head_dim % 2 != 0) throw Error(path + ": head_dim must be even for rotary embeddings");
   return c;
+}
+
+}  // namespace
+
+ModelConfig load_model_config(const std::string& model_dir) {
+  const std::string path = model_dir + "/config.json";
+  const nlohmann::json config = read_json_file(path);
+  if (!config.is_object()) throw Error(path + ": not a JSON object");
+  try {
+    return parse_model_config(config, path);
+  } catch (const nlohmann::json::exception& e) {  // a wrongly typed field an architecture reads
+    throw Error(path + ": " + e.what());
+  }
 }
 
 }  // namespace moe

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "serving/worker_settings.h"
 
 namespace moe {
 
@@ -17,6 +18,8 @@ SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const
 }
 
 std::optional<msg::ErrorReply> SchedulerService::add_request(const msg::TokenizedRequest& request) {
+  if (!worker_refusal_.empty())
+    return msg::ErrorReply{request.rid, "the model worker was refused: " + worker_refusal_, 503, "scheduler"};
   if (requests_.count(request.rid) || scheduler_.has_request(request.rid))
     return msg::ErrorReply{request.rid, "rid '" + request.rid + "' is already in use", 409, "scheduler"};
   Request queued;
@@ -49,13 +52,16 @@ void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t ind
 }
 
 std::optional<msg::WorkerBatch> SchedulerService::next_batch() {
-  if (in_flight_) return std::nullopt;
+  if (in_flight_ || !worker_accepted()) return std::nullopt;
   std::optional<ScheduledBatch> batch = scheduler_.schedule_step();
   if (!batch) return std::nullopt;
   if (tracker_) tracker_->step_scheduled(batch->step_id, batch->token_slots());
   last_step_ = batch->step_id;
+  steps_sent_ = true;
   in_flight_ = std::move(batch);
-  return in_flight_->to_message(tracker_.has_value(), tracker_ && options_.enable_router_weights);
+  msg::WorkerBatch message = in_flight_->to_message(tracker_.has_value(), tracker_ && options_.enable_router_weights);
+  message.worker_instance = accepted_worker_;
+  return message;
 }
 
 void SchedulerService::on_routing(const std::vector<msg::StepRouting>& routing) {
@@ -102,7 +108,7 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
   emit_finished(rest, batch.step_id);
 }
 
-std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& message) {
+std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& message, int32_t code) {
   std::vector<msg::ErrorReply> errors;
   in_flight_.reset();
   scheduler_.abandon_in_flight();
@@ -111,21 +117,41 @@ std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& messa
   for (const auto& [rid, info] : requests_) rids.push_back(rid);
   for (const std::string& rid : rids) {
     scheduler_.abort(rid, message);
-    errors.push_back({rid, message, 500, "scheduler"});
+    errors.push_back({rid, message, code, "scheduler"});
   }
   requests_.clear();
   completions_.clear();
   return errors;
 }
 
-bool SchedulerService::accept_worker(uint64_t instance, std::vector<msg::ErrorReply>& errors) {
-  if (instance == worker_instance_) return true;
-  const bool first = worker_instance_ == 0;
-  worker_instance_ = instance;
-  if (first) return true;
-  errors = fail_all("the model worker restarted: its KV cache and routing rows were lost");
-  scheduler_.flush_cache();
+std::vector<msg::ErrorReply> SchedulerService::on_heartbeat(const msg::Heartbeat& heartbeat) {
+  if (heartbeat.instance == accepted_worker_ || heartbeat.instance == refused_worker_) return {};
+  std::vector<msg::ErrorReply> errors = forget_worker_kv();
+  if (std::optional<std::string> mismatch = settings_mismatch(options_.expected_worker, heartbeat.settings)) {
+    accepted_worker_ = 0;
+    refused_worker_ = heartbeat.instance;
+    worker_refusal_ = *mismatch;
+  } else {
+    accepted_worker_ = heartbeat.instance;
+    refused_worker_ = 0;
+    worker_refusal_.clear();
+  }
+  return errors;
+}
+
+bool SchedulerService::from_accepted_worker(uint64_t instance, std::vector<msg::ErrorReply>& errors) {
+  if (instance == accepted_worker_) return true;
+  errors = forget_worker_kv();
+  accepted_worker_ = 0;  // the newcomer gets steps once its heartbeat shows its settings
   return false;
+}
+
+std::vector<msg::ErrorReply> SchedulerService::forget_worker_kv() {
+  if (!steps_sent_) return {};
+  steps_sent_ = false;
+  std::vector<msg::ErrorReply> errors = fail_all("the model worker restarted: its KV cache and routing rows were lost");
+  scheduler_.flush_cache();
+  return errors;
 }
 
 std::vector<std::vector<uint64_t>> SchedulerService::expert_load() const {

@@ -29,6 +29,7 @@ struct SchedulerServiceOptions {
   // three times the ids' bytes), so only servers that offer weights pay for them.
   bool enable_router_weights = false;
   uint64_t seed_source = 0;            // draws the seeds of requests that bring none
+  msg::WorkerSettings expected_worker;  // a worker that reports other settings gets no step
 };
 
 class SchedulerService {
@@ -52,13 +53,22 @@ class SchedulerService {
   // Rows that arrived on their own (the copy finished after the step's result was sent).
   void on_routing(const std::vector<msg::StepRouting>& routing);
   // The worker failed or vanished: every live request ends with an error.
-  std::vector<msg::ErrorReply> fail_all(const std::string& message);
-  // Called with the instance of every heartbeat, result and routing update before it is applied.
-  // A worker instance other than the one this scheduler has been feeding is a new worker process
-  // whose KV cache holds none of what the radix cache and running requests believe it holds: every
-  // live request fails, the prefix cache is emptied, and the message that brought the news must be
-  // dropped (the answer is then false, with the errors in `errors`).
-  bool accept_worker(uint64_t instance, std::vector<msg::ErrorReply>& errors);
+  // `code` follows HTTP: 500 for a worker that failed, 503 for one that is missing or refused.
+  std::vector<msg::ErrorReply> fail_all(const std::string& message, int32_t code = 500);
+  // A worker's heartbeat. A new instance whose settings match expected_worker is accepted (until
+  // then no step is planned). Its KV cache is empty, so when steps went to an earlier worker,
+  // every live request fails and the prefix cache is emptied first. A worker whose settings
+  // differ is refused: it gets no step, and requests fail naming the setting. Returns the errors
+  // of the requests that failed.
+  std::vector<msg::ErrorReply> on_heartbeat(const msg::Heartbeat& heartbeat);
+  // Whether a result or routing update comes from the accepted worker. One from any other instance
+  // (a restarted worker answering a step queued for its predecessor) is dropped, and every live
+  // request fails (errors in `errors`): the prefix cache and running requests describe KV that
+  // the new worker does not have.
+  bool from_accepted_worker(uint64_t instance, std::vector<msg::ErrorReply>& errors);
+  bool worker_accepted() const { return accepted_worker_ != 0; }
+  // Why the connected worker was refused; empty when it was not.
+  const std::string& worker_refusal() const { return worker_refusal_; }
 
   // Items produced since the last call, for the detokenizer.
   msg::DetokenizeBatch take_output();
@@ -103,6 +113,9 @@ class SchedulerService {
   void emit_finished(const std::vector<FinishedRequest>& finished, uint64_t step);
   // Drops the bookkeeping of an ended completion (and of its request once all n have ended).
   void forget(const Key& key);
+  // A new worker's KV cache is empty: when steps went to the last one, every live request fails
+  // and the prefix cache is emptied. Returns the errors.
+  std::vector<msg::ErrorReply> forget_worker_kv();
 
   SchedulerServiceOptions options_;
   ServingModelInfo model_;
@@ -111,7 +124,10 @@ class SchedulerService {
   std::optional<ExpertLoadCounter> load_;  // engaged with tracker_
   std::optional<ScheduledBatch> in_flight_;
   uint64_t last_step_ = 0;
-  uint64_t worker_instance_ = 0;  // 0 until the first word from a worker
+  uint64_t accepted_worker_ = 0;  // the instance that gets steps; 0 = none yet, or it went away
+  uint64_t refused_worker_ = 0;
+  std::string worker_refusal_;
+  bool steps_sent_ = false;  // since the last worker was accepted: the KV cache holds their work
   std::map<std::string, RequestInfo> requests_;
   std::map<Key, CompletionInfo> completions_;
   msg::DetokenizeBatch output_;

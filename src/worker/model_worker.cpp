@@ -40,11 +40,14 @@ uint64_t draw_instance() {
 }  // namespace
 
 ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions& options)
-    : model_(std::move(model)), kv_(model_->make_kv_cache(options.kv_slots)), instance_(draw_instance()) {
-  if (options.enable_routed_experts) {
+    : model_(std::move(model)),
+      kv_(model_->make_kv_cache(options.settings.kv_slots)),
+      settings_(options.settings),
+      instance_(draw_instance()) {
+  if (settings_.capture_routing) {
     const ModelConfig& c = model_->config();
-    capturer_ = std::make_unique<RoutedExpertsCapturer>(c.num_moe_layers(), options.max_batch_tokens,
-                                                        c.num_experts_per_tok, options.capture_router_weights,
+    capturer_ = std::make_unique<RoutedExpertsCapturer>(c.num_moe_layers(), settings_.max_batch_tokens,
+                                                        c.num_experts_per_tok, settings_.capture_router_weights,
                                                         std::make_unique<ThreadCopyEngine>(options.on_routing_ready));
   }
 }

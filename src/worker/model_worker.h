@@ -12,10 +12,9 @@
 namespace moe {
 
 struct ModelWorkerOptions {
-  int64_t kv_slots = 0;               // the scheduler's pool size (plus its padding slot)
-  int64_t max_batch_tokens = 0;       // the most tokens one forward may hold (capture buffer rows)
-  bool enable_routed_experts = false; // --enable-return-routed-experts: allocate the capturer
-  bool capture_router_weights = false; // --enable-return-router-weights: the capturer keeps top-k weights too
+  // What it serves (KV slots, capture buffer rows, capture with or without router weights, model
+  // fingerprint); reported on every heartbeat, so the scheduler can refuse a mismatch.
+  msg::WorkerSettings settings;
   std::function<void()> on_routing_ready;  // called from the copy thread when a step's rows are staged
 };
 
@@ -33,12 +32,15 @@ class ModelWorker {
   int64_t capture_device_bytes() const { return capturer_ ? capturer_->device_bytes() : 0; }
   // Drawn at construction: tells the scheduler which worker (and so which KV cache) answers it.
   uint64_t instance() const { return instance_; }
+  // What the worker says of itself on every heartbeat.
+  msg::Heartbeat heartbeat() const { return {instance_, settings_}; }
 
  private:
   std::unique_ptr<Model> model_;
   KvCache kv_;
   std::unique_ptr<RoutedExpertsCapturer> capturer_;  // null without --enable-return-routed-experts
   std::vector<float> logits_;
+  msg::WorkerSettings settings_;
   uint64_t instance_;
 };
 

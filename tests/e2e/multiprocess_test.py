@@ -1,6 +1,7 @@
 """moe-serve with its model worker in a separate `moe-serve --role worker` process over tcp://:
 golden outputs; killing the worker fails in-flight requests within seconds; a restarted worker (whose
-KV cache is empty) never yields wrong tokens or routing for prompts the front had cached; SIGTERM exits 0.
+KV cache is empty) never yields wrong tokens or routing for prompts the front had cached; a worker
+started with other settings is refused, naming the setting; SIGTERM exits 0.
 Usage: multiprocess_test.py PATH/TO/moe-serve"""
 import os
 import signal
@@ -95,6 +96,24 @@ class MultiProcess(unittest.TestCase):
         self.assertGreaterEqual(golden_after_restart, 8)
         _, log = sp.terminate(self.server)
         self.assertIn("restarted", log)
+
+    def test_a_worker_with_other_settings_is_refused_naming_the_setting(self):
+        self.worker.send_signal(signal.SIGKILL)
+        self.worker.communicate()
+        self.worker = sp.start(MOE_SERVE, "--role", "worker", *self.links, "--enable-return-router-weights")
+        g = sp.golden()
+        deadline = sp.now() + 20
+        while True:  # until the front has heard from the new worker
+            self.sock.send(msgpack.packb(sp.golden_request(g["cases"][0], 4, f"refused{int(sp.now() * 1000)}")))
+            reply = sp.wait_for_reply(self, self.sock, 20)
+            self.assertIn("error", reply, "a worker with other settings was given work")
+            if "refused" in reply["error"]["message"] or sp.now() > deadline:
+                break
+            time.sleep(0.3)
+        _, log = sp.terminate(self.server)
+        self.assertIn("--enable-return-router-weights", reply["error"]["message"], log)
+        self.assertEqual(reply["error"]["code"], 503)
+        self.assertIn("refusing model worker", log)
 
 
 if __name__ == "__main__":

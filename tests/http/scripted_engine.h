@@ -45,6 +45,7 @@ class ScriptedEngine final : public EngineFrontend {
     return read;
   }
   bool shutting_down() const override { return shutting_down_; }
+  std::string health_problem() const override { return {}; }
 
   // Knobs the tests turn: the pace of tokens (set it on the loop) and the shutdown flag.
   std::chrono::milliseconds token_interval{0};

@@ -113,5 +113,29 @@ TEST(ModelConfig, SlidingWindowRefused) {
   EXPECT_NE(msg.find("sliding-window"), std::string::npos) << msg;
 }
 
+// Every size and scale is range- and type-checked with the field named, before anything divides by
+// it or sizes a buffer with it (zero heads used to end the process with SIGFPE).
+TEST(ModelConfig, OutOfRangeAndWronglyTypedFieldsAreNamed) {
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
+      {[](nlohmann::json& c) { c["num_key_value_heads"] = 0; }, "num_key_value_heads"},
+      {[](nlohmann::json& c) { c["num_attention_heads"] = 0; }, "num_attention_heads"},
+      {[](nlohmann::json& c) { c["num_hidden_layers"] = 0; }, "num_hidden_layers"},
+      {[](nlohmann::json& c) { c["hidden_size"] = -64; }, "hidden_size"},
+      {[](nlohmann::json& c) { c["vocab_size"] = -1; }, "vocab_size"},
+      {[](nlohmann::json& c) { c["moe_intermediate_size"] = -5; }, "moe_intermediate_size"},
+      {[](nlohmann::json& c) { c["max_position_embeddings"] = 0; }, "max_position_embeddings"},
+      {[](nlohmann::json& c) { c["rms_norm_eps"] = -1; }, "rms_norm_eps"},
+      {[](nlohmann::json& c) { c["hidden_size"] = 32.5; }, "hidden_size"},
+      {[](nlohmann::json& c) { c["rope_theta"] = "large"; }, "rope_theta"},
+      {[](nlohmann::json& c) { c["rope_theta"] = 0; }, "rope_theta"},
+      {[](nlohmann::json& c) { c["tie_word_embeddings"] = "yes"; }, "tie_word_embeddings"},
+      {[](nlohmann::json& c) { c["norm_topk_prob"] = "yes"; }, "config.json"},
+  };
+  for (const auto& [edit, field] : cases) {
+    const std::string error = error_of("qwen3-moe-tiny", edit);
+    EXPECT_NE(error.find(field), std::string::npos) << field << ": " << error;
+  }
+}
+
 }  // namespace
 }  // namespace moe

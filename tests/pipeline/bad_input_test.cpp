@@ -3,7 +3,9 @@
 // vanishes in the middle of a stream has its request aborted and its KV slots freed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <msgpack.hpp>
+#include <thread>
 
 #include "pipeline_harness.h"
 
@@ -116,6 +118,25 @@ TEST_F(BadInput, MapWithNeitherTextNorInputIds) {
                }),
                "input_ids");
   expect_still_serving(dealer);
+}
+
+// A second client that reuses a live request's rid is refused, and the first client's request runs
+// to its golden end on its own socket (neither aborted nor moved to the second socket).
+TEST_F(BadInput, AnotherClientsLiveRidIsRefusedWithoutTouchingTheOriginal) {
+  RawDealer owner(runtime_->client_endpoint()), intruder(runtime_->client_endpoint());
+  const GoldenCase& c = golden_->cases[1];
+  msg::GenerateRequest original = golden_request(*golden_, c, "shared-rid");
+  original.sampling.max_new_tokens = 400;  // still running when the intruder comes
+  owner.send(original);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  expect_error(intruder, transport::encode_client_request(golden_request(*golden_, c, "shared-rid")), "in use");
+  const auto reply = owner.receive();
+  ASSERT_TRUE(reply) << "the original request was not answered";
+  const auto* output = std::get_if<msg::TextOutput>(&*reply);
+  ASSERT_NE(output, nullptr) << std::get<msg::ErrorReply>(*reply).message;
+  ASSERT_EQ(output->output_ids.size(), 400u);
+  EXPECT_TRUE(std::equal(c.output_ids.begin(), c.output_ids.end(), output->output_ids.begin()));
+  EXPECT_FALSE(intruder.receive(std::chrono::milliseconds(200))) << "the intruder got the original's reply";
 }
 
 TEST_F(BadInput, TokenIdOutsideTheVocabulary) {

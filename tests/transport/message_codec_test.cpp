@@ -106,7 +106,7 @@ TEST(MessageCodec, NamesTheFieldOfABodyThatDoesNotFitItsKind) {
                                [](auto& packer) { packer.pack(std::vector<std::string>{"only one"}); }),
                       "Abort: expected 5 fields, got 1");
   expect_decode_error(frame_of(msg::kProtocolVersion, static_cast<uint32_t>(msg::MessageKind::Heartbeat),
-                               [](auto& packer) { packer.pack(std::vector<int>{-1}); }),
+                               [](auto& packer) { packer.pack(std::make_tuple(-1, std::vector<int>{})); }),
                       "Heartbeat.instance: -1 is out of range");
   expect_decode_error(frame_of(msg::kProtocolVersion, static_cast<uint32_t>(msg::MessageKind::WorkerResult),
                                [](auto& packer) {

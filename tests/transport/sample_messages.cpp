@@ -69,7 +69,8 @@ std::vector<msg::Message> sample_messages() {
                          .positions = {0, 1, 2, 9},
                          .sequences = {},
                          .capture_routing = true,
-                         .capture_router_weights = true};
+                         .capture_router_weights = true,
+                         .worker_instance = 0x1234567890abcdefull};
   batch.sequences.push_back({.num_new_tokens = 3,
                              .kv_slots = {10, 11, 12},
                              .needs_logits = true,
@@ -134,7 +135,13 @@ std::vector<msg::Message> sample_messages() {
   messages.emplace_back(msg::Abort{.rid = "b", .reason = "STOP", .index = 2, .stop_string = true});
   messages.emplace_back(msg::ErrorReply{.rid = "r", .message = "prompt too long", .code = 400, .source = "tokenizer"});
   messages.emplace_back(msg::Ready{.actor = "scheduler", .pid = 4242});
-  messages.emplace_back(msg::Heartbeat{.instance = 0xfedcba9876543210ull});
+  messages.emplace_back(msg::Heartbeat{.instance = 0xfedcba9876543210ull,
+                                      .settings = {.model_fingerprint = 1ull << 60,
+                                                   .kv_slots = 4097,
+                                                   .max_batch_tokens = 8192,
+                                                   .capture_routing = true,
+                                                   .capture_router_weights = false,
+                                                   .ep_size = 4}});
   return messages;
 }
 

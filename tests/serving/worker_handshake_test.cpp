@@ -1,0 +1,154 @@
+// The scheduler side of the worker handshake: no step goes to a worker before its heartbeat shows
+// settings equal to the scheduler's; a refused worker gets none, and requests fail naming the
+// setting; a new worker instance (a restart: its KV cache is empty) fails every live request and
+// empties the prefix cache, so no reply is computed over KV the new worker does not have.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "serving/scheduler_service.h"
+#include "serving/worker_settings.h"
+#include "common/error.h"
+
+namespace moe {
+namespace {
+
+msg::WorkerSettings expected_settings() {
+  return {.model_fingerprint = 99, .kv_slots = 257, .max_batch_tokens = 64, .capture_routing = false,
+          .capture_router_weights = false, .ep_size = 1};
+}
+
+SchedulerServiceOptions options() {
+  SchedulerServiceOptions o;
+  o.scheduler.max_total_tokens = 256;
+  o.scheduler.chunked_prefill_size = 64;
+  o.scheduler.context_length = 128;
+  o.expected_worker = expected_settings();
+  return o;
+}
+
+msg::TokenizedRequest request(const std::string& rid) {
+  msg::TokenizedRequest r;
+  r.rid = rid;
+  r.input_ids = {1, 2, 3, 4, 5, 6};
+  r.sampling.temperature = 0.0f;
+  r.sampling.max_new_tokens = 4;
+  return r;
+}
+
+// The worker's answer to `batch`: token 7 for every sequence that samples.
+msg::WorkerResult answer(const msg::WorkerBatch& batch, uint64_t instance) {
+  msg::WorkerResult result;
+  result.step = batch.step;
+  result.worker_instance = instance;
+  for (const msg::WorkerSequence& s : batch.sequences)
+    if (s.needs_logits) result.sampled_ids.push_back(7);
+  return result;
+}
+
+class WorkerHandshake : public ::testing::Test {
+ protected:
+  SchedulerService service_{options(), ServingModelInfo{2, 2, 4}};
+};
+
+TEST_F(WorkerHandshake, NoStepBeforeAWorkerWithTheSameSettingsIsHeardFrom) {
+  ASSERT_FALSE(service_.add_request(request("a")));
+  EXPECT_FALSE(service_.next_batch());
+  EXPECT_TRUE(service_.on_heartbeat({1, expected_settings()}).empty());
+  EXPECT_TRUE(service_.worker_accepted());
+  EXPECT_TRUE(service_.next_batch());
+}
+
+TEST_F(WorkerHandshake, AWorkerWithOtherSettingsIsRefusedNamingTheSetting) {
+  msg::WorkerSettings smaller = expected_settings();
+  smaller.kv_slots = 201;
+  service_.on_heartbeat({1, smaller});
+  EXPECT_FALSE(service_.worker_accepted());
+  EXPECT_NE(service_.worker_refusal().find("KV slots"), std::string::npos) << service_.worker_refusal();
+  const auto refused = service_.add_request(request("a"));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->code, 503);
+  EXPECT_NE(refused->message.find("201"), std::string::npos) << refused->message;
+  EXPECT_FALSE(service_.next_batch());
+  // A worker restarted with the right flags is taken.
+  service_.on_heartbeat({2, expected_settings()});
+  EXPECT_TRUE(service_.worker_accepted());
+  EXPECT_TRUE(service_.worker_refusal().empty());
+  EXPECT_FALSE(service_.add_request(request("b")));
+  EXPECT_TRUE(service_.next_batch());
+}
+
+TEST_F(WorkerHandshake, ARestartedWorkerFailsLiveRequestsAndEmptiesThePrefixCache) {
+  service_.on_heartbeat({1, expected_settings()});
+  ASSERT_FALSE(service_.add_request(request("done")));
+  while (auto batch = service_.next_batch()) service_.on_worker_result(answer(*batch, 1));
+  ASSERT_GT(service_.stats().radix_cached_tokens, 0);  // "done"'s tokens sit in the prefix cache
+  ASSERT_FALSE(service_.add_request(request("live")));
+  auto batch = service_.next_batch();
+  ASSERT_TRUE(batch);
+  service_.on_worker_result(answer(*batch, 1));
+
+  const std::vector<msg::ErrorReply> errors = service_.on_heartbeat({2, expected_settings()});
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].rid, "live");
+  EXPECT_NE(errors[0].message.find("restarted"), std::string::npos);
+  EXPECT_EQ(service_.stats().radix_cached_tokens, 0);
+  EXPECT_EQ(service_.stats().kv_slots_used, 0);
+  EXPECT_TRUE(service_.worker_accepted());
+}
+
+TEST_F(WorkerHandshake, AResultFromAnotherInstanceIsDroppedAndFailsLiveRequests) {
+  service_.on_heartbeat({1, expected_settings()});
+  ASSERT_FALSE(service_.add_request(request("a")));
+  auto batch = service_.next_batch();
+  ASSERT_TRUE(batch);
+  std::vector<msg::ErrorReply> errors;
+  EXPECT_FALSE(service_.from_accepted_worker(3, errors));  // a new worker answered the queued step
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_FALSE(service_.worker_accepted());
+  EXPECT_FALSE(service_.next_batch());  // until its heartbeat shows its settings
+  EXPECT_TRUE(service_.on_heartbeat({3, expected_settings()}).empty());
+  EXPECT_TRUE(service_.worker_accepted());
+}
+
+TEST(WorkerSettings, EveryMismatchNamesItsSetting) {
+  const msg::WorkerSettings base = expected_settings();
+  EXPECT_FALSE(settings_mismatch(base, base));
+  auto named = [&](auto change, const std::string& what) {
+    msg::WorkerSettings other = base;
+    change(other);
+    const auto mismatch = settings_mismatch(base, other);
+    ASSERT_TRUE(mismatch) << what;
+    EXPECT_NE(mismatch->find(what), std::string::npos) << *mismatch;
+  };
+  named([](msg::WorkerSettings& s) { s.model_fingerprint = 1; }, "another model");
+  named([](msg::WorkerSettings& s) { s.kv_slots = 5; }, "--max-total-tokens");
+  named([](msg::WorkerSettings& s) { s.max_batch_tokens = 5; }, "--chunked-prefill-size");
+  named([](msg::WorkerSettings& s) { s.capture_routing = true; }, "--enable-return-routed-experts");
+  named([](msg::WorkerSettings& s) { s.capture_router_weights = true; }, "--enable-return-router-weights");
+  named([](msg::WorkerSettings& s) { s.ep_size = 2; }, "--ep-size");
+}
+
+TEST(WorkerSettings, TheFingerprintFollowsConfigAndWeightFiles) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("moe_fingerprint_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"hidden_size": 64})";
+  std::ofstream(dir / "model.safetensors") << "0123456789";
+  const uint64_t first = model_fingerprint(dir.string());
+  EXPECT_EQ(model_fingerprint(dir.string()), first);
+  std::ofstream(dir / "notes.txt") << "not a weight file";
+  EXPECT_EQ(model_fingerprint(dir.string()), first);
+  std::ofstream(dir / "model.safetensors") << "01234567890";
+  const uint64_t bigger_weights = model_fingerprint(dir.string());
+  EXPECT_NE(bigger_weights, first);
+  std::ofstream(dir / "config.json") << R"({"hidden_size": 65})";
+  EXPECT_NE(model_fingerprint(dir.string()), bigger_weights);
+  fs::remove_all(dir);
+  EXPECT_THROW(model_fingerprint(dir.string()), Error);
+}
+
+}  // namespace
+}  // namespace moe
