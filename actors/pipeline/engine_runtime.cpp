@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "common/json_file.h"
 #include "engine/engine_sizing.h"
-#include "model/checkpoint_prefetch.h"
+#include "model/safetensors.h"
 #include "http/http_server.h"
 #include "kernels/half_gemm.h"
 #include "kernels/thread_pool.h"
