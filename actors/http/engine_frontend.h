@@ -4,7 +4,6 @@
 #include <functional>
 #include <string>
 
-#include "api/expert_load.h"
 #include "api/server_stats.h"
 #include "moe/messages.h"
 

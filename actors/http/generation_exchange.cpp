@@ -2,7 +2,7 @@
 
 #include <ctime>
 
-#include "api/sse.h"
+#include "api/response_builder.h"
 #include "http/http_replies.h"
 
 namespace moe::http {

@@ -7,7 +7,6 @@
 
 #include "api/api_error.h"
 #include "api/generation_call.h"
-#include "api/request_ids.h"
 #include "api/response_builder.h"
 #include "http/engine_frontend.h"
 #include "http/http_exchange.h"

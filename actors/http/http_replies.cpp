@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/sse.h"
+#include "api/response_builder.h"
 
 namespace moe::http {
 

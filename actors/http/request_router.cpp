@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/expert_load.h"
-#include "api/openai_response.h"
+#include "api/response_builder.h"
+#include "api/server_stats.h"
 #include "http/http_replies.h"
 
 namespace moe::http {

@@ -5,7 +5,7 @@
 // and wrong method.
 #include <memory>
 
-#include "api/request_ids.h"
+#include "api/generation_call.h"
 #include "http/engine_frontend.h"
 #include "http/generation_exchange.h"
 #include "http/http_exchange.h"

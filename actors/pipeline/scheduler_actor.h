@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "api/expert_load.h"
 #include "api/server_stats.h"
 #include "serving/scheduler_service.h"
 #include "transport/actor_loop.h"

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "api/expert_load.h"
+#include "api/server_stats.h"
 #include "frontend/request_preparer.h"
 #include "transport/actor_loop.h"
 #include "transport/endpoints.h"

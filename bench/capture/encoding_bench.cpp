@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "capture/base64.h"
 #include "capture/routing_encoding.h"
 
 namespace moe {

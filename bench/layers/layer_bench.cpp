@@ -13,7 +13,6 @@
 #include "model/moe_block.h"
 #include "model/safetensors.h"
 #include "moe/moe_runner.h"
-#include "moe/routing.h"
 #include "support/bench_checkpoint.h"
 
 namespace moe {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tokenizer/incremental_detokenizer.h"
+#include "tokenizer/streaming.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {

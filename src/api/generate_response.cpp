@@ -1,4 +1,4 @@
-#include "api/generate_response.h"
+#include "api/response_builder.h"
 
 #include "api/raw_rows.h"
 

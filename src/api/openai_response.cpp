@@ -1,4 +1,4 @@
-#include "api/openai_response.h"
+#include "api/response_builder.h"
 
 #include <algorithm>
 

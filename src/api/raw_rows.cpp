@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "capture/base64.h"
+#include "capture/routing_encoding.h"
 
 namespace moe::api {
 namespace {

@@ -1,18 +1,61 @@
 #pragma once
 // Turns the engine's outputs of one generation call into the answer of the API it came through:
-// one JSON body, or (streaming) the payloads of the SSE events. The server stays API-agnostic.
+// one JSON body, or (streaming) the payloads of the SSE events, and their framing. The server stays
+// API-agnostic.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "api/completion_state.h"
 #include "api/generation_call.h"
+#include "api/raw_rows.h"
 #include "moe/messages.h"
 
 namespace moe::api {
+
+// What the engine has produced so far for each completion of a generation call: the engine streams
+// TextOutputs holding only what is new since the previous one, and answers need the whole.
+
+// One completion: one prompt, one of its n samples.
+struct CompletionState {
+  std::string rid;
+  int32_t index = 0;
+  std::string text;
+  std::vector<int32_t> output_ids;
+  std::vector<float> logprobs;
+  std::optional<RawRows> routed_experts;
+  std::optional<RawRows> router_weights;
+  std::optional<msg::FinishReason> finish_reason;
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;
+  int32_t cached_tokens = 0;
+
+  // Adds an output's new text, ids, logprobs and rows; its counts replace the previous ones.
+  void append(const msg::TextOutput& output);
+};
+
+// The completions of one call, by prompt and sample index.
+class CompletionGrid {
+ public:
+  // One row per request of `call`, of that request's `sampling.n` completions.
+  explicit CompletionGrid(const GenerationCall& call);
+
+  // Adds an output of prompt `prompt` to its completion and returns that completion. An index
+  // outside 0..n-1, or an output after the completion finished, is an engine fault (std::logic_error).
+  const CompletionState& record(size_t prompt, const msg::TextOutput& output);
+
+  // Every completion has its finish reason.
+  bool finished() const { return unfinished_ == 0; }
+  size_t num_prompts() const { return grid_.size(); }
+  const std::vector<CompletionState>& completions(size_t prompt) const { return grid_.at(prompt); }
+
+ private:
+  std::vector<std::vector<CompletionState>> grid_;
+  size_t unfinished_ = 0;
+};
 
 class ResponseBuilder {
  public:
@@ -39,5 +82,44 @@ class ResponseBuilder {
 // `created` is their Unix time.
 std::unique_ptr<ResponseBuilder> make_response_builder(const GenerationCall& call, const std::string& response_id,
                                                        int64_t created);
+
+// SGLang's /generate answer (generate_response.cpp): {"text", "output_ids", "meta_info": {...}} per
+// completion, a list of them for a batch or n > 1. Streaming follows SGLang's default
+// (non-incremental) output: each event repeats the text, ids and logprobs so far, and carries the
+// routing rows of the tokens it covers, so that the rows of all events concatenated equal those of
+// the unstreamed answer.
+
+// SGLang's finish_reason: {"type": "stop", "matched": id or text} | {"type": "length", "length": n}
+// | {"type": "abort", "message": why}; null while unfinished.
+nlohmann::json sglang_finish_reason(const std::optional<msg::FinishReason>& reason, int32_t completion_tokens);
+
+std::unique_ptr<ResponseBuilder> make_generate_builder(const GenerationCall& call);
+
+// OpenAI's completion and chat completion answers (openai_response.cpp): objects, streamed chunks
+// and the usage chunk, with vLLM's routing split: `prompt_routed_experts` once per prompt (response
+// level; a list aligned with the prompts when several were sent) and `routed_experts` per choice,
+// holding only that completion's own rows. Each completion's engine rows start at position 0, so
+// its first prompt_tokens rows are the prompt's. Choice i of prompt p has index p * n + i. Logprobs
+// name tokens as "token_id:<id>" (vLLM's return_tokens_as_token_ids form): the engine does not send
+// per-token text.
+
+// The response model list of GET /v1/models.
+nlohmann::json model_list(const std::string& model, int64_t created);
+
+std::unique_ptr<ResponseBuilder> make_openai_builder(const GenerationCall& call, const std::string& response_id,
+                                                     int64_t created);
+
+// Server-sent events as SGLang and OpenAI stream them: `data: {json}\n\n` per event, then
+// `data: [DONE]\n\n`; and the one way JSON bodies are written.
+
+// `value` as compact JSON; invalid UTF-8 (never expected from the detokenizer) becomes U+FFFD
+// instead of failing the whole response.
+std::string json_text(const nlohmann::json& value);
+
+// One event carrying `payload`.
+std::string sse_event(const nlohmann::json& payload);
+
+// The event that ends every stream.
+std::string sse_done();
 
 }  // namespace moe::api

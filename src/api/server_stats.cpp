@@ -4,6 +4,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 namespace moe::api {
 namespace {
 
@@ -95,6 +97,13 @@ std::string render_prometheus(const ServerStats& stats, const std::string& model
   out.scalar("moe_routed_experts_host_cache_bytes", "gauge", "Size of the routed-experts host cache.",
              d(stats.capture_host_cache_bytes));
   return out.text();
+}
+
+nlohmann::json expert_load_json(const ExpertLoad& load) {
+  return {{"num_moe_layers", load.counts.size()},
+          {"num_experts", load.counts.empty() ? 0 : load.counts.front().size()},
+          {"tokens", load.tokens},
+          {"counts", load.counts}};
 }
 
 }  // namespace moe::api

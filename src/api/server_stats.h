@@ -1,9 +1,14 @@
 #pragma once
-// The numbers GET /metrics reports, as a plain struct the engine frontend fills, and their
-// rendering in Prometheus' text exposition format (version 0.0.4).
+// The numbers the server reports: GET /metrics, as a plain struct the engine frontend fills and
+// its rendering in Prometheus' text exposition format (version 0.0.4); and GET /expert_load, the
+// expert-load statistics as JSON.
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "moe/client.h"
 
 namespace moe::api {
 
@@ -47,5 +52,14 @@ struct ServerStats {
 
 // The /metrics body; every sample carries the label model_name="<model_name>".
 std::string render_prometheus(const ServerStats& stats, const std::string& model_name);
+
+// Expert-load statistics: how many tokens the router sent to each expert of each MoE
+// layer since start (or the last reset); the input of load-balanced expert placement. Served as
+// JSON over HTTP; the ZeroMQ client protocol sends the same fields as msgpack. ExpertLoad is the
+// public struct the C++ client returns: counts[moe layer][expert] and the tokens counted.
+using ExpertLoad = moe::ExpertLoad;
+
+// {"num_moe_layers": L, "num_experts": E, "tokens": T, "counts": [[...], ...]}.
+nlohmann::json expert_load_json(const ExpertLoad& load);
 
 }  // namespace moe::api

@@ -3,6 +3,7 @@
 // type (weights), shipped as base64 text or raw bytes, with its shape [rows, num_moe_layers, K].
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace moe {
@@ -22,5 +23,12 @@ const char* dtype_name(RouterWeightsDtype dtype);
 // Packs ids into little-endian bytes of a concrete dtype (not Auto).
 std::string pack_routed_experts(const int16_t* ids, size_t count, RoutedExpertsDtype dtype);
 std::string pack_router_weights(const float* weights, size_t count, RouterWeightsDtype dtype);
+
+// Standard base64 (RFC 4648, with '=' padding), fast enough to encode routing at > 1.5 GB/s.
+std::string base64_encode(std::string_view bytes);
+// Appends the encoding of `bytes` to `out`.
+void base64_encode_append(std::string_view bytes, std::string& out);
+// Decodes; throws moe::Error on a character outside the alphabet or a bad length.
+std::string base64_decode(std::string_view text);
 
 }  // namespace moe

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "capture/base64.h"
 #include "capture/routing_encoding.h"
 
 namespace moe {

@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "moe/messages.h"
-#include "tokenizer/incremental_detokenizer.h"
-#include "tokenizer/stop_string_matcher.h"
+#include "tokenizer/streaming.h"
 
 namespace moe {
 

@@ -5,7 +5,7 @@
 
 #include "capture/routing_encoding.h"
 #include "common/error.h"
-#include "sampling/sampling_params.h"
+#include "sampling/sampler.h"
 
 namespace moe {
 

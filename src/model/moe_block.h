@@ -6,7 +6,6 @@
 #include "kernels/weight.h"
 #include "model/dense_mlp.h"
 #include "model/model_config.h"
-#include "moe/expert_weights.h"
 #include "moe/moe_runner.h"
 #include "moe/routing_capture.h"
 

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "common/error.h"
-#include "model/checkpoint_manifest.h"
-#include "model/safetensors_writer.h"
+#include "model/architecture.h"
+#include "model/model_config.h"
 
 namespace moe {
 namespace {
@@ -82,6 +82,93 @@ void fill_shard(const std::vector<TensorSpec>& specs, const std::vector<size_t>&
 }
 
 }  // namespace
+
+TensorToWrite make_tensor(std::string name, DType dtype, std::vector<int64_t> shape, const std::vector<float>& values) {
+  TensorToWrite t{std::move(name), dtype, std::move(shape), {}};
+  t.bytes.resize(values.size() * dtype_size(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::F32) {
+      std::memcpy(t.bytes.data() + 4 * i, &values[i], 4);
+    } else if (dtype == DType::BF16) {
+      const uint16_t b = float_to_bf16(values[i]);
+      std::memcpy(t.bytes.data() + 2 * i, &b, 2);
+    } else {
+      throw Error("make_tensor: F16 output is not supported");
+    }
+  }
+  return t;
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors) {
+  nlohmann::json header = nlohmann::json::object();
+  header["__metadata__"] = {{"format", "pt"}};
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    header[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // keep the data section 8-byte aligned
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error("cannot write " + path);
+  const uint64_t header_len = text.size();
+  out.write(reinterpret_cast<const char*>(&header_len), 8);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (const auto& t : tensors) out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+  if (!out) throw Error("failed writing " + path);
+}
+
+std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
+  using Init = TensorSpec::Init;
+  const Architecture& arch = find_architecture(c.architecture);
+  const int64_t H = c.hidden_size;
+  const int64_t q_width = static_cast<int64_t>(c.num_attention_heads) * c.head_dim;
+  const int64_t kv_width = static_cast<int64_t>(c.num_key_value_heads) * c.head_dim;
+  std::vector<TensorSpec> specs;
+  auto add = [&](std::string name, std::vector<int64_t> shape, Init init) {
+    specs.push_back({std::move(name), std::move(shape), init});
+  };
+  auto add_mlp = [&](const std::string& prefix, const std::string& gate, const std::string& up,
+                     const std::string& down, int64_t width) {
+    add(prefix + gate + ".weight", {width, H}, Init::Projection);
+    add(prefix + up + ".weight", {width, H}, Init::Projection);
+    add(prefix + down + ".weight", {H, width}, Init::Projection);
+  };
+  add("model.embed_tokens.weight", {c.vocab_size, H}, Init::Embedding);
+  add("model.norm.weight", {H}, Init::NormScale);
+  if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, H}, Init::Router);
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    add(p + "input_layernorm.weight", {H}, Init::NormScale);
+    add(p + "post_attention_layernorm.weight", {H}, Init::NormScale);
+    add(p + "self_attn.q_proj.weight", {q_width, H}, Init::Projection);
+    add(p + "self_attn.k_proj.weight", {kv_width, H}, Init::Projection);
+    add(p + "self_attn.v_proj.weight", {kv_width, H}, Init::Projection);
+    add(p + "self_attn.o_proj.weight", {H, q_width}, Init::Projection);
+    if (c.attention_bias) {
+      add(p + "self_attn.q_proj.bias", {q_width}, Init::Bias);
+      add(p + "self_attn.k_proj.bias", {kv_width}, Init::Bias);
+      add(p + "self_attn.v_proj.bias", {kv_width}, Init::Bias);
+    }
+    if (c.qk_norm) {
+      add(p + "self_attn.q_norm.weight", {c.head_dim}, Init::NormScale);
+      add(p + "self_attn.k_norm.weight", {c.head_dim}, Init::NormScale);
+    }
+    if (c.moe_index(l) < 0) {
+      add_mlp(p + "mlp.", "gate_proj", "up_proj", "down_proj", c.intermediate_size);
+      continue;
+    }
+    const MoeTensorNames n = arch.moe_tensor_names(l);
+    add(n.router, {c.num_experts, H}, Init::Router);
+    for (int e = 0; e < c.num_experts; ++e)
+      add_mlp(n.expert_prefix + std::to_string(e) + ".", n.gate, n.up, n.down, c.moe_intermediate_size);
+    if (!n.shared_expert_prefix.empty() && c.shared_expert_intermediate_size > 0) {
+      add_mlp(n.shared_expert_prefix, "gate_proj", "up_proj", "down_proj", c.shared_expert_intermediate_size);
+      add(n.shared_expert_gate, {1, H}, Init::Projection);
+    }
+  }
+  return specs;
+}
 
 void write_random_checkpoint(const nlohmann::json& config, const std::string& out_dir,
                              const RandomCheckpointOptions& options) {

@@ -1,14 +1,41 @@
 #pragma once
-// Writes a random-weight checkpoint in the Hugging Face hub layout (config.json, sharded
-// safetensors, model.safetensors.index.json) for any supported architecture; the same seed gives
-// the same bytes.
+// Writes checkpoints: tensors into one .safetensors file (the layout the reader in safetensors.h
+// maps), and whole random-weight checkpoints in the Hugging Face hub layout (config.json, sharded
+// safetensors, model.safetensors.index.json) for any supported architecture, where the same seed
+// gives the same bytes. Used to make benchmark models and test fixtures.
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <vector>
 
 #include "kernels/weight.h"
 
 namespace moe {
+
+struct ModelConfig;
+
+struct TensorToWrite {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;  // little-endian elements, exactly numel * dtype_size bytes
+};
+
+// Float values stored as `dtype` (bf16 rounds to nearest even).
+TensorToWrite make_tensor(std::string name, DType dtype, std::vector<int64_t> shape, const std::vector<float>& values);
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors);
+
+// Every tensor a checkpoint of a given config holds, with its shape and how a random initialisation
+// should scale it. Used to write random-weight checkpoints (benchmarks, tests).
+struct TensorSpec {
+  enum class Init { Embedding, Projection, Router, NormScale, Bias };
+  std::string name;
+  std::vector<int64_t> shape;
+  Init init = Init::Projection;
+};
+
+std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& config);
 
 struct RandomCheckpointOptions {
   uint64_t seed = 0;

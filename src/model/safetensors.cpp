@@ -1,7 +1,15 @@
 #include "model/safetensors.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -10,6 +18,12 @@
 
 namespace moe {
 namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kSlabBytes = size_t{256} << 20;
+constexpr size_t kCacheLine = 64;
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 DType parse_dtype(const std::string& name, const std::string& file, const std::string& tensor) {
   if (name == "BF16") return DType::BF16;
@@ -25,6 +39,56 @@ std::string shape_string(const std::vector<int64_t>& shape) {
 }
 
 }  // namespace
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error("cannot open " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw Error("cannot stat " + path + ": " + std::strerror(err));
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      throw Error("cannot map " + path + ": " + std::strerror(err));
+    }
+    data_ = static_cast<const unsigned char*>(p);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<unsigned char*>(data_), size_);
+}
+
+void drop_mapped_pages(const void* begin, size_t bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + bytes) / page * page;
+  // Only advice: a failure leaves the pages mapped, which is harmless.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
+uint16_t* WeightArena::allocate(int64_t elements) {
+  const size_t bytes = round_up(std::max<size_t>(1, static_cast<size_t>(elements) * sizeof(uint16_t)), kCacheLine);
+  if (slabs_.empty() || slabs_.back().size - slabs_.back().used < bytes) {
+    Slab slab;
+    slab.size = round_up(std::max(bytes, kSlabBytes), kHugePage);
+    slab.memory = aligned_array<char>(kHugePage, slab.size);
+    // Only a hint: where transparent huge pages are off, the slab keeps 4 KiB pages.
+    madvise(slab.memory.get(), slab.size, MADV_HUGEPAGE);
+    slabs_.push_back(std::move(slab));
+  }
+  Slab& slab = slabs_.back();
+  char* piece = slab.memory.get() + slab.used;
+  slab.used += bytes;
+  return reinterpret_cast<uint16_t*>(piece);
+}
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
   const size_t size = file_.size();
@@ -136,6 +200,30 @@ VectorParam Checkpoint::vector(const std::string& name, int64_t n) const {
   VectorParam out(static_cast<size_t>(n));
   as_row.row_to_float(0, out.data());
   return out;
+}
+
+void prefetch_checkpoint(const std::string& model_dir, const std::function<void(int64_t, int64_t)>& progress) {
+  namespace fs = std::filesystem;
+  // Loading the model names what is wrong with a directory that is not one.
+  if (!fs::is_directory(model_dir)) return;
+  std::vector<fs::path> files;
+  int64_t total = 0;
+  for (const auto& entry : fs::directory_iterator(model_dir)) {
+    if (entry.path().extension() != ".safetensors") continue;
+    files.push_back(entry.path());
+    total += static_cast<int64_t>(entry.file_size());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<char> chunk(8 << 20);
+  int64_t done = 0;
+  for (const fs::path& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw Error("cannot read " + file.string());
+    while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+      done += in.gcount();
+      progress(done, total);
+    }
+  }
 }
 
 }  // namespace moe

@@ -1,19 +1,61 @@
 #pragma once
 // Reader of Hugging Face safetensors checkpoints: one file, or shards listed in
 // model.safetensors.index.json. Tensors are memory-mapped; half-precision matrices are copied once,
-// tiled for the GEMM (kernels/weight_tiling.h), when first asked for.
+// tiled for the GEMM (kernels/weight_tiling.h), when first asked for, into a weight arena. And the
+// prefetch that reads a checkpoint's files into the page cache before the model loads.
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/aligned_memory.h"
 #include "kernels/weight.h"
-#include "model/mapped_file.h"
-#include "model/weight_arena.h"
 
 namespace moe {
+
+// A read-only memory mapping of a whole file, unmapped on destruction.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const unsigned char* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const unsigned char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Unmaps from this process the whole pages inside [begin, begin + bytes) of a MappedFile's mapping,
+// for a range copied elsewhere (a tiled weight): the process stops holding them in its resident
+// set, and a later read faults them in again from the page cache or the file.
+void drop_mapped_pages(const void* begin, size_t bytes);
+
+// Memory for the weights a checkpoint tiles at load (kernels/weight_tiling.h): large slabs, aligned
+// to and advised for 2 MiB pages, handed out in cache-line-aligned pieces. Thousands of 1 MiB
+// expert matrices then share huge pages, which cuts the TLB misses of streaming gigabytes of
+// weights every decode step.
+class WeightArena {
+ public:
+  // elements uint16_t values, 64-byte aligned, valid for the arena's lifetime.
+  uint16_t* allocate(int64_t elements);
+
+ private:
+  struct Slab {
+    AlignedArray<char> memory;
+    size_t size = 0, used = 0;
+  };
+  std::vector<Slab> slabs_;
+};
 
 struct TensorInfo {
   DType dtype = DType::F32;
@@ -60,5 +102,11 @@ class Checkpoint {
   };
   std::shared_ptr<TiledMatrices> tiled_ = std::make_shared<TiledMatrices>();
 };
+
+// Reads a checkpoint's safetensors files once, front to back, so their pages are in memory before
+// the model is loaded (the load reads every weight, and would otherwise fault the mapped files in
+// page by page), and reports progress(done_bytes, total_bytes) after every chunk read. Does nothing
+// where model_dir is not a directory (loading the model then says what is wrong).
+void prefetch_checkpoint(const std::string& model_dir, const std::function<void(int64_t, int64_t)>& progress);
 
 }  // namespace moe

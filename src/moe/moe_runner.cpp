@@ -1,9 +1,162 @@
 #include "moe/moe_runner.h"
 
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
 #include "common/error.h"
-#include "moe/moe_runner_backends.h"
+#include "kernels/activation.h"
+#include "kernels/linear.h"
+#include "moe/moe_ops.h"
 
 namespace moe {
+namespace {
+
+// Softmax of one token's router logits in place, in float32 as torch computes it.
+void softmax_in_place(float* values, int64_t count) {
+  const float max_value = *std::max_element(values, values + count);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < count; ++i) {
+    values[i] = std::exp(values[i] - max_value);
+    sum += values[i];
+  }
+  for (int64_t i = 0; i < count; ++i) values[i] /= sum;
+}
+
+// Σ a[i]·b[i] in plain float32, left to right.
+float dot(const float* a, const float* b, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// y[r] = x · W[r, :] for every row r of W, one widened row at a time.
+void matvec(const WeightView& weight, const float* x, float* row_buffer, float* y) {
+  for (int64_t r = 0; r < weight.rows; ++r) {
+    weight.row_to_float(r, row_buffer);
+    y[r] = dot(x, row_buffer, weight.cols);
+  }
+}
+
+// Deliberately naive so that it can judge the grouped path: no gathering, no GEMMs, no sharding.
+class ReferenceMoeRunner final : public MoeRunner {
+ public:
+  void run(const float* hidden, int64_t num_tokens, const Routing& routing, const ExpertWeights& experts,
+           float* out) override {
+    const int64_t hidden_size = experts.hidden_size;
+    const int64_t width = experts.intermediate_size;
+    std::vector<float> row(static_cast<size_t>(std::max(hidden_size, width)));
+    std::vector<float> gate(static_cast<size_t>(width));
+    std::vector<float> up(static_cast<size_t>(width));
+    std::vector<float> expert_out(static_cast<size_t>(hidden_size));
+    std::fill_n(out, num_tokens * hidden_size, 0.0f);
+    for (int64_t t = 0; t < num_tokens; ++t) {
+      const float* x = hidden + t * hidden_size;
+      float* y = out + t * hidden_size;
+      for (int k = 0; k < routing.top_k; ++k) {
+        const int32_t expert = routing.ids[t * routing.top_k + k];
+        const float weight = routing.weights[t * routing.top_k + k];
+        matvec(experts.gate[expert], x, row.data(), gate.data());
+        matvec(experts.up[expert], x, row.data(), up.data());
+        silu_mul(gate.data(), up.data(), width);
+        matvec(experts.down[expert], gate.data(), row.data(), expert_out.data());
+        for (int64_t h = 0; h < hidden_size; ++h) y[h] += weight * expert_out[h];
+      }
+    }
+  }
+};
+
+// D expert-parallel shards run one after another in this process; each keeps its own partial
+// output until the all-reduce, exactly as D devices would. Not thread-safe: one runner per worker.
+class GroupedMoeRunner final : public MoeRunner {
+ public:
+  explicit GroupedMoeRunner(ExpertPlacement placement) : placement_(std::move(placement)) {
+    if (placement_.ep_size() < 1) throw Error("the grouped MoE runner needs a placement with at least one device");
+  }
+
+  void run(const float* hidden, int64_t num_tokens, const Routing& routing, const ExpertWeights& experts,
+           float* out) override {
+    if (experts.num_experts() != placement_.num_experts)
+      throw Error("expert placement is for " + std::to_string(placement_.num_experts) + " experts but the layer has " +
+                  std::to_string(experts.num_experts()));
+    const int64_t output_size = num_tokens * experts.hidden_size;
+    const int ep_size = placement_.ep_size();
+    partials_.resize(static_cast<size_t>(ep_size - 1));
+    std::vector<float*> device_outputs{out};
+    for (std::vector<float>& partial : partials_) {
+      partial.resize(static_cast<size_t>(output_size));
+      device_outputs.push_back(partial.data());
+    }
+    for (int d = 0; d < ep_size; ++d) run_device(d, hidden, num_tokens, routing, experts, device_outputs[d]);
+    all_reduce_sum(device_outputs, output_size);
+  }
+
+ private:
+  // One device's share: ops 1–3 over its local experts, writing its partial [T, H] output.
+  void run_device(int device, const float* hidden, int64_t num_tokens, const Routing& routing,
+                  const ExpertWeights& experts, float* partial) {
+    const std::vector<int32_t>& mapping = placement_.device_expert_mapping[device];
+    local_gate_.clear();
+    local_up_.clear();
+    local_down_.clear();
+    for (int32_t global : mapping) {
+      local_gate_.push_back(experts.gate[global]);
+      local_up_.push_back(experts.up[global]);
+      local_down_.push_back(experts.down[global]);
+    }
+    prepare_moe_routing_tensors(routing.ids.data(), routing.weights.data(), num_tokens, routing.top_k, mapping,
+                                placement_.num_experts, tensors_);
+    projection_to_intermediate(hidden, num_tokens, tensors_.routed_tokens, tensors_.num_routed_tokens, local_gate_,
+                               gate_);
+    projection_to_intermediate(hidden, num_tokens, tensors_.routed_tokens, tensors_.num_routed_tokens, local_up_, up_);
+    silu_and_multiply_routed(gate_, up_, tensors_.num_routed_tokens, num_tokens);
+    projection_to_output(gate_.data(), tensors_.token_idx_map, tensors_.routed_tokens, tensors_.num_routed_tokens,
+                         tensors_.routed_token_weights, local_down_, num_tokens, routing.top_k, partial);
+  }
+
+  ExpertPlacement placement_;
+  // Buffers reused across calls so a decode step allocates nothing once warm.
+  MoeRoutingTensors tensors_;
+  std::vector<WeightView> local_gate_, local_up_, local_down_;
+  std::vector<float> gate_, up_;
+  std::vector<std::vector<float>> partials_;  // devices 1..D-1; device 0 writes straight into out
+};
+
+}  // namespace
+
+void route_tokens(const float* hidden, int64_t num_tokens, const WeightView& router_weight, int top_k,
+                  bool normalize_top_k, Routing& out) {
+  const int64_t num_experts = router_weight.rows;
+  if (top_k < 1 || top_k > num_experts)
+    throw Error("route_tokens: top_k " + std::to_string(top_k) + " is outside [1, " + std::to_string(num_experts) +
+                "] (the router has " + std::to_string(num_experts) + " experts)");
+  out.num_tokens = num_tokens;
+  out.top_k = top_k;
+  out.ids.resize(static_cast<size_t>(num_tokens * top_k));
+  out.weights.resize(out.ids.size());
+
+  std::vector<float> probs(static_cast<size_t>(num_tokens * num_experts));
+  linear(hidden, num_tokens, router_weight, probs.data());
+  std::vector<int32_t> order(static_cast<size_t>(num_experts));
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    float* token_probs = probs.data() + t * num_experts;
+    softmax_in_place(token_probs, num_experts);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](int32_t a, int32_t b) {
+      return token_probs[a] != token_probs[b] ? token_probs[a] > token_probs[b] : a < b;
+    });
+    float kept_sum = 0.0f;
+    for (int j = 0; j < top_k; ++j) kept_sum += token_probs[order[j]];
+    // Divide (not multiply by a reciprocal) so the weights round exactly as torch's `w /= w.sum()`.
+    const float divisor = normalize_top_k ? kept_sum : 1.0f;
+    for (int j = 0; j < top_k; ++j) {
+      out.ids[t * top_k + j] = order[j];
+      out.weights[t * top_k + j] = token_probs[order[j]] / divisor;
+    }
+  }
+}
 
 MoeBackend parse_moe_backend(const std::string& name) {
   if (name == "auto") return MoeBackend::Auto;
@@ -13,8 +166,8 @@ MoeBackend parse_moe_backend(const std::string& name) {
 }
 
 std::unique_ptr<MoeRunner> MoeRunner::create(MoeBackend backend, const ExpertPlacement& placement) {
-  if (backend == MoeBackend::Reference) return make_reference_moe_runner();
-  return make_grouped_moe_runner(placement);
+  if (backend == MoeBackend::Reference) return std::make_unique<ReferenceMoeRunner>();
+  return std::make_unique<GroupedMoeRunner>(placement);
 }
 
 }  // namespace moe

@@ -1,13 +1,39 @@
 #pragma once
-// Runs the routed experts of one MoE layer: out[T,H] = Σ_k weight[t,k] · expert_{ids[t,k]}(hidden[t]).
+// The routed experts of one MoE layer: the router picks each token's top-k experts, and a runner
+// computes out[T,H] = Σ_k weight[t,k] · expert_{ids[t,k]}(hidden[t]).
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "kernels/weight.h"
 #include "moe/expert_placement.h"
-#include "moe/expert_weights.h"
-#include "moe/routing.h"
 
 namespace moe {
+
+// The router's choice for T tokens (softmax over experts, top-k in descending probability,
+// optional renormalisation): ids[t*K + j] is token t's j-th expert (descending router probability),
+// weights[t*K + j] its weight (renormalised over the k when the model asks for it).
+struct Routing {
+  int64_t num_tokens = 0;
+  int top_k = 0;
+  std::vector<int32_t> ids;
+  std::vector<float> weights;
+};
+
+// logits = hidden[T,H] · router_weightᵀ, then softmax, top-k (ties broken by lower id), renormalise.
+void route_tokens(const float* hidden, int64_t num_tokens, const WeightView& router_weight, int top_k,
+                  bool normalize_top_k, Routing& out);
+
+// The weights of one MoE layer's routed experts, in global expert order.
+struct ExpertWeights {
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;  // one expert's width H'
+  std::vector<WeightView> gate;   // per expert [H', H]
+  std::vector<WeightView> up;     // per expert [H', H]
+  std::vector<WeightView> down;   // per expert [H, H']
+  int num_experts() const { return static_cast<int>(gate.size()); }
+};
 
 enum class MoeBackend { Auto, Reference, Grouped };
 

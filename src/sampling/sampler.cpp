@@ -8,10 +8,22 @@
 
 #include "common/error.h"
 #include "kernels/exp_sum.h"
-#include "sampling/counter_random.h"
 
 namespace moe {
 namespace {
+
+// The message every range check shares: "<field> must be <range>, got <value>".
+[[noreturn]] void reject(const char* field, const char* range, const std::string& value) {
+  throw Error(std::string("sampling parameter ") + field + " must be " + range + ", got " + value);
+}
+
+// splitmix64's finaliser: a bijection on 64 bits whose output bits each depend on every input bit.
+uint64_t mix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
 
 // top-p first ranks this many candidates and widens only if their mass falls short: the nucleus of
 // a real model's distribution is usually far smaller than the vocabulary.
@@ -132,6 +144,20 @@ int32_t draw(const Candidates& c, double uniform) {
 }
 
 }  // namespace
+
+void validate(const msg::DrawSettings& params) {
+  // Written as !(in range) so that NaN is rejected too.
+  if (!(params.temperature >= 0.0f)) reject("temperature", ">= 0", std::to_string(params.temperature));
+  if (!(params.top_p > 0.0f && params.top_p <= 1.0f)) reject("top_p", "in (0, 1]", std::to_string(params.top_p));
+  if (params.top_k < -1) reject("top_k", "-1 (off), 0 (off) or positive", std::to_string(params.top_k));
+  if (!(params.min_p >= 0.0f && params.min_p <= 1.0f)) reject("min_p", "in [0, 1]", std::to_string(params.min_p));
+}
+
+double counter_uniform(uint64_t seed, uint64_t counter) {
+  // Mixing the seed first keeps nearby seeds' streams unrelated; the top 53 bits fill the mantissa.
+  const uint64_t bits = mix64(mix64(seed) ^ counter);
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
 
 SampledToken sample_token(const float* logits, int64_t vocab_size, const msg::TokenSampling& params) {
   validate(params);

@@ -1,10 +1,21 @@
 #pragma once
-// Picks the next token from one row of logits: greedy, or temperature with top-k, top-p and min-p.
+// Picks the next token from one row of logits: greedy, or temperature with top-k, top-p and min-p;
+// with the range checks of a draw's settings and the stateless randomness the draw uses.
 #include <cstdint>
 
-#include "sampling/sampling_params.h"
+#include "moe/messages.h"
 
 namespace moe {
+
+// The range checks of a token draw's settings, shared by the front door's request validation and
+// the sampler: throws a moe::Error naming the first field outside its range (a bad request, not an
+// engine fault).
+void validate(const msg::DrawSettings& draw);
+
+// A uniform double in [0, 1) for draw number `counter` of the stream named by `seed`. Stateless: a
+// draw is a pure function of (seed, counter), so a request that is preempted and recomputed draws
+// the same numbers and the worker keeps no generator state between steps.
+double counter_uniform(uint64_t seed, uint64_t counter);
 
 // The chosen token and its log-probability under the model (log_softmax of the raw logits, before
 // temperature or any filter: what the goldens and the OpenAI `logprobs` field report).

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "capture/expert_load.h"
+#include "capture/routing_host_cache.h"
 #include "moe/messages.h"
 #include "scheduler/scheduler.h"
 #include "serving/routing_rows_tracker.h"

@@ -1,7 +1,7 @@
 #include "tokenizer/chat_template.h"
 
 #include "common/error.h"
-#include "tokenizer/jinja/value_json.h"
+#include "jinja/value.h"
 
 namespace moe::tokenizer {
 

@@ -1,11 +1,11 @@
 #pragma once
 // Renders a model's chat template exactly as Hugging Face transformers' apply_chat_template does
-// (same Jinja settings, globals and tojson), through the Jinja subset in tokenizer/jinja/.
+// (same Jinja settings, globals and tojson), through the Jinja subset of src/jinja/.
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
-#include "tokenizer/jinja/template.h"
+#include "jinja/template.h"
 
 namespace moe::tokenizer {
 

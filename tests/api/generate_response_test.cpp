@@ -3,9 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/generate_response.h"
 #include "api/generation_call.h"
-#include "capture/base64.h"
+#include "api/response_builder.h"
+#include "capture/routing_encoding.h"
 #include "api_test_support.h"
 
 namespace moe::api {

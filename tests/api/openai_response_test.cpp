@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "api/generation_call.h"
-#include "api/openai_response.h"
-#include "capture/base64.h"
+#include "api/response_builder.h"
+#include "capture/routing_encoding.h"
 #include "api_test_support.h"
 
 namespace moe::api {

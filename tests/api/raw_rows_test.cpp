@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "capture/base64.h"
+#include "capture/routing_encoding.h"
 #include "api_test_support.h"
 
 namespace moe::api {

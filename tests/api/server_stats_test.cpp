@@ -8,9 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "api/api_error.h"
-#include "api/expert_load.h"
-#include "api/request_ids.h"
-#include "api/sse.h"
+#include "api/generation_call.h"
+#include "api/response_builder.h"
 #include "api_test_support.h"
 
 namespace moe::api {

@@ -8,7 +8,7 @@ namespace {
 
 using Events = std::vector<std::string>;
 
-// What moe-serve's /generate sends for a two-chunk stream (api/sse.cpp's framing).
+// What moe-serve's /generate sends for a two-chunk stream (api/response_builder.cpp's framing).
 const std::string kStream =
     "data: {\"output_ids\":[5],\"meta_info\":{\"completion_tokens\":1}}\n\n"
     "data: {\"output_ids\":[5,9],\"meta_info\":{\"completion_tokens\":2}}\n\n"

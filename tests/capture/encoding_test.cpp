@@ -4,7 +4,6 @@
 #include <cstring>
 #include <random>
 
-#include "capture/base64.h"
 #include "capture/routing_encoding.h"
 #include "common/error.h"
 

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "capture/base64.h"
+#include "capture/routing_encoding.h"
 #include "detokenizer/detokenizer_state.h"
 
 namespace moe {

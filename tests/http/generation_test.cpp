@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "capture/base64.h"
+#include "capture/routing_encoding.h"
 #include "server_fixture.h"
 
 namespace moe::http::test {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common/error.h"
+#include "model/random_checkpoint.h"
 #include "model/safetensors.h"
-#include "model/safetensors_writer.h"
 
 namespace moe {
 namespace {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_file.h"
-#include "model/checkpoint_manifest.h"
+#include "model/model_config.h"
 #include "model/random_checkpoint.h"
 #include "model/safetensors.h"
 #include "support/golden_support.h"

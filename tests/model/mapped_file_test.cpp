@@ -1,6 +1,6 @@
 // MappedFile's pages dropped after a copy: the process stops holding them, and reading them again
 // still gives the file's bytes.
-#include "model/mapped_file.h"
+#include "model/safetensors.h"
 
 #include <gtest/gtest.h>
 

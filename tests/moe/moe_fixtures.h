@@ -12,8 +12,7 @@
 
 #include "kernels/weight.h"
 #include "kernels/weight_tiling.h"
-#include "moe/expert_weights.h"
-#include "moe/routing.h"
+#include "moe/moe_runner.h"
 
 namespace moe::testing {
 

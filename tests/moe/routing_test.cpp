@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "common/error.h"
-#include "moe/routing.h"
+#include "moe/moe_runner.h"
 #include "moe_fixtures.h"
 
 namespace moe {

@@ -4,7 +4,7 @@
 #include <thread>
 #include <zmq.hpp>
 
-#include "capture/base64.h"
+#include "capture/routing_encoding.h"
 
 namespace moe::testing {
 

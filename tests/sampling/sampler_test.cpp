@@ -7,7 +7,6 @@
 #include <set>
 
 #include "common/error.h"
-#include "sampling/counter_random.h"
 #include "sampling/sampler.h"
 
 namespace moe {

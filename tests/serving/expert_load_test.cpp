@@ -2,7 +2,7 @@
 // of the golden routing of every token the engine computed.
 #include <gtest/gtest.h>
 
-#include "capture/expert_load.h"
+#include "capture/routing_host_cache.h"
 #include "common/error.h"
 #include "golden_serving_test.h"
 

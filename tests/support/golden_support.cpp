@@ -4,7 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "capture/base64.h"
+#include "capture/routing_encoding.h"
 #include "common/json_file.h"
 #include "tokenizer/tokenizer.h"
 

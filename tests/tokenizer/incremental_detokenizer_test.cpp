@@ -5,10 +5,10 @@
 #include <random>
 
 #include "common/error.h"
+#include "common/utf8.h"
 #include "qwen3_fixture.h"
 #include "random_text.h"
-#include "tokenizer/incremental_detokenizer.h"
-#include "tokenizer/utf8.h"
+#include "tokenizer/streaming.h"
 
 namespace moe::tokenizer::testing {
 namespace {

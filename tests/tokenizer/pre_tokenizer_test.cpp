@@ -6,8 +6,6 @@
 
 #include "common/error.h"
 #include "tokenizer/pre_tokenizer.h"
-#include "tokenizer/split_behavior.h"
-#include "tokenizer/unicode_regex.h"
 
 namespace moe::tokenizer::testing {
 namespace {

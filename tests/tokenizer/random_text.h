@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace moe::tokenizer::testing {
 

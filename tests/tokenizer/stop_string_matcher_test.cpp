@@ -3,8 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "qwen3_fixture.h"
-#include "tokenizer/incremental_detokenizer.h"
-#include "tokenizer/stop_string_matcher.h"
+#include "tokenizer/streaming.h"
 
 namespace moe::tokenizer::testing {
 namespace {

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <string>
 
-#include "tokenizer/byte_level_alphabet.h"
+#include "tokenizer/pre_tokenizer.h"
 
 namespace moe::tokenizer::testing {
 

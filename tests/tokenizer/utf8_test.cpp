@@ -5,8 +5,8 @@
 
 #include <random>
 
+#include "common/utf8.h"
 #include "qwen3_fixture.h"
-#include "tokenizer/utf8.h"
 
 namespace moe::tokenizer::testing {
 namespace {
