@@ -27,6 +27,7 @@
 #include "tokenizer/tokenizer_config.h"
 #include "transport/ready_barrier.h"
 #include "transport/zmq_context.h"
+#include "worker/load_model.h"
 
 namespace moe::actors {
 namespace {
@@ -40,6 +41,7 @@ std::string tokenizer_dir(const ServeOptions& options) {
 
 std::unique_ptr<Model> load_model(const ServeOptions& options) {
   ModelOptions mo;
+  mo.device = parse_device(options.device);
   mo.moe_backend = parse_moe_backend(options.moe_runner_backend);
   mo.ep_size = options.ep_size;
   mo.expert_placement_file = options.expert_placement;
@@ -52,9 +54,10 @@ std::unique_ptr<Model> load_model(const ServeOptions& options) {
     last_percent = percent;
     spdlog::info("loading weights of {}: {}% of {:.1f} MiB", options.model_path, percent, total / 1048576.0);
   });
-  auto model = Model::load(options.model_path, mo);
+  auto model = moe::load_model(options.model_path, mo);
   // Read now, so a bad MOE_GEMM_ISA stops the start instead of failing every request.
-  spdlog::info("kernels: {} tiles, {} threads", gemm_isa_name(preferred_gemm_isa()), kernel_threads());
+  if (mo.device == Device::Cpu)
+    spdlog::info("kernels: {} tiles, {} threads", gemm_isa_name(preferred_gemm_isa()), kernel_threads());
   return model;
 }
 

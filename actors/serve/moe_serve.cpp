@@ -11,7 +11,7 @@
 #include <thread>
 #include <spdlog/spdlog.h>
 
-#include "common/command_line.h"
+#include "command_line/command_line.h"
 #include "common/error.h"
 #include "pipeline/engine_runtime.h"
 
@@ -42,6 +42,7 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("context-length", po::value(&o.context_length)->default_value(0), "0 = the model's max_position_embeddings")
       ("moe-runner-backend", po::value(&o.moe_runner_backend)->default_value(o.moe_runner_backend),
        "auto | reference | grouped")
+      ("device", po::value(&o.device)->default_value(o.device), "cpu | cuda (a build with -DMOE_CUDA=ON)")
       ("ep-size", po::value(&o.ep_size)->default_value(1), "expert-parallel shards")
       ("expert-placement", po::value(&o.expert_placement), "JSON device_expert_mapping file")
       ("disable-radix-cache", po::bool_switch(&o.disable_radix_cache), "turn the prefix cache off")

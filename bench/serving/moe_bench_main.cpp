@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "common/command_line.h"
+#include "command_line/command_line.h"
 #include "common/error.h"
 #include "serving/bench_report.h"
 #include "serving/server_target.h"

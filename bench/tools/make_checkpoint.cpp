@@ -5,7 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "common/command_line.h"
+#include "command_line/command_line.h"
 #include "common/error.h"
 #include "common/json_file.h"
 #include "model/random_checkpoint.h"

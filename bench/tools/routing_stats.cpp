@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "common/command_line.h"
+#include "command_line/command_line.h"
 #include "model/model.h"
 
 namespace po = boost::program_options;

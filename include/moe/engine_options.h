@@ -12,6 +12,7 @@ struct EngineOptions : EngineSettings {
   std::string model_path;
   std::string tokenizer_path;  // default: model_path
   std::string moe_runner_backend = "auto";
+  std::string device = "cpu";  // cpu | cuda (a build with the CUDA backend)
   std::string zmq_endpoint;    // also serve ZeroMQ clients here; empty = only this process
 };
 

@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "cli/command.h"
-#include "common/command_line.h"
+#include "command_line/command_line.h"
 #include "common/error.h"
 #include "common/json_file.h"
 #include "tokenizer/chat_template.h"

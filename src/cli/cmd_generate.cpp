@@ -6,12 +6,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "common/command_line.h"
+#include "command_line/command_line.h"
 #include "common/error.h"
 #include "common/json_file.h"
 #include "engine/engine_core.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_config.h"
+#include "worker/load_model.h"
 
 namespace moe::cli {
 namespace {
@@ -19,7 +20,7 @@ namespace {
 namespace po = boost::program_options;
 
 struct GenerateArgs {
-  std::string model_path, tokenizer_path, prompt, prompt_ids, backend = "auto", placement, stop_ids;
+  std::string model_path, tokenizer_path, prompt, prompt_ids, backend = "auto", device = "cpu", placement, stop_ids;
   int max_new_tokens = 16, ep_size = 1;
   int64_t chunk = 0;
   uint64_t seed = 0;
@@ -62,6 +63,7 @@ int run_generate(int argc, char** argv) {
       ("include-last", po::bool_switch(&a.include_last), "also route the last generated token")
       ("chunked-prefill-size", po::value(&a.chunk)->default_value(0), "tokens per step (0 = no limit)")
       ("moe-runner-backend", po::value(&a.backend)->default_value("auto"), "auto | reference | grouped")
+      ("device", po::value(&a.device)->default_value("cpu"), "cpu | cuda (a build with -DMOE_CUDA=ON)")
       ("ep-size", po::value(&a.ep_size)->default_value(1), "expert-parallel shards")
       ("expert-placement", po::value(&a.placement), "JSON file of device_expert_mapping")
       ("json", po::bool_switch(&a.json), "print one JSON object");
@@ -88,6 +90,7 @@ int run_generate(int argc, char** argv) {
   request.routing.raw = true;
 
   ModelOptions mo;
+  mo.device = parse_device(a.device);
   mo.moe_backend = parse_moe_backend(a.backend);
   mo.ep_size = a.ep_size;
   mo.expert_placement_file = a.placement;
@@ -97,7 +100,7 @@ int run_generate(int argc, char** argv) {
   options.eos_token_ids =
       tokenizer::resolve_eos_token_ids(a.model_path, tokenizer::load_tokenizer_config(a.tokenizer_path), tok);
   options.seed_source = a.seed;
-  EngineCore engine(Model::load(a.model_path, mo), tok, options);
+  EngineCore engine(load_model(a.model_path, mo), tok, options);
   const std::vector<msg::TextOutput> outputs = engine.run({request});
   if (!engine.errors().empty()) throw Error(engine.errors().front().message);
   const msg::TextOutput& reply = outputs.at(0);  // one reply: the request does not stream

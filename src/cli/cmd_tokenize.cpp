@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "common/command_line.h"
+#include "command_line/command_line.h"
 #include "common/error.h"
 #include "common/json_file.h"
 #include "tokenizer/tokenizer.h"

@@ -13,30 +13,16 @@ AttentionLayer::AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config
     : layer_(layer),
       shape_{config.num_attention_heads, config.num_key_value_heads, config.head_dim},
       norm_eps_(static_cast<float>(config.rms_norm_eps)),
-      rotary_(config.head_dim, config.rope_theta) {
-  const std::string p = "model.layers." + std::to_string(layer) + ".self_attn.";
-  const int64_t hidden = config.hidden_size;
-  const int64_t q_width = static_cast<int64_t>(shape_.num_heads) * shape_.head_dim;
-  const int64_t kv_width = static_cast<int64_t>(shape_.num_kv_heads) * shape_.head_dim;
-  q_proj_ = ckpt.matrix(p + "q_proj.weight", q_width, hidden);
-  k_proj_ = ckpt.matrix(p + "k_proj.weight", kv_width, hidden);
-  v_proj_ = ckpt.matrix(p + "v_proj.weight", kv_width, hidden);
-  o_proj_ = ckpt.matrix(p + "o_proj.weight", hidden, q_width);
-  if (config.attention_bias) {
-    q_bias_ = ckpt.vector(p + "q_proj.bias", q_width);
-    k_bias_ = ckpt.vector(p + "k_proj.bias", kv_width);
-    v_bias_ = ckpt.vector(p + "v_proj.bias", kv_width);
-  }
-  if (config.qk_norm) {
-    q_norm_ = ckpt.vector(p + "q_norm.weight", shape_.head_dim);
-    k_norm_ = ckpt.vector(p + "k_norm.weight", shape_.head_dim);
-  }
-}
+      rotary_(config.head_dim, config.rope_theta),
+      w_(AttentionWeights<WeightView, VectorParam>::load(
+          config, layer,
+          [&](const std::string& name, int64_t rows, int64_t cols) { return ckpt.matrix(name, rows, cols); },
+          [&](const std::string& name, int64_t n) { return ckpt.vector(name, n); })) {}
 
 void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache& kv, float* out) const {
   const int64_t T = batch.num_tokens();
   const int hd = shape_.head_dim;
-  const int64_t q_width = q_proj_.rows, kv_width = k_proj_.rows;
+  const int64_t q_width = w_.q_proj.rows, kv_width = w_.k_proj.rows;
   // Kept per thread from call to call, as the model's other activations (see CausalLm's scratch):
   // fresh zeroed vectors cost a memset (and, for a prefill, page faults) per layer.
   thread_local std::vector<float> q, k, v, attn;
@@ -44,12 +30,12 @@ void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache&
   k.resize(static_cast<size_t>(T * kv_width));
   v.resize(k.size());
   attn.resize(q.size());
-  linear(x, T, q_proj_, q.data(), q_bias_.empty() ? nullptr : q_bias_.data());
-  linear(x, T, k_proj_, k.data(), k_bias_.empty() ? nullptr : k_bias_.data());
-  linear(x, T, v_proj_, v.data(), v_bias_.empty() ? nullptr : v_bias_.data());
-  if (!q_norm_.empty()) {
-    rms_norm(q.data(), T * shape_.num_heads, hd, hd, q_norm_.data(), norm_eps_, q.data());
-    rms_norm(k.data(), T * shape_.num_kv_heads, hd, hd, k_norm_.data(), norm_eps_, k.data());
+  linear(x, T, w_.q_proj, q.data(), w_.q_bias.empty() ? nullptr : w_.q_bias.data());
+  linear(x, T, w_.k_proj, k.data(), w_.k_bias.empty() ? nullptr : w_.k_bias.data());
+  linear(x, T, w_.v_proj, v.data(), w_.v_bias.empty() ? nullptr : w_.v_bias.data());
+  if (!w_.q_norm.empty()) {
+    rms_norm(q.data(), T * shape_.num_heads, hd, hd, w_.q_norm.data(), norm_eps_, q.data());
+    rms_norm(k.data(), T * shape_.num_kv_heads, hd, hd, w_.k_norm.data(), norm_eps_, k.data());
   }
   // Rotate and store every new token's key and value at its slot before any token attends.
   std::vector<AttentionSequence> sequences;
@@ -67,7 +53,7 @@ void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache&
     }
   }
   causal_attention(q.data(), sequences, kv.key(layer_, 0), kv.value(layer_, 0), kv.row_size(), shape_, attn.data());
-  linear(attn.data(), T, o_proj_, out);
+  linear(attn.data(), T, w_.o_proj, out);
 }
 
 }  // namespace moe

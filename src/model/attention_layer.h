@@ -6,6 +6,7 @@
 #include "kernels/attention.h"
 #include "kernels/rotary.h"
 #include "kernels/weight.h"
+#include "model/attention_weights.h"
 #include "model/forward_batch.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
@@ -25,9 +26,7 @@ class AttentionLayer {
   AttentionShape shape_;
   float norm_eps_;
   RotaryEmbedding rotary_;
-  WeightView q_proj_, k_proj_, v_proj_, o_proj_;
-  VectorParam q_bias_, k_bias_, v_bias_;  // empty without attention bias
-  VectorParam q_norm_, k_norm_;           // empty without q/k norm
+  AttentionWeights<WeightView, VectorParam> w_;
 };
 
 }  // namespace moe

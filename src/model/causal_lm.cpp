@@ -66,7 +66,7 @@ class CausalLm final : public Model {
 
   void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
                RoutingCapture* capture) override {
-    validate(batch, kv);
+    validate_forward_batch(batch, config_.vocab_size, kv.num_slots());
     const int64_t T = batch.num_tokens(), H = config_.hidden_size;
     const float eps = static_cast<float>(config_.rms_norm_eps);
     std::vector<float>& x = scratch_.hidden;
@@ -94,33 +94,11 @@ class CausalLm final : public Model {
     const int64_t H = config_.hidden_size;
     std::vector<float>& rows = scratch_.last_rows;
     rows.clear();
-    int64_t t = 0;
-    for (const BatchSequence& seq : batch.sequences) {
-      t += seq.num_new_tokens;
-      if (seq.needs_logits) rows.insert(rows.end(), x.begin() + (t - 1) * H, x.begin() + t * H);
-    }
+    for (int64_t t : batch.logit_tokens()) rows.insert(rows.end(), x.begin() + t * H, x.begin() + (t + 1) * H);
     const int64_t n = static_cast<int64_t>(rows.size()) / H;
     rms_norm(rows.data(), n, H, H, final_norm_.data(), static_cast<float>(config_.rms_norm_eps), rows.data());
     logits.resize(static_cast<size_t>(n * config_.vocab_size));
     linear(rows.data(), n, lm_head_, logits.data());
-  }
-
-  // A malformed batch would read or write outside the cache: refuse it before touching anything.
-  void validate(const ForwardBatch& batch, const KvCache& kv) const {
-    if (batch.positions.size() != batch.token_ids.size()) throw Error("forward batch: positions and tokens differ");
-    int64_t t = 0;
-    for (const BatchSequence& seq : batch.sequences) {
-      for (int32_t i = 0; i < seq.num_new_tokens; ++i, ++t) {
-        if (t >= batch.num_tokens()) throw Error("forward batch: sequences hold more tokens than the batch");
-        const int32_t id = batch.token_ids[t], pos = batch.positions[t];
-        if (id < 0 || id >= config_.vocab_size) throw Error("token id " + std::to_string(id) + " is outside the vocabulary");
-        if (pos < 0 || pos >= static_cast<int64_t>(seq.kv_slots.size()) || (i > 0 && pos != batch.positions[t - 1] + 1))
-          throw Error("forward batch: bad position " + std::to_string(pos));
-      }
-      for (int32_t slot : seq.kv_slots)
-        if (slot < 0 || slot >= kv.num_slots()) throw Error("forward batch: KV slot " + std::to_string(slot) + " out of range");
-    }
-    if (t != batch.num_tokens()) throw Error("forward batch: tokens not covered by any sequence");
   }
 
   ModelConfig config_;
@@ -140,6 +118,8 @@ class CausalLm final : public Model {
 }  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string& model_dir, const ModelOptions& options) {
+  if (options.device != Device::Cpu)
+    throw Error("Model::load builds the CPU model; load_model (worker/load_model.h) chooses the device");
   return std::make_unique<CausalLm>(model_dir, options);
 }
 

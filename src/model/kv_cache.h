@@ -14,6 +14,9 @@ namespace moe {
 class KvCache {
  public:
   KvCache(int num_layers, int num_kv_heads, int head_dim, int64_t num_slots);
+  // A cache that holds no data, only its slot count: for a model whose pool lives on a device
+  // (CudaModel), so that batches are still checked against the number of slots.
+  static KvCache placeholder(int64_t num_slots) { return KvCache(0, 0, 0, num_slots); }
 
   int64_t num_slots() const { return num_slots_; }
   int64_t bytes() const;

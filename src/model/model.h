@@ -1,5 +1,6 @@
 #pragma once
-// A Hugging Face MoE causal LM loaded from a hub-layout directory and run on the CPU in float32.
+// A Hugging Face MoE causal LM loaded from a hub-layout directory and run in float32: on the CPU
+// (Model::load), or on a GPU where the build has the CUDA backend (load_model in worker/load_model.h).
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,7 +13,14 @@
 
 namespace moe {
 
+// Where the forward runs.
+enum class Device { Cpu, Cuda };
+
+// "cpu" | "cuda"; anything else is a moe::Error listing both.
+Device parse_device(const std::string& name);
+
 struct ModelOptions {
+  Device device = Device::Cpu;
   MoeBackend moe_backend = MoeBackend::Auto;
   int ep_size = 1;                      // expert-parallel shards run in this process
   std::string expert_placement_file;    // JSON device_expert_mapping; empty = uniform split
@@ -21,10 +29,12 @@ struct ModelOptions {
 class Model {
  public:
   virtual ~Model() = default;
+  // The CPU model; a device other than Device::Cpu is a moe::Error (load_model dispatches).
   static std::unique_ptr<Model> load(const std::string& model_dir, const ModelOptions& options = {});
 
   virtual const ModelConfig& config() const = 0;
-  // A KV cache with room for num_slots tokens, shaped for this model.
+  // A KV cache with room for num_slots tokens, shaped for this model. A model that keeps its K/V
+  // elsewhere (on a GPU) returns KvCache::placeholder(num_slots) and allocates the pool itself.
   virtual KvCache make_kv_cache(int64_t num_slots) const = 0;
   // Runs one batch: stores the K/V of every new token at its slot, calls `capture` after every
   // router top-k, and writes logits [batch.num_logit_rows(), vocab] (one row per sequence that

@@ -174,11 +174,16 @@ const TensorInfo& Checkpoint::tensor(const std::string& name) const {
   return it->second;
 }
 
-WeightView Checkpoint::matrix(const std::string& name, int64_t rows, int64_t cols) const {
+const TensorInfo& Checkpoint::tensor_of_shape(const std::string& name, const std::vector<int64_t>& shape) const {
   const TensorInfo& t = tensor(name);
-  if (t.shape != std::vector<int64_t>{rows, cols})
+  if (t.shape != shape)
     throw Error(*t.file + ": tensor '" + name + "' has shape " + shape_string(t.shape) + ", expected " +
-                shape_string({rows, cols}));
+                shape_string(shape));
+  return t;
+}
+
+WeightView Checkpoint::matrix(const std::string& name, int64_t rows, int64_t cols) const {
+  const TensorInfo& t = tensor_of_shape(name, {rows, cols});
   const WeightView row_major{t.data, t.dtype, rows, cols};
   if (t.dtype == DType::F32) return row_major;
   std::lock_guard lock(tiled_->mutex);
@@ -191,13 +196,15 @@ WeightView Checkpoint::matrix(const std::string& name, int64_t rows, int64_t col
   return it->second;
 }
 
-VectorParam Checkpoint::vector(const std::string& name, int64_t n) const {
-  const TensorInfo& t = tensor(name);
-  if (t.shape != std::vector<int64_t>{n})
-    throw Error(*t.file + ": tensor '" + name + "' has shape " + shape_string(t.shape) + ", expected " +
-                shape_string({n}));
-  WeightView as_row{t.data, t.dtype, 1, n};
-  VectorParam out(static_cast<size_t>(n));
+VectorParam Checkpoint::vector(const std::string& name, int64_t n) const { return floats(name, {n}); }
+
+std::vector<float> Checkpoint::floats(const std::string& name, const std::vector<int64_t>& shape) const {
+  const TensorInfo& t = tensor_of_shape(name, shape);
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  // The whole tensor read as one row-major row: row_to_float widens any dtype.
+  const WeightView as_row{t.data, t.dtype, 1, count};
+  std::vector<float> out(static_cast<size_t>(count));
   as_row.row_to_float(0, out.data());
   return out;
 }

@@ -89,8 +89,14 @@ class Checkpoint {
   WeightView matrix(const std::string& name, int64_t rows, int64_t cols) const;
   // A 1-D parameter of exactly n elements, widened to float32.
   VectorParam vector(const std::string& name, int64_t n) const;
+  // Any tensor of exactly `shape`, widened to float32 in its row-major order (what a device
+  // upload copies: no tiling).
+  std::vector<float> floats(const std::string& name, const std::vector<int64_t>& shape) const;
 
  private:
+  // The tensor `name`, which must have exactly `shape`; anything else is an error naming file and tensor.
+  const TensorInfo& tensor_of_shape(const std::string& name, const std::vector<int64_t>& shape) const;
+
   std::string dir_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
   std::map<std::string, TensorInfo> tensors_;

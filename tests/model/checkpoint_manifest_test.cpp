@@ -56,12 +56,8 @@ TEST_P(ManifestTest, RandomCheckpointLoadsIsDeterministicAndRuns) {
   fs::remove_all(base);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ManifestTest, ::testing::Values("qwen3-moe-tiny", "mixtral-tiny", "qwen2-moe-tiny"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& ch : name) if (ch == '-') ch = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Fixtures, ManifestTest, ::testing::ValuesIn(testing::kGoldenFixtures),
+                         testing::fixture_test_name);
 
 }  // namespace
 }  // namespace moe

@@ -30,6 +30,13 @@ Golden load_golden(const std::string& fixture) {
   return g;
 }
 
+std::string fixture_test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& ch : name)
+    if (ch == '-') ch = '_';
+  return name;
+}
+
 namespace {
 
 template <typename T>
@@ -171,6 +178,26 @@ void expect_matches_golden(const Golden& golden, const GoldenCase& c, const Join
     EXPECT_NEAR(result.logprobs[i], c.output_logprobs[i], 1e-3) << "logprob of output " << i;
   ASSERT_EQ(result.num_rows, expected_rows);
   expect_routing_matches_golden(golden, c, result.rows, expected_rows);
+}
+
+void expect_batch_matches_golden(const Golden& golden, std::unique_ptr<Model> model, const std::string& label,
+                                 int64_t chunk, bool include_last) {
+  const auto results = run_engine(std::move(model), greedy_requests(golden, include_last), chunk);
+  for (size_t i = 0; i < golden.cases.size(); ++i) {
+    const auto& c = golden.cases[i];
+    const int64_t rows = static_cast<int64_t>(c.prompt_ids.size()) + golden.max_new_tokens - (include_last ? 0 : 1);
+    expect_matches_golden(golden, c, results[i], rows, label + " case " + std::to_string(i));
+  }
+}
+
+void expect_each_case_alone_matches_golden(const Golden& golden, const std::function<std::unique_ptr<Model>()>& load) {
+  const auto requests = greedy_requests(golden);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const auto result = run_engine(load(), {requests[i]});
+    const auto& c = golden.cases[i];
+    expect_matches_golden(golden, c, result[0], static_cast<int64_t>(c.prompt_ids.size()) + golden.max_new_tokens - 1,
+                          "alone case " + std::to_string(i));
+  }
 }
 
 }  // namespace moe::testing

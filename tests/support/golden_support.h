@@ -4,6 +4,7 @@
 // to near-ties.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,11 @@ struct Golden {
 };
 
 Golden load_golden(const std::string& fixture);
+
+// The fixtures of tests/data with goldens, one per architecture, and a test's name for each (gtest
+// names allow no '-'): INSTANTIATE_TEST_SUITE_P(Fixtures, T, ValuesIn(kGoldenFixtures), fixture_test_name).
+inline const std::vector<std::string> kGoldenFixtures = {"qwen3-moe-tiny", "mixtral-tiny", "qwen2-moe-tiny"};
+std::string fixture_test_name(const ::testing::TestParamInfo<std::string>& info);
 
 // Outputs of (rid, index) joined: text, ids, logprobs, and routing rows [rows * L * K] decoded from
 // the raw bytes of whatever dtype was asked for; weights likewise (raw float32) when returned.
@@ -76,5 +82,13 @@ void expect_routing_matches_golden(const Golden& golden, const GoldenCase& c, co
 // Checks ids, logprobs and `expected_rows` routing rows of `result` against golden case `c`.
 void expect_matches_golden(const Golden& golden, const GoldenCase& c, const JoinedOutput& result,
                            int64_t expected_rows, const std::string& label);
+
+// Runs every case in one batch through an engine over `model` (steps of at most `chunk` tokens, 0 = no
+// limit; with include_last, the last generated token's row too) and checks each against its golden.
+void expect_batch_matches_golden(const Golden& golden, std::unique_ptr<Model> model, const std::string& label,
+                                 int64_t chunk = 0, bool include_last = false);
+
+// Runs each case alone, each through an engine over a fresh model from `load`, and checks it.
+void expect_each_case_alone_matches_golden(const Golden& golden, const std::function<std::unique_ptr<Model>()>& load);
 
 }  // namespace moe::testing

@@ -1,4 +1,4 @@
-#include "common/command_line.h"
+#include "command_line/command_line.h"
 
 #include <boost/program_options.hpp>
 #include <iostream>

@@ -1,0 +1,126 @@
+// The KV store and causal GQA attention over the slot pool. One block per (token, query head), so
+// prefill chunks and decode tokens of any sequences share one launch. The block's warps take
+// positions in turn, each keeping a running softmax (max, sum, weighted values) with head_dim
+// spread over its lanes; the warps' partial results are merged at the end.
+#include <cmath>
+
+#include "common/error.h"
+#include "cuda/kernels.h"
+#include "cuda/launch.cuh"
+
+namespace moe::cuda {
+namespace {
+
+constexpr int kWarpSize = 32;
+constexpr unsigned kFullWarp = 0xffffffffu;
+constexpr int kWarps = 4;
+constexpr int kPerLane = kMaxHeadDim / kWarpSize;  // head_dim elements each lane holds, at most
+
+__global__ void store_kv_kernel(const float* k, const float* v, const int32_t* slots, int64_t tokens,
+                                int64_t row_size, float* key_pool, float* value_pool) {
+  MOE_GRID_STRIDE(i, tokens * row_size) {
+    const int64_t at = static_cast<int64_t>(slots[i / row_size]) * row_size + i % row_size;
+    key_pool[at] = k[i];
+    value_pool[at] = v[i];
+  }
+}
+
+__global__ void attention_kernel(const float* q, AttentionTables tables, const float* key_pool,
+                                 const float* value_pool, int num_heads, int group_size, int head_dim, float scale,
+                                 float* out) {
+  const int64_t t = blockIdx.x;
+  const int h = static_cast<int>(blockIdx.y);
+  const int warp = static_cast<int>(threadIdx.x / kWarpSize), lane = static_cast<int>(threadIdx.x % kWarpSize);
+  const int64_t q_offset = (t * num_heads + h) * head_dim;
+  const int64_t row_size = static_cast<int64_t>(num_heads / group_size) * head_dim;
+  const int64_t kv_offset = static_cast<int64_t>(h / group_size) * head_dim;
+  const int visible = tables.positions[t] + 1;
+  const int32_t* slots = tables.slot_table + tables.slot_offsets[t];
+
+  float query[kPerLane], acc[kPerLane];
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    const int d = lane + j * kWarpSize;
+    query[j] = d < head_dim ? q[q_offset + d] : 0.0f;
+    acc[j] = 0.0f;
+  }
+  float max_score = -INFINITY, sum = 0.0f;
+  for (int p = warp; p < visible; p += kWarps) {
+    const int64_t row = static_cast<int64_t>(slots[p]) * row_size + kv_offset;
+    const float* key = key_pool + row;
+    float dot = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int d = lane + j * kWarpSize;
+      if (d < head_dim) dot += query[j] * key[d];
+    }
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarp, dot, offset);
+    const float score = dot * scale;
+    const float new_max = fmaxf(max_score, score);
+    const float rescale = expf(max_score - new_max);  // 0 for the first position (max was -inf)
+    const float weight = expf(score - new_max);
+    sum = sum * rescale + weight;
+    const float* value = value_pool + row;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int d = lane + j * kWarpSize;
+      if (d < head_dim) acc[j] = acc[j] * rescale + weight * value[d];
+    }
+    max_score = new_max;
+  }
+
+  // Each warp's (max, sum, weighted values), then every head_dim element merged over the warps. A
+  // warp that saw no position has max -inf and weighs 0; position 0 is always visible, so the
+  // overall max is finite.
+  extern __shared__ float partial[];  // kWarps × (2 + head_dim)
+  float* mine = partial + warp * (2 + head_dim);
+  if (lane == 0) {
+    mine[0] = max_score;
+    mine[1] = sum;
+  }
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    const int d = lane + j * kWarpSize;
+    if (d < head_dim) mine[2 + d] = acc[j];
+  }
+  __syncthreads();
+  for (int d = static_cast<int>(threadIdx.x); d < head_dim; d += static_cast<int>(blockDim.x)) {
+    float overall_max = -INFINITY;
+    for (int w = 0; w < kWarps; ++w) overall_max = fmaxf(overall_max, partial[w * (2 + head_dim)]);
+    float total = 0.0f, weighted = 0.0f;
+    for (int w = 0; w < kWarps; ++w) {
+      const float* theirs = partial + w * (2 + head_dim);
+      const float factor = expf(theirs[0] - overall_max);
+      total += theirs[1] * factor;
+      weighted += theirs[2 + d] * factor;
+    }
+    out[q_offset + d] = weighted / total;
+  }
+}
+
+}  // namespace
+
+void store_kv(const float* k, const float* v, const int32_t* slots, int64_t tokens, int64_t row_size, float* key_pool,
+              float* value_pool, cudaStream_t stream) {
+  if (tokens == 0) return;
+  store_kv_kernel<<<blocks_for(tokens * row_size), kThreads, 0, stream>>>(k, v, slots, tokens, row_size, key_pool,
+                                                                          value_pool);
+  check_launch("store_kv");
+}
+
+void causal_attention(const float* q, int64_t tokens, const AttentionTables& tables, const float* key_pool,
+                      const float* value_pool, int num_heads, int num_kv_heads, int head_dim, float* out,
+                      cudaStream_t stream) {
+  if (head_dim > kMaxHeadDim)
+    throw Error("CUDA attention supports head_dim up to " + std::to_string(kMaxHeadDim) + ", not " +
+                std::to_string(head_dim));
+  if (tokens == 0) return;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(num_heads));
+  const size_t shared_bytes = sizeof(float) * kWarps * (2 + head_dim);
+  attention_kernel<<<grid, kWarps * kWarpSize, shared_bytes, stream>>>(q, tables, key_pool, value_pool, num_heads,
+                                                                      num_heads / num_kv_heads, head_dim, scale, out);
+  check_launch("causal_attention");
+}
+
+}  // namespace moe::cuda

@@ -1,0 +1,36 @@
+#pragma once
+// One decoder layer's self-attention on the device, as model/attention_layer.h on the CPU: q/k/v
+// projections (+ bias), per-head q/k RMSNorm (Qwen3), rotary embeddings, K/V stored at each
+// token's slot, causal GQA, output projection.
+#include "cuda/device_weights.h"
+#include "cuda/kv_pool.h"
+#include "cuda/step_context.h"
+#include "model/attention_weights.h"
+#include "model/model_config.h"
+
+namespace moe {
+class Checkpoint;
+}
+
+namespace moe::cuda {
+
+class CudaAttention {
+ public:
+  // Activations kept from step to step, shared by every layer.
+  struct Scratch {
+    DeviceArray<float> q, k, v, attn;
+  };
+
+  CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, int layer);
+  // out[T, H] = attention(x[T, H]) for the whole batch; writes this layer's K/V of every new token.
+  void forward(const float* x, const StepContext& step, DeviceKvPool& kv, Scratch& scratch, float* out) const;
+
+ private:
+  int layer_;
+  int num_heads_, num_kv_heads_, head_dim_;
+  float norm_eps_;
+  DeviceArray<float> inv_freq_;
+  AttentionWeights<DeviceMatrix, DeviceArray<float>> w_;
+};
+
+}  // namespace moe::cuda

@@ -1,0 +1,31 @@
+#pragma once
+// A SwiGLU MLP on the device, down(silu(gate(x)) * up(x)): dense decoder layers, every routed
+// expert (over the rows routed to it) and Qwen2-MoE's shared expert.
+#include <string>
+
+#include "cuda/blas.h"
+#include "cuda/device_weights.h"
+
+namespace moe {
+class Checkpoint;
+}
+
+namespace moe::cuda {
+
+struct CudaMlp {
+  // The gate/up activations, kept from step to step and shared by every MLP of the model.
+  struct Scratch {
+    DeviceArray<float> gate, up;
+  };
+
+  DeviceMatrix gate, up, down;
+
+  // PREFIX + gate + ".weight" etc., of width `intermediate` over `hidden`.
+  static CudaMlp load(const Checkpoint& ckpt, const std::string& prefix, const std::string& gate_name,
+                      const std::string& up_name, const std::string& down_name, int64_t hidden, int64_t intermediate);
+  // out[rows, H] = mlp(x[rows, H]); out is overwritten.
+  void forward(const float* x, int64_t rows, const Blas& blas, cudaStream_t stream, Scratch& scratch,
+               float* out) const;
+};
+
+}  // namespace moe::cuda

@@ -1,0 +1,113 @@
+#include "cuda/cuda_model.h"
+
+#include "common/error.h"
+#include "cuda/kernels.h"
+#include "model/architecture.h"
+#include "model/safetensors.h"
+
+namespace moe::cuda {
+namespace {
+
+ModelConfig checked_config(const std::string& model_dir, const ModelOptions& options) {
+  if (options.ep_size != 1 || !options.expert_placement_file.empty())
+    throw Error("--ep-size and --expert-placement are not supported with --device cuda (the CPU's expert shards)");
+  if (options.moe_backend == MoeBackend::Reference)
+    throw Error("--moe-runner-backend reference runs on the CPU only; --device cuda groups tokens by expert");
+  ModelConfig config = load_model_config(model_dir);
+  if (config.head_dim > kMaxHeadDim)
+    throw Error(model_dir + ": head_dim " + std::to_string(config.head_dim) + " exceeds the CUDA attention's " +
+                std::to_string(kMaxHeadDim));
+  if (device_count() == 0) throw Error("--device cuda: no CUDA device is visible to this process");
+  return config;
+}
+
+}  // namespace
+
+// The options are checked before the stream and cuBLAS handle exist: a refused load allocates nothing.
+CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
+    : config_(checked_config(model_dir, options)), blas_(stream_.get()) {
+  // The checkpoint is read here and unmapped when the constructor returns: the device holds the weights.
+  const Checkpoint checkpoint = Checkpoint::open(model_dir);
+  const Architecture& arch = find_architecture(config_.architecture);
+  const int64_t H = config_.hidden_size;
+  embed_ = upload_matrix(checkpoint, "model.embed_tokens.weight", config_.vocab_size, H);
+  if (!config_.tie_word_embeddings)
+    untied_lm_head_ = upload_matrix(checkpoint, "lm_head.weight", config_.vocab_size, H);
+  final_norm_ = upload_vector(checkpoint, "model.norm.weight", H);
+  layers_.resize(config_.num_hidden_layers);
+  for (int l = 0; l < config_.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    DecoderLayer& layer = layers_[l];
+    layer.input_norm = upload_vector(checkpoint, p + "input_layernorm.weight", H);
+    layer.post_attention_norm = upload_vector(checkpoint, p + "post_attention_layernorm.weight", H);
+    layer.attention.emplace(checkpoint, config_, l);
+    if (config_.moe_index(l) >= 0)
+      layer.moe.emplace(checkpoint, config_, arch, l);
+    else
+      layer.mlp = CudaMlp::load(checkpoint, p + "mlp.", "gate_proj", "up_proj", "down_proj", H,
+                                config_.intermediate_size);
+  }
+}
+
+KvCache CudaModel::make_kv_cache(int64_t num_slots) const {
+  const int64_t row_size = static_cast<int64_t>(config_.num_key_value_heads) * config_.head_dim;
+  kv_pool_ = DeviceKvPool();  // free the old pool before allocating the new one
+  kv_pool_ = DeviceKvPool(config_.num_hidden_layers, num_slots, row_size);
+  return KvCache::placeholder(num_slots);
+}
+
+void CudaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, RoutingCapture* capture) {
+  if (kv.num_slots() != kv_pool_.num_slots)
+    throw Error("CUDA forward: the KV cache is not this model's device pool (make_kv_cache made a pool of " +
+                std::to_string(kv_pool_.num_slots) + " slots)");
+  validate_forward_batch(batch, config_.vocab_size, kv.num_slots());
+  const int64_t T = batch.num_tokens(), H = config_.hidden_size;
+  if (T == 0) {
+    logits.clear();
+    return;
+  }
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  cudaStream_t stream = stream_.get();
+  batch_.upload(batch, stream);
+  const StepContext step{stream, blas_, batch_};
+  float* x = scratch_.hidden.reserve(static_cast<size_t>(T * H));
+  float* normed = scratch_.normed.reserve(static_cast<size_t>(T * H));
+  float* branch = scratch_.branch.reserve(static_cast<size_t>(T * H));
+  gather_rows(embed_.data.data(), batch_.token_ids(), 1, T, H, x, stream);
+  for (const DecoderLayer& layer : layers_) {
+    rms_norm(x, T, H, layer.input_norm.data(), eps, normed, stream);
+    layer.attention->forward(normed, step, kv_pool_, scratch_.attention, branch);
+    add_in_place(x, branch, T * H, stream);
+    rms_norm(x, T, H, layer.post_attention_norm.data(), eps, normed, stream);
+    if (layer.moe)
+      layer.moe->forward(normed, step, capture, scratch_.moe, scratch_.mlp, branch);
+    else
+      layer.mlp->forward(normed, T, blas_, stream, scratch_.mlp, branch);
+    add_in_place(x, branch, T * H, stream);
+  }
+  compute_logits(x, logits);
+}
+
+void CudaModel::compute_logits(float* hidden, std::vector<float>& logits) {
+  const int64_t n = batch_.num_logit_rows(), H = config_.hidden_size, V = config_.vocab_size;
+  cudaStream_t stream = stream_.get();
+  logits.resize(static_cast<size_t>(n * V));
+  if (n > 0) {
+    float* rows = scratch_.last_rows.reserve(static_cast<size_t>(n * H));
+    float* out = scratch_.logits.reserve(static_cast<size_t>(n * V));
+    gather_rows(hidden, batch_.logit_tokens(), 1, n, H, rows, stream);
+    rms_norm(rows, n, H, final_norm_.data(), static_cast<float>(config_.rms_norm_eps), rows, stream);
+    blas_.linear(rows, n, untied_lm_head_ ? *untied_lm_head_ : embed_, out);
+    check(cudaMemcpyAsync(logits.data(), out, logits.size() * sizeof(float), cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync (logits)");
+  }
+  // The step ends here, logits or not: they must be on the host when forward returns, and a fault
+  // of any of the step's kernels surfaces in this call rather than in a later one.
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (step)");
+}
+
+std::unique_ptr<Model> load_cuda_model(const std::string& model_dir, const ModelOptions& options) {
+  return std::make_unique<CudaModel>(model_dir, options);
+}
+
+}  // namespace moe::cuda

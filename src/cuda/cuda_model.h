@@ -1,0 +1,66 @@
+#pragma once
+// The model on a CUDA device: the same checkpoints, architectures and Model interface as the CPU's
+// CausalLm, with weights, K/V and activations in device memory and every step computed in float32
+// (cuBLAS SGEMM without TF32 plus the kernels of kernels.h), so the goldens hold as on the CPU.
+//
+// The K/V pool lives on the device, inside the model: make_kv_cache(num_slots) allocates it there
+// (replacing any earlier pool) and returns KvCache::placeholder(num_slots), which holds no data and
+// only carries the slot count that batches are checked against. One pool per model, then: forward()
+// refuses a cache whose size is not the pool's.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_attention.h"
+#include "cuda/cuda_mlp.h"
+#include "cuda/cuda_moe_block.h"
+#include "cuda/stream.h"
+#include "model/model.h"
+
+namespace moe::cuda {
+
+class CudaModel final : public Model {
+ public:
+  // Loads onto the current CUDA device; options other than the device and the default MoE runner
+  // (expert-parallel shards, a placement file, the reference runner) are CPU-only and refused.
+  CudaModel(const std::string& model_dir, const ModelOptions& options);
+
+  const ModelConfig& config() const override { return config_; }
+  KvCache make_kv_cache(int64_t num_slots) const override;
+  // Runs on the model's stream and returns once the logits are on the host. Routing reaches
+  // `capture` layer by layer, on the host, during the call.
+  void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, RoutingCapture* capture) override;
+
+ private:
+  struct DecoderLayer {
+    DeviceArray<float> input_norm, post_attention_norm;
+    std::optional<CudaAttention> attention;
+    std::optional<CudaMoeBlock> moe;
+    std::optional<CudaMlp> mlp;
+  };
+  // The final norm and lm_head over the rows that need logits, copied into `logits`.
+  void compute_logits(float* hidden, std::vector<float>& logits);
+
+  ModelConfig config_;
+  Stream stream_;  // before the device members, so it is destroyed after them: their work is queued on it
+  Blas blas_;
+  DeviceMatrix embed_;
+  std::optional<DeviceMatrix> untied_lm_head_;  // empty when lm_head is the embedding
+  DeviceArray<float> final_norm_;
+  std::vector<DecoderLayer> layers_;
+  mutable DeviceKvPool kv_pool_;  // made by make_kv_cache
+  DeviceBatch batch_;
+  struct Scratch {
+    DeviceArray<float> hidden, normed, branch;  // [T, H]
+    DeviceArray<float> last_rows, logits;       // [rows that need logits, H or vocab]
+    CudaAttention::Scratch attention;
+    CudaMoeBlock::Scratch moe;
+    CudaMlp::Scratch mlp;
+  } scratch_;
+};
+
+// The model behind load_model's Device::Cuda (worker/load_model.h).
+std::unique_ptr<Model> load_cuda_model(const std::string& model_dir, const ModelOptions& options);
+
+}  // namespace moe::cuda

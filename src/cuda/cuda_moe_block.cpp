@@ -1,0 +1,84 @@
+#include "cuda/cuda_moe_block.h"
+
+#include "cuda/kernels.h"
+#include "model/architecture.h"
+
+namespace moe::cuda {
+
+CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer)
+    : moe_index_(config.moe_index(layer)),
+      num_experts_(config.num_experts),
+      top_k_(config.num_experts_per_tok),
+      normalize_top_k_(config.norm_topk_prob),
+      hidden_(config.hidden_size),
+      expert_width_(config.moe_intermediate_size) {
+  const MoeTensorNames names = arch.moe_tensor_names(layer);
+  router_ = upload_matrix(ckpt, names.router, num_experts_, hidden_);
+  for (int e = 0; e < num_experts_; ++e)
+    experts_.push_back(CudaMlp::load(ckpt, names.expert_prefix + std::to_string(e) + ".", names.gate, names.up,
+                                     names.down, hidden_, expert_width_));
+  if (!names.shared_expert_prefix.empty() && config.shared_expert_intermediate_size > 0) {
+    shared_expert_ = CudaMlp::load(ckpt, names.shared_expert_prefix, "gate_proj", "up_proj", "down_proj", hidden_,
+                                   config.shared_expert_intermediate_size);
+    shared_expert_gate_ = upload_matrix(ckpt, names.shared_expert_gate, 1, hidden_);
+  }
+}
+
+void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCapture* capture, Scratch& scratch,
+                           CudaMlp::Scratch& mlp_scratch, float* out) const {
+  const int64_t T = step.batch.num_tokens(), pairs = T * top_k_, H = hidden_;
+  cudaStream_t stream = step.stream;
+  float* logits = scratch.router_logits.reserve(static_cast<size_t>(T * num_experts_));
+  int32_t* ids = scratch.ids.reserve(static_cast<size_t>(pairs));
+  float* weights = scratch.weights.reserve(static_cast<size_t>(pairs));
+  int32_t* offsets = scratch.offsets.reserve(static_cast<size_t>(num_experts_ + 1));
+  int32_t* cursor = scratch.cursor.reserve(static_cast<size_t>(num_experts_));
+  int32_t* order = scratch.order.reserve(static_cast<size_t>(pairs));
+  int32_t* slot_of_pair = scratch.slot_of_pair.reserve(static_cast<size_t>(pairs));
+  float* gathered = scratch.gathered.reserve(static_cast<size_t>(pairs * H));
+  float* expert_out = scratch.expert_out.reserve(static_cast<size_t>(pairs * H));
+  // At most every pair through one expert: grown here once, not between two experts' GEMMs.
+  mlp_scratch.gate.reserve(static_cast<size_t>(pairs * expert_width_));
+  mlp_scratch.up.reserve(static_cast<size_t>(pairs * expert_width_));
+
+  step.blas.linear(x, T, router_, logits);
+  route_top_k(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, stream);
+  group_by_expert(ids, pairs, num_experts_, offsets, cursor, order, slot_of_pair, stream);
+  gather_rows(x, order, top_k_, pairs, H, gathered, stream);
+  read_back(T, capture != nullptr, stream, scratch);
+  if (capture) capture->on_routing(moe_index_, T, top_k_, scratch.host_ids.data(), scratch.host_weights.data());
+
+  for (int e = 0; e < num_experts_; ++e) {
+    const int64_t begin = scratch.host_offsets[e], rows = scratch.host_offsets[e + 1] - begin;
+    if (rows > 0)
+      experts_[e].forward(gathered + begin * H, rows, step.blas, stream, mlp_scratch, expert_out + begin * H);
+  }
+  combine_experts(expert_out, slot_of_pair, weights, T, top_k_, H, out, stream);
+  if (!shared_expert_) return;
+  float* shared = scratch.shared.reserve(static_cast<size_t>(T * H));
+  float* gate = scratch.shared_gate.reserve(static_cast<size_t>(T));
+  shared_expert_->forward(x, T, step.blas, stream, mlp_scratch, shared);
+  step.blas.linear(x, T, shared_expert_gate_, gate);
+  add_sigmoid_gated(out, gate, shared, T, H, stream);
+}
+
+void CudaMoeBlock::read_back(int64_t num_tokens, bool with_routing, cudaStream_t stream, Scratch& scratch) const {
+  const size_t pairs = static_cast<size_t>(num_tokens * top_k_);
+  scratch.host_offsets.resize(static_cast<size_t>(num_experts_ + 1));
+  check(cudaMemcpyAsync(scratch.host_offsets.data(), scratch.offsets.data(), scratch.host_offsets.size() * sizeof(int32_t),
+                        cudaMemcpyDeviceToHost, stream),
+        "cudaMemcpyAsync (expert offsets)");
+  if (with_routing) {
+    scratch.host_ids.resize(pairs);
+    scratch.host_weights.resize(pairs);
+    check(cudaMemcpyAsync(scratch.host_ids.data(), scratch.ids.data(), pairs * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                          stream),
+          "cudaMemcpyAsync (routed ids)");
+    check(cudaMemcpyAsync(scratch.host_weights.data(), scratch.weights.data(), pairs * sizeof(float),
+                          cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync (routed weights)");
+  }
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (routing)");
+}
+
+}  // namespace moe::cuda

@@ -1,0 +1,38 @@
+#pragma once
+// A ForwardBatch's integer tables on the device, packed into one array and uploaded in one copy
+// per step: token ids, positions, the slot each new token writes, where each token's slot table
+// starts, the tokens that need logits, and the sequences' slot tables one after another.
+#include <cstdint>
+#include <vector>
+
+#include "cuda/device_array.h"
+#include "cuda/kernels.h"
+#include "model/forward_batch.h"
+
+namespace moe::cuda {
+
+class DeviceBatch {
+ public:
+  // Queues the copy on `stream`; the host side is kept, so the copy may finish after this returns.
+  void upload(const ForwardBatch& batch, cudaStream_t stream);
+
+  int64_t num_tokens() const { return num_tokens_; }
+  int64_t num_logit_rows() const { return num_logit_rows_; }
+  const int32_t* token_ids() const { return at(kTokenIds); }
+  const int32_t* positions() const { return at(kPositions); }
+  const int32_t* own_slots() const { return at(kOwnSlots); }  // [T]: the slot token t's K/V go to
+  const int32_t* logit_tokens() const { return at(kLogitTokens); }
+  AttentionTables attention_tables() const { return {at(kPositions), at(kSlotOffsets), at(kSlotTable)}; }
+
+ private:
+  enum Table { kTokenIds, kPositions, kOwnSlots, kSlotOffsets, kLogitTokens, kSlotTable, kTables };
+  const int32_t* at(Table table) const { return device_.data() + starts_[table]; }
+
+  int64_t num_tokens_ = 0;
+  int64_t num_logit_rows_ = 0;
+  size_t starts_[kTables] = {};
+  std::vector<int32_t> host_;
+  DeviceArray<int32_t> device_;
+};
+
+}  // namespace moe::cuda

@@ -1,0 +1,69 @@
+#pragma once
+// Launchers of the CUDA backend's kernels (the .cu files beside this header). Pointers are device
+// memory; matrices are row-major float32. Each launcher queues its kernel on `stream` and checks the
+// launch. The arithmetic follows the CPU kernels (src/kernels/) in float32, so results differ from
+// the CPU's only by summation order.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace moe::cuda {
+
+// out[r] = src[index[r] / index_divisor] for r < rows, rows of `width` floats: the embedding (index =
+// token ids), the rows that need logits (index = token indices) and the tokens routed to each expert
+// (index = routed pair t·K + k, divisor K).
+void gather_rows(const float* src, const int32_t* index, int index_divisor, int64_t rows, int64_t width, float* out,
+                 cudaStream_t stream);
+// x[i] += y[i] for i < n.
+void add_in_place(float* x, const float* y, int64_t n, cudaStream_t stream);
+// x[r, c] += bias[c].
+void add_bias(float* x, const float* bias, int64_t rows, int64_t width, cudaStream_t stream);
+// gate[i] = silu(gate[i]) · up[i].
+void silu_mul(float* gate, const float* up, int64_t n, cudaStream_t stream);
+// out[r, c] += sigmoid(gate[r]) · shared[r, c]: Qwen2-MoE's gated shared expert.
+void add_sigmoid_gated(float* out, const float* gate, const float* shared, int64_t rows, int64_t width,
+                       cudaStream_t stream);
+
+// out[r] = weight · x[r] / rms(x[r]) over rows of `dim` floats; out may be x.
+void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* out,
+              cudaStream_t stream);
+
+// Rotates each token's `num_heads` heads of `head_dim` floats in place by its position: the pair
+// (i, i + head_dim/2) by position · inv_freq[i] (kernels/rotary.h's convention and frequencies).
+void rotary(float* heads, const int32_t* positions, int64_t tokens, int num_heads, int head_dim,
+            const float* inv_freq, cudaStream_t stream);
+
+// Where each new token's attention reads: token t sits at positions[t] of its sequence, whose slot
+// of position p is slot_table[slot_offsets[t] + p].
+struct AttentionTables {
+  const int32_t* positions;
+  const int32_t* slot_offsets;
+  const int32_t* slot_table;
+};
+
+// key_pool[slots[t]] = k[t], value_pool[slots[t]] = v[t], rows of row_size floats.
+void store_kv(const float* k, const float* v, const int32_t* slots, int64_t tokens, int64_t row_size, float* key_pool,
+              float* value_pool, cudaStream_t stream);
+// Causal grouped-query attention of every new token (prefill chunks and decodes mixed) over its
+// sequence's slots 0..position, whose K/V are already stored. q, out: [tokens, num_heads · head_dim];
+// pools: [slot, num_kv_heads · head_dim]. head_dim <= kMaxHeadDim.
+constexpr int kMaxHeadDim = 256;
+void causal_attention(const float* q, int64_t tokens, const AttentionTables& tables, const float* key_pool,
+                      const float* value_pool, int num_heads, int num_kv_heads, int head_dim, float* out,
+                      cudaStream_t stream);
+
+// The router's top-k per token from logits [tokens, num_experts] (overwritten by the softmax):
+// descending probability, ties to the lower id, weights renormalised over the k when `normalize`
+// (moe/routing.cpp's rules). ids, weights: [tokens, top_k].
+void route_top_k(float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
+                 float* weights, cudaStream_t stream);
+// Sorts the routed pairs p = t·K + k by expert: expert e's pairs take slots offsets[e] ..
+// offsets[e + 1] - 1 of `order` (order[slot] = p, slot_of_pair[p] = slot). offsets: [E + 1];
+// cursor: [E] scratch.
+void group_by_expert(const int32_t* ids, int64_t pairs, int num_experts, int32_t* offsets, int32_t* cursor,
+                     int32_t* order, int32_t* slot_of_pair, cudaStream_t stream);
+// out[t] = Σ_k weights[t, k] · expert_out[slot_of_pair[t·K + k]], added in top-k order.
+void combine_experts(const float* expert_out, const int32_t* slot_of_pair, const float* weights, int64_t tokens,
+                     int top_k, int64_t width, float* out, cudaStream_t stream);
+
+}  // namespace moe::cuda

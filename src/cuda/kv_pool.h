@@ -1,0 +1,27 @@
+#pragma once
+// The KV cache's data on the device: for every attention layer, the key and the value of every
+// token slot, rows of num_kv_heads · head_dim floats ([layer][slot][row], as model/kv_cache.h
+// holds them on the host). Which slots a sequence owns comes with each batch.
+#include <cstdint>
+
+#include "cuda/device_array.h"
+
+namespace moe::cuda {
+
+struct DeviceKvPool {
+  DeviceKvPool() = default;
+  DeviceKvPool(int num_layers, int64_t num_slots, int64_t row_size)
+      : keys(static_cast<size_t>(num_layers * num_slots * row_size)),
+        values(keys.size()),
+        num_slots(num_slots),
+        row_size(row_size) {}
+
+  float* keys_of(int layer) { return keys.data() + layer * num_slots * row_size; }
+  float* values_of(int layer) { return values.data() + layer * num_slots * row_size; }
+
+  DeviceArray<float> keys, values;
+  int64_t num_slots = 0;
+  int64_t row_size = 0;
+};
+
+}  // namespace moe::cuda

@@ -1,0 +1,60 @@
+// Per-row kernels of the attention's inputs: RMSNorm (a warp per row) and rotary embeddings.
+#include "cuda/kernels.h"
+#include "cuda/launch.cuh"
+
+namespace moe::cuda {
+namespace {
+
+constexpr int kWarpSize = 32;
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+__global__ void rms_norm_kernel(const float* x, int64_t rows, int64_t dim, const float* weight, float eps,
+                                float* out) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  if (row >= rows) return;
+  const float* in = x + row * dim;
+  float* o = out + row * dim;
+  float sum = 0.0f;
+  for (int64_t i = lane; i < dim; i += kWarpSize) sum += in[i] * in[i];
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullWarp, sum, offset);
+  const float scale = 1.0f / sqrtf(sum / static_cast<float>(dim) + eps);
+  // Each lane writes only the elements it read, so out may be x.
+  for (int64_t i = lane; i < dim; i += kWarpSize) o[i] = weight[i] * (in[i] * scale);
+}
+
+__global__ void rotary_kernel(float* heads, const int32_t* positions, int64_t tokens, int num_heads, int head_dim,
+                              const float* inv_freq) {
+  const int half = head_dim / 2;
+  MOE_GRID_STRIDE(i, tokens * num_heads * half) {
+    const int64_t head = i / half;  // token · num_heads + h
+    const int j = static_cast<int>(i % half);
+    const float angle = static_cast<float>(positions[head / num_heads]) * inv_freq[j];
+    const float c = cosf(angle), s = sinf(angle);
+    float* x = heads + head * head_dim;
+    const float a = x[j], b = x[j + half];
+    x[j] = a * c - b * s;
+    x[j + half] = b * c + a * s;
+  }
+}
+
+}  // namespace
+
+void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* out,
+              cudaStream_t stream) {
+  if (rows == 0) return;
+  constexpr int64_t kRowsPerBlock = kThreads / kWarpSize;
+  const auto blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  rms_norm_kernel<<<blocks, kThreads, 0, stream>>>(x, rows, dim, weight, eps, out);
+  check_launch("rms_norm");
+}
+
+void rotary(float* heads, const int32_t* positions, int64_t tokens, int num_heads, int head_dim,
+            const float* inv_freq, cudaStream_t stream) {
+  if (tokens == 0) return;
+  rotary_kernel<<<blocks_for(tokens * num_heads * (head_dim / 2)), kThreads, 0, stream>>>(heads, positions, tokens,
+                                                                                          num_heads, head_dim, inv_freq);
+  check_launch("rotary");
+}
+
+}  // namespace moe::cuda

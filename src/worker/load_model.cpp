@@ -1,0 +1,19 @@
+#include "worker/load_model.h"
+
+#include "common/error.h"
+#if MOE_HAVE_CUDA
+#include "cuda/cuda_model.h"
+#endif
+
+namespace moe {
+
+std::unique_ptr<Model> load_model(const std::string& model_dir, const ModelOptions& options) {
+  if (options.device == Device::Cpu) return Model::load(model_dir, options);
+#if MOE_HAVE_CUDA
+  return cuda::load_cuda_model(model_dir, options);
+#else
+  throw Error("this build has no CUDA backend: configure with -DMOE_CUDA=ON on a machine with nvcc");
+#endif
+}
+
+}  // namespace moe

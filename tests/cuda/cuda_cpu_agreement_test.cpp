@@ -1,0 +1,183 @@
+// The CPU and CUDA models, given the same forward batches, route every token of every MoE layer the
+// same way (ids equal but for near-ties, weights within 1e-4) and produce the same logits. The
+// batches mix a whole prompt with a partial one, then a decode token beside a prompt's remainder
+// and a new prompt whose slots run backwards. The fixtures run with their golden prompts; random
+// checkpoints of each architecture add what the fixtures lack: head_dim 64 to 256, a dense layer,
+// a 300-token prompt. Skipped where no GPU is visible.
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "common/json_file.h"
+#include "cuda/device.h"
+#include "model/random_checkpoint.h"
+#include "support/golden_support.h"
+#include "worker/load_model.h"
+
+namespace moe::testing {
+namespace {
+
+constexpr int32_t kSlotsPerCase = 512;
+constexpr int64_t kSlots = 3 * kSlotsPerCase;
+
+// One forward's routing, layer by layer, as the model handed it to the capture hook.
+struct RecordedRouting final : RoutingCapture {
+  struct Layer {
+    int64_t tokens = 0;
+    int top_k = 0;
+    std::vector<int32_t> ids;
+    std::vector<float> weights;
+  };
+  std::map<int, Layer> layers;
+
+  void on_routing(int layer, int64_t num_tokens, int top_k, const int32_t* ids, const float* weights) override {
+    const int64_t n = num_tokens * top_k;
+    layers[layer] = {num_tokens, top_k, {ids, ids + n}, {weights, weights + n}};
+  }
+};
+
+// A model with its own KV cache, fed the same batches as the other.
+struct Runner {
+  explicit Runner(std::unique_ptr<Model> loaded) : model(std::move(loaded)), kv(model->make_kv_cache(kSlots)) {}
+
+  void forward(const ForwardBatch& batch) {
+    routing.layers.clear();
+    model->forward(batch, kv, logits, &routing);
+  }
+
+  std::unique_ptr<Model> model;
+  KvCache kv;
+  RecordedRouting routing;
+  std::vector<float> logits;
+};
+
+// Rank k of a token may hold another expert only at a near-tie: the CPU's weights of ranks k and
+// k ± 1 within 1e-4 (an order swap), or k the last rank (the k-th and (k+1)-th experts tie: the
+// weights then still agree).
+void expect_same_routing(const RecordedRouting& cpu, const RecordedRouting& cuda) {
+  ASSERT_EQ(cpu.layers.size(), cuda.layers.size());
+  for (const auto& [layer, want] : cpu.layers) {
+    const RecordedRouting::Layer& got = cuda.layers.at(layer);
+    ASSERT_EQ(got.tokens, want.tokens);
+    ASSERT_EQ(got.top_k, want.top_k);
+    const int K = want.top_k;
+    for (int64_t i = 0; i < want.tokens * K; ++i) {
+      EXPECT_NEAR(got.weights[i], want.weights[i], 1e-4) << "layer " << layer << " pair " << i;
+      if (got.ids[i] == want.ids[i]) continue;
+      const int k = static_cast<int>(i % K);
+      const bool tie_before = k > 0 && std::fabs(want.weights[i] - want.weights[i - 1]) < 1e-4f;
+      const bool tie_after = k + 1 < K && std::fabs(want.weights[i] - want.weights[i + 1]) < 1e-4f;
+      EXPECT_TRUE(tie_before || tie_after || k == K - 1)
+          << "layer " << layer << " token " << i / K << " rank " << k << ": CUDA routed to expert " << got.ids[i]
+          << ", the CPU to " << want.ids[i];
+    }
+  }
+}
+
+// Within 1e-3 of the largest logit's magnitude (at least 1): float32 in another summation order.
+void expect_same_logits(const std::vector<float>& cpu, const std::vector<float>& cuda) {
+  ASSERT_EQ(cpu.size(), cuda.size());
+  float worst = 0.0f, largest = 1.0f;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    worst = std::max(worst, std::fabs(cpu[i] - cuda[i]));
+    largest = std::max(largest, std::fabs(cpu[i]));
+  }
+  EXPECT_LT(worst, 1e-3f * largest);
+}
+
+// The slots of case c's positions 0 .. count - 1: ascending, or backwards through its range.
+std::vector<int32_t> slots(int c, size_t count, bool backwards = false) {
+  std::vector<int32_t> out;
+  for (size_t p = 0; p < count; ++p) {
+    const auto offset = static_cast<int32_t>(p);
+    out.push_back(c * kSlotsPerCase + (backwards ? kSlotsPerCase - 1 - offset : offset));
+  }
+  return out;
+}
+
+// Feeds both models of `model_dir` the same two steps and compares each. Step 1: prompt 0 whole
+// (sampled), the first half of prompt 1 (not sampled). Step 2: `decode` as prompt 0's next token,
+// the rest of prompt 1, prompt 2 on backward slots.
+void expect_models_agree(const std::string& model_dir, const std::array<std::vector<int32_t>, 3>& prompts,
+                         int32_t decode) {
+  ModelOptions cuda_options;
+  cuda_options.device = Device::Cuda;
+  Runner cpu(Model::load(model_dir)), gpu(load_model(model_dir, cuda_options));
+  const auto& [p0, p1, p2] = prompts;
+  const size_t half = p1.size() / 2;
+  ForwardBatch first;
+  first.add_sequence(p0, slots(0, p0.size()), true);
+  first.add_sequence({p1.begin(), p1.begin() + half}, slots(1, half), false);
+  ForwardBatch second;
+  second.add_sequence({decode}, slots(0, p0.size() + 1), true);
+  second.add_sequence({p1.begin() + half, p1.end()}, slots(1, p1.size()), true);
+  second.add_sequence(p2, slots(2, p2.size(), true), true);
+  for (const ForwardBatch* batch : {&first, &second}) {
+    cpu.forward(*batch);
+    gpu.forward(*batch);
+    expect_same_routing(cpu.routing, gpu.routing);
+    expect_same_logits(cpu.logits, gpu.logits);
+  }
+}
+
+class CudaCpuAgreementTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+TEST_P(CudaCpuAgreementTest, FixtureOnMixedBatches) {
+  const Golden golden = load_golden(GetParam());
+  ASSERT_GE(golden.cases.size(), 3u);
+  expect_models_agree(golden.model_dir,
+                      {golden.cases[0].prompt_ids, golden.cases[1].prompt_ids, golden.cases[2].prompt_ids},
+                      golden.cases[0].output_ids[0]);
+}
+
+// The fixture's config at larger shapes: 8 query heads over 2 KV heads of head_dim 64 (Qwen3-MoE),
+// 256 (Mixtral) or 128 (Qwen2-MoE), 16 experts, and for the Qwen families a dense middle layer.
+nlohmann::json larger_config(const std::string& fixture) {
+  nlohmann::json config = read_json_file(std::string(MOE_TEST_DATA_DIR) + "/" + fixture + "/config.json");
+  const bool mixtral = config["architectures"][0] == "MixtralForCausalLM";
+  const bool qwen2 = config["architectures"][0] == "Qwen2MoeForCausalLM";
+  config["vocab_size"] = 1024;
+  config["hidden_size"] = 256;
+  config["num_attention_heads"] = 8;
+  config["num_key_value_heads"] = 2;
+  config["head_dim"] = mixtral ? 256 : qwen2 ? 128 : 64;
+  config["num_experts"] = 16;
+  config["num_experts_per_tok"] = 4;
+  config["intermediate_size"] = 384;
+  config["moe_intermediate_size"] = 128;
+  if (qwen2) config["shared_expert_intermediate_size"] = 192;
+  if (!mixtral) config["mlp_only_layers"] = {1};
+  return config;
+}
+
+TEST_P(CudaCpuAgreementTest, RandomCheckpointAtLargerShapes) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("moe_cuda_agreement_" + std::to_string(::getpid()));
+  RandomCheckpointOptions options;
+  options.seed = 11;
+  write_random_checkpoint(larger_config(GetParam()), dir.string(), options);
+  std::mt19937 random(5);
+  std::uniform_int_distribution<int32_t> token(0, 1023);
+  std::array<std::vector<int32_t>, 3> prompts;
+  const std::array<size_t, 3> lengths = {300, 41, 77};
+  for (size_t i = 0; i < prompts.size(); ++i)
+    for (size_t t = 0; t < lengths[i]; ++t) prompts[i].push_back(token(random));
+  expect_models_agree(dir.string(), prompts, token(random));
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaCpuAgreementTest, ::testing::ValuesIn(kGoldenFixtures), fixture_test_name);
+
+}  // namespace
+}  // namespace moe::testing
