@@ -32,8 +32,12 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
   worker.ep_size = identity.ep_size;
   service.expected_worker = worker;
 
-  sizing.limits = RequestLimits{model.vocab_size, context, context > 0 ? std::min(pool, context) : pool,
-                                settings.captures_routing(), settings.enable_return_router_weights};
+  sizing.limits = RequestLimits{model.vocab_size,
+                                context,
+                                context > 0 ? std::min(pool, context) : pool,
+                                settings.captures_routing(),
+                                settings.enable_return_router_weights,
+                                settings.max_running_requests};
   return sizing;
 }
 

@@ -53,6 +53,9 @@ msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& reque
   validate(s);
   if (s.max_new_tokens < 1) throw Error("sampling_params.max_new_tokens must be >= 1");
   if (s.n < 1) throw Error("sampling_params.n must be >= 1");
+  if (s.n > limits_.max_n)
+    throw Error("sampling_params.n is " + std::to_string(s.n) + "; this server runs at most " +
+                std::to_string(limits_.max_n) + " completions at once (--max-running-requests)");
   if (request.routing.start_len < 0) throw Error("routed_experts_start_len must be >= 0");
   if (request.routing.return_routed_experts && !limits_.routed_experts)
     throw Error("return_routed_experts needs a server started with --enable-return-routed-experts");

@@ -25,6 +25,9 @@ struct RequestLimits {
   int64_t max_sequence_len = 0;  // prompt + output positions the context and the KV pool leave
   bool routed_experts = false;   // --enable-return-routed-experts
   bool router_weights = false;   // --enable-return-router-weights
+  // The most completions one request may ask for (n): more than can run at once would only queue
+  // behind themselves and hold every other client back.
+  int32_t max_n = 256;
 };
 
 class RequestPreparer {

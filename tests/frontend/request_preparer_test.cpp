@@ -45,6 +45,9 @@ TEST_F(RequestPreparerTest, RejectsBadRequestsWithAClearError) {
   msg::GenerateRequest no_n = with_ids({1, 2, 3});
   no_n.sampling.n = 0;
   EXPECT_NE(refusal(no_n, make()).find("n must be"), std::string::npos);
+  msg::GenerateRequest huge_n = with_ids({1, 2, 3});
+  huge_n.sampling.n = 300000;
+  EXPECT_NE(refusal(huge_n, make()).find("--max-running-requests"), std::string::npos);
   msg::GenerateRequest bad_sampling = with_ids({1, 2, 3});
   bad_sampling.sampling.temperature = -1.0f;
   EXPECT_NE(refusal(bad_sampling, make()).find("temperature"), std::string::npos);
