@@ -6,6 +6,13 @@
 #include "sampling/sampler.h"
 
 namespace moe {
+namespace {
+
+// No byte-level BPE token of the supported tokenizers spans more bytes than this, so a text longer
+// than max_sequence_len of them cannot fit.
+constexpr size_t kMaxBytesPerToken = 256;
+
+}  // namespace
 
 RequestPreparer::RequestPreparer(tokenizer::Tokenizer tokenizer, const PromptFormat& format,
                                  const RequestLimits& limits)
@@ -23,7 +30,16 @@ std::vector<int32_t> RequestPreparer::prompt_ids(const msg::GenerateRequest& req
                     std::to_string(limits_.vocab_size) + ")");
     return *request.input_ids;
   }
-  if (request.text) return tokenizer_.encode(*request.text);
+  if (request.text) {
+    // Checked before tokenizing: a 50 MB prompt would otherwise hold the front door for seconds only to
+    // be refused for its length afterwards.
+    const auto limit = static_cast<size_t>(limits_.max_sequence_len) * kMaxBytesPerToken;
+    if (request.text->size() > limit)
+      throw Error("text is " + std::to_string(request.text->size()) + " bytes; a prompt this server can take (" +
+                  std::to_string(limits_.max_sequence_len) + " tokens) is at most " + std::to_string(limit) +
+                  " bytes");
+    return tokenizer_.encode(*request.text);
+  }
   if (!chat_template_) throw Error("messages: this model's tokenizer has no chat template");
   tokenizer::ChatTemplateInputs inputs;
   for (const msg::ChatMessage& m : *request.messages)

@@ -15,8 +15,9 @@ class RequestPreparerTest : public ::testing::Test {
  protected:
   // A KV pool of 48 slots under a context of 64: prompts longer than 48 tokens cannot run.
   RequestPreparer make(bool routed_experts = true, bool router_weights = false) {
-    return RequestPreparer(tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer"), {},
-                           RequestLimits{151936, 64, 48, routed_experts, router_weights});
+    static const tokenizer::Tokenizer qwen3 =
+        tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer");
+    return RequestPreparer(qwen3, {}, RequestLimits{151936, 64, 48, routed_experts, router_weights});
   }
 
   static msg::GenerateRequest with_ids(std::vector<int32_t> ids, int max_new_tokens = 4) {
@@ -85,6 +86,16 @@ TEST_F(RequestPreparerTest, MintsDistinctRidsAndKeepsEverythingElse) {
   EXPECT_EQ(a.input_ids, *request.input_ids);
   request.rid = "mine";
   EXPECT_EQ(preparer.prepare(request).rid, "mine");
+}
+
+TEST_F(RequestPreparerTest, AHugeTextIsRefusedBeforeItIsTokenized) {
+  msg::GenerateRequest huge;
+  huge.text = std::string();
+  for (int i = 0; i < 48 * 128; ++i) huge.text->append(" x");  // one short word after another: quick to tokenize
+  huge.text->push_back('x');
+  EXPECT_NE(refusal(huge, make()).find("bytes"), std::string::npos);
+  huge.text->pop_back();  // at the byte limit it is tokenized, then refused for its token count
+  EXPECT_NE(refusal(huge, make()).find("tokens"), std::string::npos);
 }
 
 TEST_F(RequestPreparerTest, TextIsTokenized) {
