@@ -3,15 +3,16 @@
 #include <ctime>
 
 #include "api/response_builder.h"
+#include "frontend/request_ids.h"
 #include "http/http_replies.h"
 
 namespace moe::http {
 
 GenerationExchange::GenerationExchange(api::GenerationCall call, EngineFrontend& engine,
-                                       std::weak_ptr<ResponseChannel> channel, api::RequestIdGenerator& ids)
+                                       std::weak_ptr<ResponseChannel> channel)
     : call_(std::move(call)), engine_(engine), channel_(std::move(channel)) {
   for (msg::GenerateRequest& request : call_.requests) {
-    if (request.rid.empty()) request.rid = ids.next();
+    if (request.rid.empty()) request.rid = new_request_id();
     rids_.push_back(request.rid);
     unfinished_samples_.push_back(request.sampling.n);
   }

@@ -15,9 +15,8 @@ namespace moe::http {
 
 class GenerationExchange : public std::enable_shared_from_this<GenerationExchange> {
  public:
-  // Requests without a rid get one from `ids`.
-  GenerationExchange(api::GenerationCall call, EngineFrontend& engine, std::weak_ptr<ResponseChannel> channel,
-                     api::RequestIdGenerator& ids);
+  // Requests without a rid get a new one (new_request_id).
+  GenerationExchange(api::GenerationCall call, EngineFrontend& engine, std::weak_ptr<ResponseChannel> channel);
 
   // Submits every request; the answer may be complete before this returns.
   void start();

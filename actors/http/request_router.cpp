@@ -92,7 +92,7 @@ std::shared_ptr<GenerationExchange> RequestRouter::generate(api::ApiKind api, co
     case api::ApiKind::Completion: call = api::parse_completion(body, engine_.model_name()); break;
     case api::ApiKind::ChatCompletion: call = api::parse_chat_completion(body, engine_.model_name()); break;
   }
-  auto exchange = std::make_shared<GenerationExchange>(std::move(call), engine_, channel, ids_);
+  auto exchange = std::make_shared<GenerationExchange>(std::move(call), engine_, channel);
   exchange->start();
   return exchange;
 }

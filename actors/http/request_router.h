@@ -32,7 +32,6 @@ class RequestRouter {
   HttpReply metrics() const;
 
   EngineFrontend& engine_;
-  api::RequestIdGenerator ids_;
   int64_t started_;  // Unix time, the `created` of the model list
 };
 

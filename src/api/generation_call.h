@@ -2,7 +2,6 @@
 // A generation call as the HTTP API receives it: SGLang's /generate, OpenAI's /v1/completions and
 // /v1/chat/completions, each parsed and validated into engine requests plus how to shape the answer;
 // and the ids the server gives requests that bring none.
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,18 +42,5 @@ GenerationCall parse_completion(const nlohmann::json& body, const std::string& s
 
 // OpenAI's /v1/chat/completions; a `model` other than `served_model` is a 404.
 GenerationCall parse_chat_completion(const nlohmann::json& body, const std::string& served_model);
-
-// Ids for requests that bring none (SGLang's rid is optional, OpenAI has none): the server needs
-// one to route outputs and to abort a request whose client went away.
-class RequestIdGenerator {
- public:
-  // Seeded from std::random_device, so that two servers do not hand out the same ids.
-  RequestIdGenerator();
-  // 32 lowercase hex digits (128 random bits), as SGLang's uuid4().hex.
-  std::string next();
-
- private:
-  std::mt19937_64 random_;
-};
 
 }  // namespace moe::api

@@ -1,7 +1,6 @@
 #include "api/request_fields.h"
 
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -180,15 +179,6 @@ void read_routing_fields(const FieldReader& reader, ApiKind api, msg::RoutingOpt
     check_dtype(reader, "router_weights_dtype", routing.weights_dtype, parse_router_weights_dtype);
   }
   routing.raw = true;
-}
-
-RequestIdGenerator::RequestIdGenerator() : random_(std::random_device{}()) {}
-
-std::string RequestIdGenerator::next() {
-  char text[33];
-  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(random_()),
-                static_cast<unsigned long long>(random_()));
-  return text;
 }
 
 }  // namespace moe::api

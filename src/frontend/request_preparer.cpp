@@ -1,10 +1,8 @@
 #include "frontend/request_preparer.h"
 
-#include <cstdio>
-#include <random>
-
 #include "capture/routing_encoding.h"
 #include "common/error.h"
+#include "frontend/request_ids.h"
 #include "sampling/sampler.h"
 
 namespace moe {
@@ -12,9 +10,6 @@ namespace moe {
 RequestPreparer::RequestPreparer(tokenizer::Tokenizer tokenizer, const PromptFormat& format,
                                  const RequestLimits& limits)
     : tokenizer_(std::move(tokenizer)), bos_token_(format.bos_token), eos_token_(format.eos_token), limits_(limits) {
-  char prefix[32];
-  std::snprintf(prefix, sizeof(prefix), "moe-%08x-", static_cast<unsigned>(std::random_device{}()));
-  rid_prefix_ = prefix;
   if (!format.chat_template.empty()) chat_template_ = tokenizer::ChatTemplate::compile(format.chat_template);
 }
 
@@ -70,7 +65,7 @@ msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& reque
   static_cast<msg::RequestOptions&>(out) = request;
   out.input_ids = prompt_ids(request);
   check_length(out);
-  out.rid = request.rid.empty() ? rid_prefix_ + std::to_string(next_rid_++) : request.rid;
+  out.rid = request.rid.empty() ? new_request_id() : request.rid;
   return out;
 }
 

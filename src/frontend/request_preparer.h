@@ -43,8 +43,6 @@ class RequestPreparer {
   std::optional<tokenizer::ChatTemplate> chat_template_;
   std::optional<std::string> bos_token_, eos_token_;
   RequestLimits limits_;
-  std::string rid_prefix_;  // random per process, so generated ids do not collide with clients'
-  uint64_t next_rid_ = 1;
 };
 
 }  // namespace moe

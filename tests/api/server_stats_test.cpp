@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -71,19 +70,6 @@ TEST(ExpertLoad, ListsCountsPerLayer) {
   EXPECT_EQ(body, json::parse(R"({"num_moe_layers": 2, "num_experts": 3, "tokens": 2,
                                   "counts": [[1, 0, 3], [2, 2, 0]]})"));
   EXPECT_EQ(expert_load_json(ExpertLoad{})["num_experts"], 0);
-}
-
-TEST(RequestIds, AreHexAndDistinct) {
-  RequestIdGenerator ids;
-  std::set<std::string> seen;
-  for (int i = 0; i < 1000; ++i) {
-    const std::string id = ids.next();
-    ASSERT_EQ(id.size(), 32u);
-    EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
-    seen.insert(id);
-  }
-  EXPECT_EQ(seen.size(), 1000u);
-  EXPECT_NE(RequestIdGenerator().next(), RequestIdGenerator().next());
 }
 
 TEST(Sse, FramesEventsAndDone) {

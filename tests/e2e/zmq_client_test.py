@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -75,6 +76,35 @@ class ExampleClient(unittest.TestCase):
         finally:
             if server.poll() is None:
                 sp.terminate(server)
+
+
+class Shutdown(unittest.TestCase):
+    def test_a_second_signal_exits_without_waiting_for_requests_in_flight(self):
+        port = sp.free_port()
+        server = sp.start(MOE_SERVE, "--tokenizer-path", sp.TOKENIZER, "--zmq-endpoint", f"tcp://127.0.0.1:{port}",
+                          "--graceful-shutdown-timeout", "120")
+        try:
+            g = sp.golden()
+            sock = zmq.Context.instance().socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(f"tcp://127.0.0.1:{port}")
+            long_request = dict(sp.golden_request(g["cases"][1], 6000, "long"), stream=True)
+            sock.send(msgpack.packb(long_request))
+            sp.wait_for_reply(self, sock, 30)  # generating
+            server.send_signal(signal.SIGTERM)  # drains: the request would run for many seconds
+            time.sleep(0.5)
+            self.assertIsNone(server.poll(), "the first SIGTERM should wait for the request in flight")
+            started = sp.now()
+            server.send_signal(signal.SIGTERM)
+            output, _ = server.communicate(timeout=30)
+            self.assertLess(sp.now() - started, 5, output)
+            self.assertNotEqual(server.returncode, 0)
+            self.assertIn("exiting without waiting", output)
+            sock.close()
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.communicate()
 
 
 class ExpertLoadExample(unittest.TestCase):
