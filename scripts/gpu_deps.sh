@@ -10,8 +10,8 @@
 #
 # The GPU machine (Ubuntu 24.04) has a compiler, CMake, CUDA, Eigen, nlohmann-json, fmt, spdlog,
 # GoogleTest, Google Benchmark and Boost's headers, but not ZeroMQ, msgpack, PCRE2 or utf8proc, and no
-# compiled Boost library: without Boost.program_options the build leaves out the programs and the
-# benchmarks (-DMOE_BUILD_TOOLS=OFF) and still builds every library and test suite.
+# compiled Boost library: without Boost.program_options the build leaves out the programs
+# (-DMOE_BUILD_TOOLS=OFF) and still builds every library, test suite and Google Benchmark.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEBS=.deps/debs

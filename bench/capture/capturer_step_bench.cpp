@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "capture/routed_experts_capturer.h"
+#include "capture/thread_copy_engine.h"
 
 namespace moe {
 namespace {
@@ -16,7 +17,7 @@ constexpr int kLayers = 12, kTopK = 8;
 // range(0) = tokens in the step.
 void BM_CapturerStep(benchmark::State& state) {
   const int64_t tokens = state.range(0);
-  RoutedExpertsCapturer capturer(kLayers, 8192, kTopK, true, std::make_unique<ThreadCopyEngine>());
+  RoutedExpertsCapturer capturer(std::make_unique<ThreadCopyEngine>(RoutingBufferShape{kLayers, 8192, kTopK, true}));
   const std::vector<int32_t> ids(static_cast<size_t>(tokens) * kTopK, 5);
   const std::vector<float> weights(ids.size(), 0.125f);
   uint64_t step = 0;

@@ -27,7 +27,12 @@ nlohmann::json benchmark_config(int layers) {
 
 const std::string& benchmark_checkpoint(int layers) {
   static std::map<int, std::string> made;
-  if (const char* dir = std::getenv("MOE_BENCH_MODEL")) return made.emplace(-1, dir).first->second;
+  if (const char* dir = std::getenv("MOE_BENCH_MODEL")) {
+    // Made here once when the directory holds no checkpoint yet (a machine without moe-make-checkpoint).
+    if (!made.count(-1) && !std::filesystem::exists(std::filesystem::path(dir) / "config.json"))
+      write_random_checkpoint(benchmark_config(), dir, RandomCheckpointOptions{});
+    return made.emplace(-1, dir).first->second;
+  }
   auto it = made.find(layers);
   if (it != made.end()) return it->second;
   const auto path = std::filesystem::temp_directory_path() /

@@ -1,7 +1,8 @@
 #pragma once
 // The benchmark model (bench/configs/qwen3-moe-small.json) as a checkpoint on disk, shared by the
-// kernel and decode benchmarks: $MOE_BENCH_MODEL when set (made once with moe-make-checkpoint),
-// otherwise written into a temporary directory that is removed at exit.
+// kernel and decode benchmarks: $MOE_BENCH_MODEL when set (made once with moe-make-checkpoint, or
+// written there by the first benchmark that finds the directory without one, and kept), otherwise
+// written into a temporary directory that is removed at exit.
 #include <nlohmann/json.hpp>
 #include <string>
 

@@ -1,6 +1,9 @@
 #include "cuda/cuda_model.h"
 
+#include <utility>
+
 #include "common/error.h"
+#include "cuda/cuda_copy_engine.h"
 #include "cuda/kernels.h"
 #include "model/architecture.h"
 #include "model/safetensors.h"
@@ -41,11 +44,13 @@ CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
     layer.input_norm = upload_vector(checkpoint, p + "input_layernorm.weight", H);
     layer.post_attention_norm = upload_vector(checkpoint, p + "post_attention_layernorm.weight", H);
     layer.attention.emplace(checkpoint, config_, l);
-    if (config_.moe_index(l) >= 0)
+    if (config_.moe_index(l) >= 0) {
       layer.moe.emplace(checkpoint, config_, arch, l);
-    else
+      last_moe_layer_ = l;
+    } else {
       layer.mlp = CudaMlp::load(checkpoint, p + "mlp.", "gate_proj", "up_proj", "down_proj", H,
                                 config_.intermediate_size);
+    }
   }
 }
 
@@ -74,7 +79,8 @@ void CudaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<floa
   float* normed = scratch_.normed.reserve(static_cast<size_t>(T * H));
   float* branch = scratch_.branch.reserve(static_cast<size_t>(T * H));
   gather_rows(embed_.data.data(), batch_.token_ids(), 1, T, H, x, stream);
-  for (const DecoderLayer& layer : layers_) {
+  for (int l = 0; l < config_.num_hidden_layers; ++l) {
+    const DecoderLayer& layer = layers_[l];
     rms_norm(x, T, H, layer.input_norm.data(), eps, normed, stream);
     layer.attention->forward(normed, step, kv_pool_, scratch_.attention, branch);
     add_in_place(x, branch, T * H, stream);
@@ -83,6 +89,7 @@ void CudaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<floa
       layer.moe->forward(normed, step, capture, scratch_.moe, scratch_.mlp, branch);
     else
       layer.mlp->forward(normed, T, blas_, stream, scratch_.mlp, branch);
+    if (capture && l == last_moe_layer_) capture->device_rows_queued();
     add_in_place(x, branch, T * H, stream);
   }
   compute_logits(x, logits);
@@ -104,6 +111,11 @@ void CudaModel::compute_logits(float* hidden, std::vector<float>& logits) {
   // The step ends here, logits or not: they must be on the host when forward returns, and a fault
   // of any of the step's kernels surfaces in this call rather than in a later one.
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (step)");
+}
+
+std::unique_ptr<CopyEngine> CudaModel::make_copy_engine(const RoutingBufferShape& shape,
+                                                        std::function<void()> on_ready) const {
+  return std::make_unique<CudaCopyEngine>(stream_.get(), shape, std::move(on_ready));
 }
 
 std::unique_ptr<Model> load_cuda_model(const std::string& model_dir, const ModelOptions& options) {

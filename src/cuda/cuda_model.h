@@ -28,9 +28,15 @@ class CudaModel final : public Model {
 
   const ModelConfig& config() const override { return config_; }
   KvCache make_kv_cache(int64_t num_slots) const override;
-  // Runs on the model's stream and returns once the logits are on the host. Routing reaches
-  // `capture` layer by layer, on the host, during the call.
+  // Runs on the model's stream and returns once the logits are on the host. With `capture`, each MoE
+  // layer's router writes its rows into the capture's device buffer (which only a copy engine from
+  // make_copy_engine has), and the capture hears when the last MoE layer is queued.
   void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, RoutingCapture* capture) override;
+  // A CudaCopyEngine on this model's stream: device buffers, a copy stream, pinned staging.
+  std::unique_ptr<CopyEngine> make_copy_engine(const RoutingBufferShape& shape,
+                                               std::function<void()> on_ready) const override;
+  // The stream every step is queued on (tests record events on it).
+  cudaStream_t stream() const { return stream_.get(); }
 
  private:
   struct DecoderLayer {
@@ -49,6 +55,7 @@ class CudaModel final : public Model {
   std::optional<DeviceMatrix> untied_lm_head_;  // empty when lm_head is the embedding
   DeviceArray<float> final_norm_;
   std::vector<DecoderLayer> layers_;
+  int last_moe_layer_ = -1;  // the decoder layer after which a step's routing is complete
   mutable DeviceKvPool kv_pool_;  // made by make_kv_cache
   DeviceBatch batch_;
   struct Scratch {

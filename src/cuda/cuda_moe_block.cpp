@@ -1,5 +1,8 @@
 #include "cuda/cuda_moe_block.h"
 
+#include <string>
+
+#include "common/error.h"
 #include "cuda/kernels.h"
 #include "model/architecture.h"
 
@@ -41,12 +44,16 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
   mlp_scratch.gate.reserve(static_cast<size_t>(pairs * expert_width_));
   mlp_scratch.up.reserve(static_cast<size_t>(pairs * expert_width_));
 
+  const DeviceRoutingRows captured = capture_rows(capture, T);
   step.blas.linear(x, T, router_, logits);
-  route_top_k(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, stream);
+  route_top_k(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids, captured.weights, stream);
   group_by_expert(ids, pairs, num_experts_, offsets, cursor, order, slot_of_pair, stream);
   gather_rows(x, order, top_k_, pairs, H, gathered, stream);
-  read_back(T, capture != nullptr, stream, scratch);
-  if (capture) capture->on_routing(moe_index_, T, top_k_, scratch.host_ids.data(), scratch.host_weights.data());
+  scratch.host_offsets.resize(static_cast<size_t>(num_experts_ + 1));
+  check(cudaMemcpyAsync(scratch.host_offsets.data(), offsets, scratch.host_offsets.size() * sizeof(int32_t),
+                        cudaMemcpyDeviceToHost, stream),
+        "cudaMemcpyAsync (expert offsets)");
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (expert offsets)");
 
   for (int e = 0; e < num_experts_; ++e) {
     const int64_t begin = scratch.host_offsets[e], rows = scratch.host_offsets[e + 1] - begin;
@@ -62,23 +69,15 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
   add_sigmoid_gated(out, gate, shared, T, H, stream);
 }
 
-void CudaMoeBlock::read_back(int64_t num_tokens, bool with_routing, cudaStream_t stream, Scratch& scratch) const {
-  const size_t pairs = static_cast<size_t>(num_tokens * top_k_);
-  scratch.host_offsets.resize(static_cast<size_t>(num_experts_ + 1));
-  check(cudaMemcpyAsync(scratch.host_offsets.data(), scratch.offsets.data(), scratch.host_offsets.size() * sizeof(int32_t),
-                        cudaMemcpyDeviceToHost, stream),
-        "cudaMemcpyAsync (expert offsets)");
-  if (with_routing) {
-    scratch.host_ids.resize(pairs);
-    scratch.host_weights.resize(pairs);
-    check(cudaMemcpyAsync(scratch.host_ids.data(), scratch.ids.data(), pairs * sizeof(int32_t), cudaMemcpyDeviceToHost,
-                          stream),
-          "cudaMemcpyAsync (routed ids)");
-    check(cudaMemcpyAsync(scratch.host_weights.data(), scratch.weights.data(), pairs * sizeof(float),
-                          cudaMemcpyDeviceToHost, stream),
-          "cudaMemcpyAsync (routed weights)");
-  }
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (routing)");
+DeviceRoutingRows CudaMoeBlock::capture_rows(RoutingCapture* capture, int64_t num_tokens) const {
+  if (!capture) return {};
+  const DeviceRoutingRows rows = capture->device_rows(moe_index_);
+  if (!rows.ids)
+    throw Error("CUDA forward: routing capture needs a buffer in device memory (a copy engine from the model)");
+  if (num_tokens > rows.capacity)
+    throw Error("CUDA forward: a forward of " + std::to_string(num_tokens) + " tokens exceeds the " +
+                std::to_string(rows.capacity) + " rows of the capture buffer");
+  return rows;
 }
 
 }  // namespace moe::cuda

@@ -1,8 +1,9 @@
 #pragma once
 // One decoder layer's MoE block on the device, as model/moe_block.h on the CPU: the router's top-k
-// (reported to the capture hook), the routed experts grouped by expert (each runs its SwiGLU as
-// GEMMs over the rows routed to it), the weighted sum per token in top-k order, and Qwen2-MoE's
-// sigmoid-gated shared expert.
+// (written by the router kernel straight into the capture's device buffer when routing is captured),
+// the routed experts grouped by expert (each runs its SwiGLU as GEMMs over the rows routed to it), the
+// weighted sum per token in top-k order, and Qwen2-MoE's sigmoid-gated shared expert.
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -29,19 +30,19 @@ class CudaMoeBlock {
     DeviceArray<int32_t> order, slot_of_pair;     // [T·K]
     DeviceArray<float> gathered, expert_out;      // [T·K, H], rows grouped by expert
     DeviceArray<float> shared, shared_gate;       // [T, H], [T]
-    std::vector<int32_t> host_offsets, host_ids;  // what the host reads back each step
-    std::vector<float> host_weights;
+    std::vector<int32_t> host_offsets;            // [E + 1], read back each step
   };
 
   CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer);
-  // out[T, H] = moe(x[T, H]); out is overwritten. Waits for the device once, to learn how many
-  // rows each expert got (and, with a capture hook, to hand it the routing on the host).
+  // out[T, H] = moe(x[T, H]); out is overwritten. With `capture`, the router also writes the layer's
+  // rows into the capture's device buffer (no copy to the host here). Waits for the device once, to
+  // learn how many rows each expert got: the host launches each expert's GEMMs with its row count.
   void forward(const float* x, const StepContext& step, RoutingCapture* capture, Scratch& scratch,
                CudaMlp::Scratch& mlp_scratch, float* out) const;
 
  private:
-  // Copies the expert offsets (and the routing, for `capture`) to the host and waits for them.
-  void read_back(int64_t num_tokens, bool with_routing, cudaStream_t stream, Scratch& scratch) const;
+  // The capture's device block for this layer; a capture without one, or too small, is a moe::Error.
+  DeviceRoutingRows capture_rows(RoutingCapture* capture, int64_t num_tokens) const;
 
   int moe_index_;
   int num_experts_;

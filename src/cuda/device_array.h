@@ -1,5 +1,7 @@
 #pragma once
-// Device memory owned like a std::vector: moved, never copied, freed with its owner.
+// CUDA-allocated memory owned like a std::vector: moved, never copied, freed with its owner. Device
+// memory (DeviceArray) holds weights and activations; page-locked host memory (PinnedArray) is what
+// an asynchronous device-to-host copy may land in.
 #include <cstddef>
 #include <utility>
 #include <vector>
@@ -8,31 +10,49 @@
 
 namespace moe::cuda {
 
-template <typename T>
-class DeviceArray {
+struct DeviceMemory {
+  static void* allocate(size_t bytes) {
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    return p;
+  }
+  static void release(void* p) { cudaFree(p); }
+};
+
+struct PinnedHostMemory {
+  static void* allocate(size_t bytes) {
+    void* p = nullptr;
+    check(cudaHostAlloc(&p, bytes, cudaHostAllocDefault), "cudaHostAlloc");
+    return p;
+  }
+  static void release(void* p) { cudaFreeHost(p); }
+};
+
+template <typename T, typename Memory>
+class CudaArray {
  public:
-  DeviceArray() = default;
-  explicit DeviceArray(size_t count) {
-    if (count) check(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)), "cudaMalloc");
+  CudaArray() = default;
+  explicit CudaArray(size_t count) {
+    if (count) data_ = static_cast<T*>(Memory::allocate(count * sizeof(T)));
     size_ = count;
   }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  DeviceArray(DeviceArray&& other) noexcept
+  CudaArray(const CudaArray&) = delete;
+  CudaArray& operator=(const CudaArray&) = delete;
+  CudaArray(CudaArray&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  DeviceArray& operator=(DeviceArray&& other) noexcept {
+  CudaArray& operator=(CudaArray&& other) noexcept {
     std::swap(data_, other.data_);
     std::swap(size_, other.size_);
     return *this;
   }
-  ~DeviceArray() {
-    if (data_) cudaFree(data_);
+  ~CudaArray() {
+    if (data_) Memory::release(data_);
   }
 
   // A copy of `host` (synchronous: weights are uploaded once, at load).
-  static DeviceArray from_host(const std::vector<T>& host) {
-    DeviceArray array(host.size());
-    check(cudaMemcpy(array.data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy (upload)");
+  static CudaArray from_host(const std::vector<T>& host) {
+    CudaArray array(host.size());
+    check(cudaMemcpy(array.data_, host.data(), host.size() * sizeof(T), cudaMemcpyDefault), "cudaMemcpy (upload)");
     return array;
   }
 
@@ -40,7 +60,7 @@ class DeviceArray {
   // largest step seen; growing drops the contents (cudaFree waits for the device, so no kernel
   // still reads the old memory).
   T* reserve(size_t count) {
-    if (count > size_) *this = DeviceArray(count);
+    if (count > size_) *this = CudaArray(count);
     return data_;
   }
 
@@ -53,5 +73,10 @@ class DeviceArray {
   T* data_ = nullptr;
   size_t size_ = 0;
 };
+
+template <typename T>
+using DeviceArray = CudaArray<T, DeviceMemory>;
+template <typename T>
+using PinnedArray = CudaArray<T, PinnedHostMemory>;
 
 }  // namespace moe::cuda

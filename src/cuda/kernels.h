@@ -54,9 +54,10 @@ void causal_attention(const float* q, int64_t tokens, const AttentionTables& tab
 
 // The router's top-k per token from logits [tokens, num_experts] (overwritten by the softmax):
 // descending probability, ties to the lower id, weights renormalised over the k when `normalize`
-// (moe/routing.cpp's rules). ids, weights: [tokens, top_k].
+// (moe/routing.cpp's rules). ids, weights: [tokens, top_k]. Where routing is captured, the same ids
+// as int16 and weights also go to capture_ids and capture_weights (each may be null).
 void route_top_k(float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
-                 float* weights, cudaStream_t stream);
+                 float* weights, int16_t* capture_ids, float* capture_weights, cudaStream_t stream);
 // Sorts the routed pairs p = t·K + k by expert: expert e's pairs take slots offsets[e] ..
 // offsets[e + 1] - 1 of `order` (order[slot] = p, slot_of_pair[p] = slot). offsets: [E + 1];
 // cursor: [E] scratch.
@@ -65,5 +66,8 @@ void group_by_expert(const int32_t* ids, int64_t pairs, int num_experts, int32_t
 // out[t] = Σ_k weights[t, k] · expert_out[slot_of_pair[t·K + k]], added in top-k order.
 void combine_experts(const float* expert_out, const int32_t* slot_of_pair, const float* weights, int64_t tokens,
                      int top_k, int64_t width, float* out, cudaStream_t stream);
+
+// Holds `stream` for `nanoseconds` with one spinning thread: a test's stand-in for slow work on it.
+void spin_for(int64_t nanoseconds, cudaStream_t stream);
 
 }  // namespace moe::cuda

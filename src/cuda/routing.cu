@@ -10,7 +10,7 @@ namespace {
 // the k picks are strictly descending in (probability, then lower id first), the kept weights are
 // summed in rank order and divided (not multiplied by a reciprocal).
 __global__ void route_kernel(float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
-                             float* weights) {
+                             float* weights, int16_t* capture_ids, float* capture_weights) {
   MOE_GRID_STRIDE(t, tokens) {
     float* probs = logits + t * num_experts;
     float max_logit = probs[0];
@@ -43,6 +43,10 @@ __global__ void route_kernel(float* logits, int64_t tokens, int num_experts, int
     }
     if (normalize)
       for (int j = 0; j < top_k; ++j) weights[t * top_k + j] /= kept;
+    if (capture_ids)
+      for (int j = 0; j < top_k; ++j) capture_ids[t * top_k + j] = static_cast<int16_t>(ids[t * top_k + j]);
+    if (capture_weights)
+      for (int j = 0; j < top_k; ++j) capture_weights[t * top_k + j] = weights[t * top_k + j];
   }
 }
 
@@ -86,10 +90,10 @@ __global__ void combine_kernel(const float* expert_out, const int32_t* slot_of_p
 }  // namespace
 
 void route_top_k(float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
-                 float* weights, cudaStream_t stream) {
+                 float* weights, int16_t* capture_ids, float* capture_weights, cudaStream_t stream) {
   if (tokens == 0) return;
   route_kernel<<<blocks_for(tokens), kThreads, 0, stream>>>(logits, tokens, num_experts, top_k, normalize, ids,
-                                                            weights);
+                                                            weights, capture_ids, capture_weights);
   check_launch("route_top_k");
 }
 

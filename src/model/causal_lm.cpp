@@ -1,8 +1,10 @@
 // The decoder-only MoE language model shared by every supported architecture: embedding, layers of
 // attention + (MoE or dense) MLP with pre-RMSNorm residuals, final norm and lm_head.
 #include <optional>
+#include <utility>
 #include <vector>
 
+#include "capture/thread_copy_engine.h"
 #include "common/error.h"
 #include "kernels/linear.h"
 #include "kernels/norm.h"
@@ -121,6 +123,11 @@ std::unique_ptr<Model> Model::load(const std::string& model_dir, const ModelOpti
   if (options.device != Device::Cpu)
     throw Error("Model::load builds the CPU model; load_model (worker/load_model.h) chooses the device");
   return std::make_unique<CausalLm>(model_dir, options);
+}
+
+std::unique_ptr<CopyEngine> Model::make_copy_engine(const RoutingBufferShape& shape,
+                                                    std::function<void()> on_ready) const {
+  return std::make_unique<ThreadCopyEngine>(shape, std::move(on_ready));
 }
 
 }  // namespace moe

@@ -1,10 +1,12 @@
 #pragma once
 // A Hugging Face MoE causal LM loaded from a hub-layout directory and run in float32: on the CPU
 // (Model::load), or on a GPU where the build has the CUDA backend (load_model in worker/load_model.h).
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "capture/copy_engine.h"
 #include "model/forward_batch.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
@@ -41,6 +43,11 @@ class Model {
   // needs_logits, in batch order) into `logits`.
   virtual void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
                        RoutingCapture* capture = nullptr) = 0;
+  // The copy engine behind routing capture: its buffers are where this model's MoE layers write (the
+  // host's for the CPU model, whose engine is a ThreadCopyEngine), `on_ready` (optional) is called
+  // from the engine's own thread after each copy completes.
+  virtual std::unique_ptr<CopyEngine> make_copy_engine(const RoutingBufferShape& shape,
+                                                       std::function<void()> on_ready) const;
 };
 
 }  // namespace moe

@@ -46,9 +46,9 @@ ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions&
       instance_(draw_instance()) {
   if (settings_.capture_routing) {
     const ModelConfig& c = model_->config();
-    capturer_ = std::make_unique<RoutedExpertsCapturer>(c.num_moe_layers(), settings_.max_batch_tokens,
-                                                        c.num_experts_per_tok, settings_.capture_router_weights,
-                                                        std::make_unique<ThreadCopyEngine>(options.on_routing_ready));
+    const RoutingBufferShape shape{c.num_moe_layers(), settings_.max_batch_tokens, c.num_experts_per_tok,
+                                   settings_.capture_router_weights};
+    capturer_ = std::make_unique<RoutedExpertsCapturer>(model_->make_copy_engine(shape, options.on_routing_ready));
   }
 }
 

@@ -15,7 +15,9 @@ struct ModelWorkerOptions {
   // What it serves (KV slots, capture buffer rows, capture with or without router weights, model
   // fingerprint); reported on every heartbeat, so the scheduler can refuse a mismatch.
   msg::WorkerSettings settings;
-  std::function<void()> on_routing_ready;  // called from the copy thread when a step's rows are staged
+  // Called from the copy engine's thread (the CPU's copy thread, CUDA's host-callback thread) when a
+  // step's rows can be taken.
+  std::function<void()> on_routing_ready;
 };
 
 class ModelWorker {

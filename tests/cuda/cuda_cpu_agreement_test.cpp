@@ -1,5 +1,6 @@
 // The CPU and CUDA models, given the same forward batches, route every token of every MoE layer the
-// same way (ids equal but for near-ties, weights within 1e-4) and produce the same logits. The
+// same way (ids equal but for near-ties, weights within 1e-4; each model captures through its own
+// copy engine, so the CUDA rows come out of its device buffer) and produce the same logits. The
 // batches mix a whole prompt with a partial one, then a decode token beside a prompt's remainder
 // and a new prompt whose slots run backwards. The fixtures run with their golden prompts; random
 // checkpoints of each architecture add what the fixtures lack: head_dim 64 to 256, a dense layer,
@@ -10,10 +11,11 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
-#include <map>
+#include <string>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "capture/routed_experts_capturer.h"
 #include "common/json_file.h"
 #include "cuda/device.h"
 #include "model/random_checkpoint.h"
@@ -26,57 +28,54 @@ namespace {
 constexpr int32_t kSlotsPerCase = 512;
 constexpr int64_t kSlots = 3 * kSlotsPerCase;
 
-// One forward's routing, layer by layer, as the model handed it to the capture hook.
-struct RecordedRouting final : RoutingCapture {
-  struct Layer {
-    int64_t tokens = 0;
-    int top_k = 0;
-    std::vector<int32_t> ids;
-    std::vector<float> weights;
-  };
-  std::map<int, Layer> layers;
-
-  void on_routing(int layer, int64_t num_tokens, int top_k, const int32_t* ids, const float* weights) override {
-    const int64_t n = num_tokens * top_k;
-    layers[layer] = {num_tokens, top_k, {ids, ids + n}, {weights, weights + n}};
-  }
-};
-
-// A model with its own KV cache, fed the same batches as the other.
+// A model with its own KV cache and routing capture (its own copy engine, router weights kept), fed
+// the same batches as the other.
 struct Runner {
-  explicit Runner(std::unique_ptr<Model> loaded) : model(std::move(loaded)), kv(model->make_kv_cache(kSlots)) {}
+  explicit Runner(std::unique_ptr<Model> loaded)
+      : model(std::move(loaded)),
+        kv(model->make_kv_cache(kSlots)),
+        capturer(model->make_copy_engine(
+            {model->config().num_moe_layers(), kSlots, model->config().num_experts_per_tok, true}, {})) {}
 
   void forward(const ForwardBatch& batch) {
-    routing.layers.clear();
-    model->forward(batch, kv, logits, &routing);
+    capturer.begin_step(step, batch.num_tokens());
+    model->forward(batch, kv, logits, &capturer);
+    capturer.end_step();
+    std::vector<StagedRouting> staged = capturer.drain();
+    ASSERT_EQ(staged.size(), 1u);
+    ASSERT_EQ(staged[0].step, step++);
+    routing = std::move(staged[0]);
   }
 
   std::unique_ptr<Model> model;
   KvCache kv;
-  RecordedRouting routing;
+  RoutedExpertsCapturer capturer;
+  uint64_t step = 0;
+  StagedRouting routing;  // the last forward's rows [T, L, K]
   std::vector<float> logits;
 };
 
 // Rank k of a token may hold another expert only at a near-tie: the CPU's weights of ranks k and
 // k ± 1 within 1e-4 (an order swap), or k the last rank (the k-th and (k+1)-th experts tie: the
 // weights then still agree).
-void expect_same_routing(const RecordedRouting& cpu, const RecordedRouting& cuda) {
-  ASSERT_EQ(cpu.layers.size(), cuda.layers.size());
-  for (const auto& [layer, want] : cpu.layers) {
-    const RecordedRouting::Layer& got = cuda.layers.at(layer);
-    ASSERT_EQ(got.tokens, want.tokens);
-    ASSERT_EQ(got.top_k, want.top_k);
-    const int K = want.top_k;
-    for (int64_t i = 0; i < want.tokens * K; ++i) {
-      EXPECT_NEAR(got.weights[i], want.weights[i], 1e-4) << "layer " << layer << " pair " << i;
-      if (got.ids[i] == want.ids[i]) continue;
-      const int k = static_cast<int>(i % K);
-      const bool tie_before = k > 0 && std::fabs(want.weights[i] - want.weights[i - 1]) < 1e-4f;
-      const bool tie_after = k + 1 < K && std::fabs(want.weights[i] - want.weights[i + 1]) < 1e-4f;
-      EXPECT_TRUE(tie_before || tie_after || k == K - 1)
-          << "layer " << layer << " token " << i / K << " rank " << k << ": CUDA routed to expert " << got.ids[i]
-          << ", the CPU to " << want.ids[i];
-    }
+void expect_same_routing(const StagedRouting& cpu, const StagedRouting& cuda) {
+  ASSERT_EQ(cpu.num_tokens, cuda.num_tokens);
+  ASSERT_EQ(cpu.num_moe_layers, cuda.num_moe_layers);
+  ASSERT_EQ(cpu.top_k, cuda.top_k);
+  ASSERT_EQ(cpu.ids.size(), cuda.ids.size());
+  ASSERT_EQ(cuda.weights.size(), cuda.ids.size());
+  const int L = cpu.num_moe_layers, K = cpu.top_k;
+  for (size_t i = 0; i < cpu.ids.size(); ++i) {
+    const int64_t row = static_cast<int64_t>(i) / K;
+    const int k = static_cast<int>(i % K);
+    const std::string where =
+        "token " + std::to_string(row / L) + " layer " + std::to_string(row % L) + " rank " + std::to_string(k);
+    EXPECT_NEAR(cuda.weights[i], cpu.weights[i], 1e-4) << where;
+    if (cuda.ids[i] == cpu.ids[i]) continue;
+    const bool tie_before = k > 0 && std::fabs(cpu.weights[i] - cpu.weights[i - 1]) < 1e-4f;
+    const bool tie_after = k + 1 < K && std::fabs(cpu.weights[i] - cpu.weights[i + 1]) < 1e-4f;
+    EXPECT_TRUE(tie_before || tie_after || k == K - 1)
+        << where << ": CUDA routed to expert " << cuda.ids[i] << ", the CPU to " << cpu.ids[i];
   }
 }
 
@@ -119,8 +118,8 @@ void expect_models_agree(const std::string& model_dir, const std::array<std::vec
   second.add_sequence({p1.begin() + half, p1.end()}, slots(1, p1.size()), true);
   second.add_sequence(p2, slots(2, p2.size(), true), true);
   for (const ForwardBatch* batch : {&first, &second}) {
-    cpu.forward(*batch);
-    gpu.forward(*batch);
+    ASSERT_NO_FATAL_FAILURE(cpu.forward(*batch));
+    ASSERT_NO_FATAL_FAILURE(gpu.forward(*batch));
     expect_same_routing(cpu.routing, gpu.routing);
     expect_same_logits(cpu.logits, gpu.logits);
   }

@@ -1,6 +1,7 @@
 // The CUDA model reproduces transformers on every golden case of every fixture, through the engine
-// step as a server runs it: each case alone, all in one batch, and with the prompts fed in chunks
-// (so prefill chunks and decode tokens share steps). Skipped where no GPU is visible.
+// step as a server runs it (EngineCore, capture on: the rows come out of the CUDA copy engine's
+// device buffers and copy stream): each case alone, all in one batch, and with the prompts fed in
+// chunks (so prefill chunks and decode tokens share steps). Skipped where no GPU is visible.
 #include "cuda/device.h"
 #include "support/golden_support.h"
 #include "worker/load_model.h"

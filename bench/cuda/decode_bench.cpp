@@ -1,0 +1,85 @@
+// The benchmark model on the GPU through ModelWorker::execute, a server's step (forward on the device,
+// logits to the host, greedy sampling there): decode tokens/s at batch 1 to 128 and prefill tokens/s
+// of a 512-token prompt, each beside its HBM bound (the step's float32 weight bytes over the
+// measured device copy bandwidth), and the cost of routing capture at batch 64, capture on and off
+// alternated in one run. Skipped without a CUDA device. MOE_BENCH_MODEL names the checkpoint (made
+// there when the directory has none yet); without it one is written to a temporary directory.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+
+#include "cuda/device.h"
+#include "cuda/gpu_workload.h"
+
+namespace moe::bench {
+namespace {
+
+bool skip_without_device(benchmark::State& state) {
+  if (cuda::device_count() > 0) return false;
+  state.SkipWithError("no CUDA device");
+  return true;
+}
+
+// tokens/s measured, and the HBM bound of the same step beside it.
+void report(benchmark::State& state, GpuWorkload& workload, double tokens_per_step, double weight_bytes) {
+  state.counters["tok/s"] = benchmark::Counter(tokens_per_step, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["hbm_bound_tok/s"] = tokens_per_step * workload.bandwidth() / weight_bytes;
+  state.counters["weights_MB/step"] = weight_bytes / 1e6;
+  state.counters["copy_GB/s"] = workload.bandwidth() / 1e9;
+  state.SetLabel(workload.device_name());
+}
+
+// range(0) = sequences in the batch, each adding one token at context 128. Capture off.
+void BM_GpuDecode(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  GpuWorkload& workload = GpuWorkload::get();
+  msg::WorkerBatch batch = workload.decode_batch(static_cast<int>(state.range(0)));
+  const double bytes = workload.weight_bytes(batch);
+  workload.execute(batch, false);  // untimed: cuBLAS picks its kernels for these shapes
+  for (auto _ : state) workload.execute(batch, false);
+  report(state, workload, static_cast<double>(state.range(0)), bytes);
+}
+BENCHMARK(BM_GpuDecode)->ArgName("batch")->Arg(1)->Arg(8)->Arg(32)->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// One 512-token prompt in one step. Capture off.
+void BM_GpuPrefill(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  GpuWorkload& workload = GpuWorkload::get();
+  msg::WorkerBatch batch = workload.prefill_batch();
+  const double bytes = workload.weight_bytes(batch);
+  workload.execute(batch, false);
+  for (auto _ : state) workload.execute(batch, false);
+  report(state, workload, GpuWorkload::kPromptTokens, bytes);
+}
+BENCHMARK(BM_GpuPrefill)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Decode at batch 64 with every step captured (as when every request asks) against no capture, in
+// alternating blocks of 25 steps (off on on off, repeated), so drift hits both alike. on/off is the
+// ratio of their tokens/s.
+void BM_GpuCaptureOnOverOff(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  constexpr int kBatch = 64, kRounds = 8, kBlock = 25;
+  GpuWorkload& workload = GpuWorkload::get();
+  msg::WorkerBatch batch = workload.decode_batch(kBatch);
+  workload.execute(batch, false);
+  workload.execute(batch, true);
+  double seconds[2] = {0.0, 0.0};  // [capture off, on]
+  const auto block = [&](bool capture) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kBlock; ++i) workload.execute(batch, capture);
+    seconds[capture] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (auto _ : state)
+    for (int round = 0; round < kRounds; ++round)
+      for (bool capture : {false, true, true, false}) block(capture);
+  const double steps = double{kRounds} * 2 * kBlock * static_cast<double>(state.iterations());
+  const double off = kBatch * steps / seconds[0], on = kBatch * steps / seconds[1];
+  state.counters["off_tok/s"] = off;
+  state.counters["on_tok/s"] = on;
+  state.counters["on/off"] = on / off;
+  state.SetLabel(workload.device_name());
+}
+BENCHMARK(BM_GpuCaptureOnOverOff)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace moe::bench

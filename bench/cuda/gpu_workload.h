@@ -1,0 +1,49 @@
+#pragma once
+// The benchmark model (bench/configs/qwen3-moe-small.json) on the GPU behind a ModelWorker, as a
+// server runs it (forward, sampling on the host, capture through the CUDA copy engine), with its
+// decode sequences prefilled, and what an HBM bound needs: the weight bytes a step reads and the
+// device's measured copy bandwidth.
+#include <cstdint>
+#include <memory>
+
+#include "moe/messages.h"
+#include "worker/model_worker.h"
+
+namespace moe::bench {
+
+class GpuWorkload {
+ public:
+  static constexpr int kContext = 128;      // tokens in each decode sequence's KV before its step
+  static constexpr int kMaxBatch = 128;     // decode sequences prefilled
+  static constexpr int kPromptTokens = 512;  // the prefill benchmark's prompt
+
+  // Loaded (and prefilled) once per process.
+  static GpuWorkload& get();
+
+  // One decode step of sequences 0..batch-1: each feeds a token at position kContext, the same slot
+  // every time, so the step can be repeated as often as timing needs.
+  msg::WorkerBatch decode_batch(int batch) const;
+  // The whole kPromptTokens-token prompt in one step, over slots no decode sequence uses.
+  msg::WorkerBatch prefill_batch() const;
+  // Runs `batch` as the next step, routing captured or not.
+  msg::WorkerResult execute(msg::WorkerBatch& batch, bool capture);
+
+  // Float32 weight bytes one run of `batch` reads: every dense weight, lm_head, the embedding rows of
+  // its tokens, and in each MoE layer the experts its tokens reach (seen by running it once captured).
+  double weight_bytes(msg::WorkerBatch batch);
+  // Device-to-device copy bandwidth, bytes read plus bytes written per second.
+  double bandwidth() const { return bandwidth_; }
+  const std::string& device_name() const { return device_name_; }
+
+ private:
+  GpuWorkload();
+  // Distinct experts each MoE layer's router picked for the batch's tokens.
+  std::vector<int> experts_reached(msg::WorkerBatch batch);
+
+  std::unique_ptr<ModelWorker> worker_;
+  uint64_t next_step_ = 0;
+  double bandwidth_ = 0.0;
+  std::string device_name_;
+};
+
+}  // namespace moe::bench
