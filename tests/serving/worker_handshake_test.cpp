@@ -8,6 +8,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "model/model_fingerprint.h"
 #include "serving/scheduler_service.h"
 #include "serving/worker_settings.h"
 #include "common/error.h"
