@@ -26,7 +26,7 @@ void SchedulerService::on_weights_updated(msg::WeightsUpdated answer) {
     const std::vector<std::string> ended = scheduler_.begun_requests(answer.request.abort_all_requests);
     for (const std::string& rid : ended)
       abort(rid, "the model weights were updated to version '" + version +
-                     "' while this request was being served; its tokens so far came from version '" +
+                     "' while this request was in the engine; what it generated so far came from version '" +
                      weights_.weight_version + "' (send it again)");
     scheduler_.flush_cache();
     options_.expected_worker.model_fingerprint = answer.model_fingerprint;
