@@ -5,43 +5,22 @@
 // of a silent worker that comes back is applied.
 #include <gtest/gtest.h>
 
-#include "serving/scheduler_service.h"
+#include "scheduler_service_support.h"
 
 namespace moe {
 namespace {
 
-msg::WorkerSettings settings(uint64_t fingerprint) {
-  return {.model_fingerprint = fingerprint, .kv_slots = 257, .max_batch_tokens = 64, .capture_routing = false,
-          .capture_router_weights = false, .ep_size = 1};
-}
+msg::WorkerSettings settings(uint64_t fingerprint) { return testing::small_worker_settings(fingerprint); }
 
 SchedulerServiceOptions options() {
-  SchedulerServiceOptions o;
-  o.scheduler.max_total_tokens = 256;
-  o.scheduler.chunked_prefill_size = 64;
-  o.scheduler.context_length = 128;
-  o.expected_worker = settings(10);
+  SchedulerServiceOptions o = testing::small_scheduler_options(settings(10));
   o.weights = {"/ckpt/a", "a"};
   return o;
 }
 
-msg::TokenizedRequest request(const std::string& rid) {
-  msg::TokenizedRequest r;
-  r.rid = rid;
-  r.input_ids = {1, 2, 3, 4, 5, 6};
-  r.sampling.temperature = 0.0f;
-  r.sampling.max_new_tokens = 8;
-  return r;
-}
+msg::TokenizedRequest request(const std::string& rid) { return testing::six_token_request(rid, 8); }
 
-msg::WorkerResult answer(const msg::WorkerBatch& batch, uint64_t instance) {
-  msg::WorkerResult result;
-  result.step = batch.step;
-  result.worker_instance = instance;
-  for (const msg::WorkerSequence& s : batch.sequences)
-    if (s.needs_logits) result.sampled_ids.push_back(7);
-  return result;
-}
+msg::WorkerResult answer(const msg::WorkerBatch& batch, uint64_t instance) { return testing::sevens(batch, instance); }
 
 msg::UpdateWeights update(uint64_t id, const std::string& path, const std::string& version) {
   msg::UpdateWeights u;
