@@ -1,5 +1,7 @@
 #include "moe/engine.h"
 
+#include <future>
+
 #include "client/reply_sink.h"
 #include "pipeline/engine_runtime.h"
 #include "pipeline/tokenizer_actor.h"
@@ -24,6 +26,26 @@ Engine::~Engine() { runtime_->drain(std::chrono::milliseconds(0)); }
 int64_t Engine::kv_slots() const { return runtime_->kv_slots(); }
 
 std::string Engine::client_endpoint() const { return runtime_->client_endpoint(); }
+
+msg::WeightsUpdated Engine::update_weights_from_disk(msg::UpdateWeights update) {
+  auto answer = std::make_shared<std::promise<msg::WeightsUpdated>>();
+  std::future<msg::WeightsUpdated> done = answer->get_future();
+  runtime_->tokenizer_loop().post([this, answer, update = std::move(update)]() mutable {
+    runtime_->tokenizer().update_weights(std::move(update),
+                                         [answer](const msg::WeightsUpdated& result) { answer->set_value(result); });
+  });
+  return done.get();
+}
+
+bool Engine::abort(const std::string& rid) {
+  if (rid.empty()) return false;  // the tokenizer would read it as "every request"
+  std::promise<bool> found;
+  std::future<bool> done = found.get_future();
+  runtime_->tokenizer_loop().post([this, &found, rid] {
+    found.set_value(runtime_->tokenizer().abort_request(rid, "aborted by moe::Engine::abort") > 0);
+  });
+  return done.get();
+}
 
 void Engine::start(msg::GenerateRequest request, OutputHandler on_output, DoneHandler on_done) {
   runtime_->tokenizer_loop().post([this, request = std::move(request), on_output = std::move(on_output),

@@ -1,9 +1,14 @@
 #pragma once
 // What the HTTP server needs from the engine, implemented by the tokenizer actor. Light on
 // purpose (no Asio, no Beast): the actor includes it, the server calls it.
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "api/native_calls.h"
 #include "api/server_stats.h"
 #include "moe/messages.h"
 
@@ -14,6 +19,7 @@ class EngineFrontend {
  public:
   using OutputHandler = std::function<void(const msg::TextOutput&)>;
   using ErrorHandler = std::function<void(const msg::ErrorReply&)>;
+  using WeightsUpdatedHandler = std::function<void(const msg::WeightsUpdated&)>;
 
   virtual ~EngineFrontend() = default;
 
@@ -31,8 +37,27 @@ class EngineFrontend {
   // arrive and are ignored; aborting a finished or unknown rid does nothing.
   virtual void abort(const std::string& rid) = 0;
 
+  // POST /abort_request: ends request `rid` (every live request when empty) with finish reason
+  // abort; its own client gets that reply. Returns how many requests were live.
+  virtual size_t abort_request(const std::string& rid) = 0;
+
+  // POST /update_weights_from_disk: loads new weights between two steps (the running requests end);
+  // `on_done` gets the answer, a failed one too, once the load is over (seconds or minutes later).
+  virtual void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) = 0;
+  // POST /flush_cache: evicts the prefix cache; returns the cached tokens evicted.
+  virtual int64_t flush_cache() = 0;
+  // POST /tokenize: the ids /generate gives `text`.
+  virtual std::vector<int32_t> tokenize(const std::string& text) const = 0;
+  // POST /detokenize: the text of `ids`, special tokens kept; an id outside the vocabulary is an
+  // api::ApiError (400) naming `field`.
+  virtual std::string detokenize(const std::vector<int32_t>& ids, const std::string& field) const = 0;
+
   // The name OpenAI requests must give as `model`, and GET /v1/models lists.
   virtual std::string model_name() const = 0;
+  // GET /get_model_info (and /v1/models' max_model_len, /tokenize's).
+  virtual api::ModelInfo model_info() const = 0;
+  // GET /get_server_info: the flags in effect and the sizes the engine derived from them.
+  virtual nlohmann::json server_info() const = 0;
   // For GET /metrics.
   virtual api::ServerStats stats() const = 0;
   // For GET /expert_load and POST /expert_load/reset, whose `reset` zeroes the counts in the same

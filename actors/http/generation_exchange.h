@@ -13,7 +13,7 @@
 
 namespace moe::http {
 
-class GenerationExchange : public std::enable_shared_from_this<GenerationExchange> {
+class GenerationExchange final : public PendingAnswer, public std::enable_shared_from_this<GenerationExchange> {
  public:
   // Requests without a rid get a new one (new_request_id).
   GenerationExchange(api::GenerationCall call, EngineFrontend& engine, std::weak_ptr<ResponseChannel> channel);
@@ -21,7 +21,7 @@ class GenerationExchange : public std::enable_shared_from_this<GenerationExchang
   // Submits every request; the answer may be complete before this returns.
   void start();
   // The client went away: aborts every request that has not finished. Nothing more is sent.
-  void cancel();
+  void cancel() override;
 
  private:
   // Adds an output to the answer; streams it, or sends the whole answer once every sample finished.

@@ -22,6 +22,15 @@ struct HttpReply {
   std::vector<std::pair<std::string, std::string>> headers;  // extra ones, e.g. Allow
 };
 
+// An answer still being produced (a generation, a health probe): the session cancels it when its
+// client goes away.
+class PendingAnswer {
+ public:
+  virtual ~PendingAnswer() = default;
+  // The client went away: stop what still runs for it. Nothing more is sent.
+  virtual void cancel() = 0;
+};
+
 // Where an answer goes. Exactly one of send() or begin_stream() .. end_stream() per request.
 class ResponseChannel {
  public:

@@ -121,7 +121,7 @@ void HttpSession::dispatch() {
   parser_.reset();
   answering_ = true;
   answer_queued_ = false;
-  std::shared_ptr<GenerationExchange> exchange = shared_->router.route(request, shared_from_this());
+  std::shared_ptr<PendingAnswer> exchange = shared_->router.route(request, shared_from_this());
   if (answer_queued_ || closed_) return;
   exchange_ = std::move(exchange);
   watch_client();

@@ -87,7 +87,7 @@ class HttpSession final : public ResponseChannel, public std::enable_shared_from
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::shared_ptr<ServerShared> shared_;
-  std::shared_ptr<GenerationExchange> exchange_;
+  std::shared_ptr<PendingAnswer> exchange_;
 
   std::deque<std::string> outbox_;
   bool writing_ = false;

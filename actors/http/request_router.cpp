@@ -14,7 +14,24 @@ namespace moe::http {
 namespace {
 
 // What a route leads to.
-enum class Endpoint { Generate, Completion, ChatCompletion, Models, Health, Metrics, ExpertLoad, ExpertLoadReset };
+enum class Endpoint {
+  Generate,
+  Completion,
+  ChatCompletion,
+  Models,
+  Health,
+  Metrics,
+  ExpertLoad,
+  ExpertLoadReset,
+  UpdateWeights,
+  AbortRequest,
+  FlushCache,
+  HealthGenerate,
+  Tokenize,
+  Detokenize,
+  ModelInfo,
+  ServerInfo,
+};
 
 // A path served with one method.
 struct Route {
@@ -33,17 +50,22 @@ constexpr std::array kRoutes = {
     Route{"/expert_load", "GET", Endpoint::ExpertLoad},
     // Reads and zeroes the counts: a state change, so POST (the reply is what the window held).
     Route{"/expert_load/reset", "POST", Endpoint::ExpertLoadReset},
+    Route{"/update_weights_from_disk", "POST", Endpoint::UpdateWeights},
+    Route{"/abort_request", "POST", Endpoint::AbortRequest},
+    Route{"/flush_cache", "POST", Endpoint::FlushCache},
+    Route{"/health_generate", "GET", Endpoint::HealthGenerate},
+    Route{"/tokenize", "POST", Endpoint::Tokenize},
+    Route{"/detokenize", "POST", Endpoint::Detokenize},
+    Route{"/get_model_info", "GET", Endpoint::ModelInfo},
+    Route{"/get_server_info", "GET", Endpoint::ServerInfo},
 };
-
-// What generation calls and /health get once the engine stops taking requests.
-api::ApiError shutting_down_error() { return api::ApiError(503, "the server is shutting down"); }
 
 }  // namespace
 
 RequestRouter::RequestRouter(EngineFrontend& engine)
     : engine_(engine), started_(static_cast<int64_t>(std::time(nullptr))) {}
 
-std::shared_ptr<GenerationExchange> RequestRouter::route(const HttpRequest& request,
+std::shared_ptr<PendingAnswer> RequestRouter::route(const HttpRequest& request,
                                                          const std::shared_ptr<ResponseChannel>& channel) {
   const std::string_view target = request.target;
   const std::string path(target.substr(0, target.find('?')));
@@ -63,7 +85,9 @@ std::shared_ptr<GenerationExchange> RequestRouter::route(const HttpRequest& requ
       case Endpoint::Generate: return generate(api::ApiKind::Generate, request, channel);
       case Endpoint::Completion: return generate(api::ApiKind::Completion, request, channel);
       case Endpoint::ChatCompletion: return generate(api::ApiKind::ChatCompletion, request, channel);
-      case Endpoint::Models: channel->send(json_reply(200, api::model_list(engine_.model_name(), started_))); break;
+      case Endpoint::Models:
+        channel->send(json_reply(200, api::model_list(engine_.model_name(), started_, engine_.model_info().max_model_len)));
+        break;
       case Endpoint::Health: channel->send(health()); break;
       case Endpoint::Metrics: channel->send(metrics()); break;
       case Endpoint::ExpertLoad:
@@ -72,6 +96,14 @@ std::shared_ptr<GenerationExchange> RequestRouter::route(const HttpRequest& requ
         channel->send(json_reply(200, api::expert_load_json(engine_.expert_load(reset))));
         break;
       }
+      case Endpoint::UpdateWeights: update_weights(request, channel); break;
+      case Endpoint::AbortRequest: channel->send(abort_request(request)); break;
+      case Endpoint::FlushCache: channel->send(flush_cache()); break;
+      case Endpoint::HealthGenerate: return health_generate(channel);
+      case Endpoint::Tokenize: channel->send(tokenize(request)); break;
+      case Endpoint::Detokenize: channel->send(detokenize(request)); break;
+      case Endpoint::ModelInfo: channel->send(json_reply(200, api::model_info_json(engine_.model_info()))); break;
+      case Endpoint::ServerInfo: channel->send(json_reply(200, engine_.server_info())); break;
     }
   } catch (const api::ApiError& error) {
     channel->send(error_reply(error));
@@ -82,9 +114,9 @@ std::shared_ptr<GenerationExchange> RequestRouter::route(const HttpRequest& requ
   return nullptr;
 }
 
-std::shared_ptr<GenerationExchange> RequestRouter::generate(api::ApiKind api, const HttpRequest& request,
-                                                            const std::shared_ptr<ResponseChannel>& channel) {
-  if (engine_.shutting_down()) throw shutting_down_error();
+std::shared_ptr<PendingAnswer> RequestRouter::generate(api::ApiKind api, const HttpRequest& request,
+                                                       const std::shared_ptr<ResponseChannel>& channel) {
+  refuse_when_shutting_down();
   const nlohmann::json body = api::parse_json_body(request.body);
   api::GenerationCall call;
   switch (api) {
@@ -97,8 +129,12 @@ std::shared_ptr<GenerationExchange> RequestRouter::generate(api::ApiKind api, co
   return exchange;
 }
 
+void RequestRouter::refuse_when_shutting_down() const {
+  if (engine_.shutting_down()) throw api::ApiError(503, "the server is shutting down");
+}
+
 HttpReply RequestRouter::health() const {
-  if (engine_.shutting_down()) throw shutting_down_error();
+  refuse_when_shutting_down();
   if (const std::string problem = engine_.health_problem(); !problem.empty()) throw api::ApiError(503, problem);
   return HttpReply{200, "text/plain; charset=utf-8", "", {}};
 }

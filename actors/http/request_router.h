@@ -1,8 +1,9 @@
 #pragma once
 // Maps a request's method and path to its handler: the generation endpoints (SGLang's /generate,
-// OpenAI's /v1/completions and /v1/chat/completions) and the informational ones (/v1/models,
-// /health, /metrics, /expert_load, /expert_load/reset). 404 for an unknown path, 405 for a known path
-// and wrong method.
+// OpenAI's /v1/completions and /v1/chat/completions), SGLang's native ones (/update_weights_from_disk,
+// /abort_request, /flush_cache, /health_generate, /tokenize, /detokenize, /get_model_info,
+// /get_server_info) and the informational ones (/v1/models, /health, /metrics, /expert_load,
+// /expert_load/reset). 404 for an unknown path, 405 for a known path and wrong method.
 #include <memory>
 
 #include "api/generation_call.h"
@@ -18,16 +19,29 @@ class RequestRouter {
   // `engine` must outlive the router.
   explicit RequestRouter(EngineFrontend& engine);
 
-  // Answers `request` through `channel` now, or returns the exchange that will (null otherwise).
-  // Never throws: a bad request is answered with its error.
-  std::shared_ptr<GenerationExchange> route(const HttpRequest& request, const std::shared_ptr<ResponseChannel>& channel);
+  // Answers `request` through `channel` now, or later: then it returns what the session must
+  // cancel when the client leaves (a generation, a health probe), or null when nothing needs to be
+  // (a weight update, which goes on and answers if the client is still there). Never throws: a bad
+  // request is answered with its error.
+  std::shared_ptr<PendingAnswer> route(const HttpRequest& request, const std::shared_ptr<ResponseChannel>& channel);
 
  private:
   // Parses a generation call of `api` and starts its exchange.
-  std::shared_ptr<GenerationExchange> generate(api::ApiKind api, const HttpRequest& request,
-                                               const std::shared_ptr<ResponseChannel>& channel);
+  std::shared_ptr<PendingAnswer> generate(api::ApiKind api, const HttpRequest& request,
+                                          const std::shared_ptr<ResponseChannel>& channel);
+
+  // SGLang's native endpoints (native_endpoints.cpp).
+  // Starts a weight update; the answer goes to `channel` when it is over.
+  void update_weights(const HttpRequest& request, const std::shared_ptr<ResponseChannel>& channel);
+  HttpReply abort_request(const HttpRequest& request);
+  HttpReply flush_cache();
+  std::shared_ptr<PendingAnswer> health_generate(const std::shared_ptr<ResponseChannel>& channel);
+  HttpReply tokenize(const HttpRequest& request) const;
+  HttpReply detokenize(const HttpRequest& request) const;
   // 200 with an empty body, as SGLang; 503 once shutting down.
   HttpReply health() const;
+  // What generation calls, /health and weight updates get once the engine stops taking requests.
+  void refuse_when_shutting_down() const;
   // Prometheus text.
   HttpReply metrics() const;
 

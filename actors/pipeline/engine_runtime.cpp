@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <spdlog/spdlog.h>
 #include <thread>
@@ -14,7 +15,7 @@
 #include "common/json_file.h"
 #include "engine/engine_sizing.h"
 #include "model/safetensors.h"
-#include "serving/worker_settings.h"
+#include "model/model_fingerprint.h"
 #include "http/http_server.h"
 #include "kernels/half_gemm.h"
 #include "kernels/thread_pool.h"
@@ -22,6 +23,7 @@
 #include "pipeline/http_frontend.h"
 #include "pipeline/pipeline_endpoints.h"
 #include "pipeline/scheduler_actor.h"
+#include "pipeline/server_info.h"
 #include "pipeline/tokenizer_actor.h"
 #include "pipeline/worker_actor.h"
 #include "tokenizer/tokenizer_config.h"
@@ -39,7 +41,8 @@ std::string tokenizer_dir(const ServeOptions& options) {
   return dir;
 }
 
-std::unique_ptr<Model> load_model(const ServeOptions& options) {
+// The one way this process loads weights: at start (from --model-path) and for weight updates.
+std::unique_ptr<Model> load_model(const ServeOptions& options, const std::string& model_dir) {
   ModelOptions mo;
   mo.device = parse_device(options.device);
   mo.moe_backend = parse_moe_backend(options.moe_runner_backend);
@@ -48,13 +51,13 @@ std::unique_ptr<Model> load_model(const ServeOptions& options) {
   // The files are read front to back first, with progress, so that the load, which copies the
   // half-precision weights into the GEMM's tiled order, reads them from memory.
   int last_percent = -1;
-  prefetch_checkpoint(options.model_path, [&](int64_t done, int64_t total) {
+  prefetch_checkpoint(model_dir, [&](int64_t done, int64_t total) {
     const int percent = total ? static_cast<int>(100 * done / total) : 100;
     if (percent / 10 == last_percent / 10) return;
     last_percent = percent;
-    spdlog::info("loading weights of {}: {}% of {:.1f} MiB", options.model_path, percent, total / 1048576.0);
+    spdlog::info("loading weights of {}: {}% of {:.1f} MiB", model_dir, percent, total / 1048576.0);
   });
-  auto model = moe::load_model(options.model_path, mo);
+  auto model = moe::load_model(model_dir, mo);
   // Read now, so a bad MOE_GEMM_ISA stops the start instead of failing every request.
   if (mo.device == Device::Cpu)
     spdlog::info("kernels: {} tiles, {} threads", gemm_isa_name(preferred_gemm_isa()), kernel_threads());
@@ -64,6 +67,15 @@ std::unique_ptr<Model> load_model(const ServeOptions& options) {
 
 // What a worker and its scheduler must agree on besides their sizes.
 ModelIdentity identity_of(const ServeOptions& options) { return {model_fingerprint(options.model_path), options.ep_size}; }
+
+// Every size, plus how this process loads the weights of an update and what it serves at start.
+EngineSizing sized(const ServeOptions& options, const ModelConfig& config, std::vector<int32_t> eos_token_ids,
+                   uint64_t seed_source) {
+  EngineSizing sizing = size_engine(options, config, identity_of(options), std::move(eos_token_ids), seed_source);
+  sizing.worker.load_model = [options](const std::string& model_dir) { return load_model(options, model_dir); };
+  sizing.service.weights = {options.model_path, options.weight_version};
+  return sizing;
+}
 
 // Runs `task` on `loop`'s thread and waits for its answer (from any other thread).
 template <typename Task>
@@ -102,7 +114,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   const tokenizer::TokenizerConfig tok_config = tokenizer::load_tokenizer_config(tok_dir);
   const bool local_worker = options.worker_endpoint.empty();
   // With the model worker elsewhere, this process needs the model's config, never its weights.
-  std::unique_ptr<Model> model = local_worker ? load_model(options) : nullptr;
+  std::unique_ptr<Model> model = local_worker ? load_model(options, options.model_path) : nullptr;
   const ModelConfig config = model ? model->config() : load_model_config(options.model_path);
   model_name_ = options.model_path;
 
@@ -116,8 +128,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   auto optional_token = [](const std::string& s) { return s.empty() ? std::nullopt : std::optional<std::string>(s); };
 
   const EngineSizing sizing =
-      size_engine(options, config, identity_of(options), tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok),
-                  std::random_device{}());
+      sized(options, config, tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok), std::random_device{}());
   auto service = std::make_unique<SchedulerService>(
       sizing.service, ServingModelInfo{config.num_moe_layers(), config.num_experts_per_tok, config.num_experts});
   kv_slots_ = service->kv_cache_slots();
@@ -146,10 +157,23 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   a.detokenizer = std::make_unique<DetokenizerActor>(*a.detokenizer_loop, tok, config.num_experts,
                                                      endpoints.detokenizer, endpoints.tokenizer, endpoints.scheduler);
   if (options.port > 0) {
+    auto snapshot = [&a] { return run_on(*a.scheduler_loop, [&a] { return a.scheduler->snapshot(); }); };
+    const api::ModelInfo model_info{options.model_path, tok_dir, options.weight_version, config.architecture,
+                                    config.num_moe_layers(), config.num_experts, config.num_experts_per_tok,
+                                    sizing.limits.max_sequence_len};
+    EngineQueries queries{
+        snapshot, read_expert_load, [&a] { return run_on(*a.scheduler_loop, [&a] { return a.scheduler->flush_cache(); }); },
+        [snapshot, model_info] {
+          api::ModelInfo now = model_info;
+          const ServingWeights weights = snapshot().weights;
+          now.model_path = weights.model_path;
+          now.weight_version = weights.weight_version;
+          return now;
+        },
+        [snapshot, options, sizing] { return server_info_json(options, sizing, snapshot().weights); }};
     a.http_frontend = std::make_unique<HttpFrontend>(
         *a.tokenizer, options.served_model_name.empty() ? options.model_path : options.served_model_name,
-        [&a] { return run_on(*a.scheduler_loop, [&a] { return a.scheduler->snapshot(); }); },
-        read_expert_load);
+        std::move(queries));
     http::HttpServerConfig http_config;
     http_config.host = options.host;
     http_config.port = static_cast<uint16_t>(options.port);
@@ -210,9 +234,9 @@ void EngineRuntime::drain(std::chrono::milliseconds timeout) {
 void run_worker_process(const ServeOptions& options) {
   if (options.scheduler_endpoint.empty() || options.worker_endpoint.empty())
     throw Error("a worker process needs --worker-endpoint (to bind) and --scheduler-endpoint (to connect)");
-  std::unique_ptr<Model> model = load_model(options);
+  std::unique_ptr<Model> model = load_model(options, options.model_path);
   // The worker sizes its KV cache and capture buffer exactly as the front sizes the scheduler's pool.
-  const EngineSizing sizing = size_engine(options, model->config(), identity_of(options), {}, 0);
+  const EngineSizing sizing = sized(options, model->config(), {}, 0);
   transport::Context context;
   transport::ActorLoop loop(context, "worker");
   transport::ActorLoop heartbeat(context, "worker-heartbeat");

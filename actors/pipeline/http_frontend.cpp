@@ -1,14 +1,14 @@
 #include "pipeline/http_frontend.h"
 
+#include <nlohmann/json.hpp>
+
+#include "api/api_error.h"
+#include "common/error.h"
+
 namespace moe::actors {
 
-HttpFrontend::HttpFrontend(TokenizerActor& tokenizer, std::string model_name,
-                           std::function<SchedulerSnapshot()> scheduler_snapshot,
-                           ExpertLoadReader read_expert_load)
-    : tokenizer_(tokenizer),
-      model_name_(std::move(model_name)),
-      scheduler_snapshot_(std::move(scheduler_snapshot)),
-      read_expert_load_(std::move(read_expert_load)) {}
+HttpFrontend::HttpFrontend(TokenizerActor& tokenizer, std::string model_name, EngineQueries queries)
+    : tokenizer_(tokenizer), model_name_(std::move(model_name)), queries_(std::move(queries)) {}
 
 void HttpFrontend::submit(msg::GenerateRequest request, OutputHandler on_output, ErrorHandler on_error) {
   ++requests_total_;
@@ -27,8 +27,28 @@ void HttpFrontend::submit(msg::GenerateRequest request, OutputHandler on_output,
 
 void HttpFrontend::abort(const std::string& rid) { tokenizer_.abort(rid, "client disconnected"); }
 
+size_t HttpFrontend::abort_request(const std::string& rid) {
+  return tokenizer_.abort_request(rid, "aborted by POST /abort_request");
+}
+
+void HttpFrontend::update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) {
+  tokenizer_.update_weights(std::move(update), std::move(on_done));
+}
+
+std::vector<int32_t> HttpFrontend::tokenize(const std::string& text) const { return tokenizer_.preparer().tokenize(text); }
+
+std::string HttpFrontend::detokenize(const std::vector<int32_t>& ids, const std::string& field) const {
+  try {
+    return tokenizer_.preparer().detokenize(ids, field);
+  } catch (const Error& e) {
+    throw api::ApiError(400, e.what(), field);
+  }
+}
+
+nlohmann::json HttpFrontend::server_info() const { return queries_.server_info(); }
+
 api::ServerStats HttpFrontend::stats() const {
-  const SchedulerSnapshot scheduler = scheduler_snapshot_();
+  const SchedulerSnapshot scheduler = queries_.snapshot();
   api::ServerStats stats;
   stats.requests_total = requests_total_;
   stats.prompt_tokens_total = prompt_tokens_total_;

@@ -42,6 +42,11 @@ void SchedulerActor::on_message(msg::Message&& message) {
     if (heard_from_worker(update->worker_instance)) on_routing(update->routing);
   } else if (auto* heartbeat = std::get_if<msg::Heartbeat>(&message)) {
     on_heartbeat(*heartbeat);
+  } else if (auto* update = std::get_if<msg::UpdateWeights>(&message)) {
+    spdlog::info("scheduler: weight update to {} asked; pausing new steps", update->model_path);
+    service_->update_weights(*update);
+  } else if (auto* answer = std::get_if<msg::WeightsUpdated>(&message)) {
+    if (heard_from_worker(answer->worker_instance)) on_weights_updated(*answer);
   } else if (auto* error = std::get_if<msg::ErrorReply>(&message)) {
     fail_all(error->message);
   } else {
@@ -95,13 +100,23 @@ void SchedulerActor::on_routing(const std::vector<msg::StepRouting>& routing) {
   service_->on_routing(routing);
 }
 
+void SchedulerActor::on_weights_updated(const msg::WeightsUpdated& answer) {
+  service_->on_weights_updated(answer);
+  if (answer.success)
+    spdlog::info("scheduler: serving weight version '{}' from {}", service_->weights().weight_version,
+                 service_->weights().model_path);
+  else
+    spdlog::error("scheduler: weight update failed, the old weights keep serving: {}", answer.message);
+}
+
 void SchedulerActor::count_capture_bytes(const std::vector<msg::StepRouting>& routing) {
   for (const msg::StepRouting& step : routing)
     capture_bytes_total_ += step.rows.expert_ids.size() * sizeof(int16_t) + step.rows.weights.size() * sizeof(float);
 }
 
 SchedulerSnapshot SchedulerActor::snapshot() const {
-  return {service_->stats(), step_time_seconds_, capture_bytes_total_, service_->host_cache_bytes(), worker_problem()};
+  return {service_->stats(), step_time_seconds_, capture_bytes_total_, service_->host_cache_bytes(), worker_problem(),
+          service_->weights()};
 }
 
 std::string SchedulerActor::worker_problem() const {
@@ -117,6 +132,12 @@ std::optional<api::ExpertLoad> SchedulerActor::expert_load(bool reset) {
   if (load.counts.empty()) return std::nullopt;
   if (reset) service_->reset_expert_load();
   return load;
+}
+
+int64_t SchedulerActor::flush_cache() {
+  const int64_t cached = service_->stats().radix_cached_tokens;
+  service_->flush_cache();
+  return cached - service_->stats().radix_cached_tokens;
 }
 
 void SchedulerActor::on_tokenized(const msg::TokenizedRequest& request) {
@@ -138,7 +159,11 @@ void SchedulerActor::pump() {
     step_sent_ = std::chrono::steady_clock::now();
     last_heard_from_worker_ = std::max(last_heard_from_worker_, step_sent_);
     to_worker_->send(*batch);
+  } else if (auto update = service_->next_weight_update()) {
+    last_heard_from_worker_ = std::max(last_heard_from_worker_, std::chrono::steady_clock::now());
+    to_worker_->send(*update);
   }
+  for (msg::WeightsUpdated& answer : service_->take_weight_update_answers()) to_tokenizer_->send(answer);
 }
 
 void SchedulerActor::fail_all(const std::string& message, int32_t code) {
@@ -152,12 +177,16 @@ void SchedulerActor::watch_worker() {
   const bool silent = std::chrono::steady_clock::now() - last_heard_from_worker_ > worker_timeout_;
   if (silent && service_->batch_in_flight()) {
     fail_all("the model worker stopped responding");
-    pump();
-  } else if (!service_->worker_accepted() && service_->has_unfinished() &&
+  } else if (silent && service_->has_weight_updates()) {
+    // A worker that stopped while loading may never answer; it may yet (its answer is applied).
+    service_->fail_weight_updates("the model worker stopped responding");
+  } else if (!service_->worker_accepted() && (service_->has_unfinished() || service_->has_weight_updates()) &&
              (silent || !service_->worker_refusal().empty())) {
-    // Requests would wait for a worker that may never come.
+    // Requests and updates would wait for a worker that may never come.
+    service_->fail_weight_updates(worker_problem());
     fail_all(worker_problem(), 503);
   }
+  pump();
   timer_->timer.expires_after(std::chrono::milliseconds(500));
   timer_->timer.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) watch_worker();

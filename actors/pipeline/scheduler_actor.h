@@ -1,7 +1,9 @@
 #pragma once
 // The scheduler actor: requests and aborts in from the tokenizer, steps out to the model worker and
 // its results back, detokenizer items out. One step is in flight at a time; the next is planned the
-// moment a result arrives. A worker that stops sending heartbeats fails every live request.
+// moment a result arrives. A weight update from the tokenizer goes to the worker between two steps,
+// and its answer back to the tokenizer. A worker that stops sending heartbeats fails every live
+// request (and weight update).
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -25,6 +27,7 @@ struct SchedulerSnapshot {
   uint64_t capture_bytes_total = 0;
   int64_t capture_host_cache_bytes = 0;
   std::string worker_problem;  // why no step can run now; empty when a worker is accepted and answering
+  ServingWeights weights;      // what the worker serves (changed by weight updates)
 };
 
 struct SchedulerActorEndpoints {
@@ -42,6 +45,8 @@ class SchedulerActor {
   // The expert-load counts, zeroed right after the read when `reset` (nothing counts in between:
   // both happen in this one call on the loop); none without routed-experts capture.
   std::optional<api::ExpertLoad> expert_load(bool reset);
+  // Evicts every cached prefix no running request uses; returns the cached tokens evicted.
+  int64_t flush_cache();
 
  private:
   void on_message(msg::Message&& message);
@@ -55,6 +60,7 @@ class SchedulerActor {
   void send_errors(std::vector<msg::ErrorReply> errors);
   void on_result(const msg::WorkerResult& result);
   void on_routing(const std::vector<msg::StepRouting>& routing);
+  void on_weights_updated(const msg::WeightsUpdated& answer);
   void count_capture_bytes(const std::vector<msg::StepRouting>& routing);
   // Sends out what the service produced and, when no step is in flight, plans and sends the next.
   void pump();

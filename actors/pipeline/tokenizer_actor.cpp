@@ -48,11 +48,46 @@ void TokenizerActor::abort(const std::string& rid, const std::string& reason) {
   to_scheduler_->send(msg::Abort{rid, reason});
 }
 
+size_t TokenizerActor::abort_request(const std::string& rid, const std::string& reason) {
+  std::vector<std::string> rids;
+  if (!rid.empty() && clients_.count(rid)) rids.push_back(rid);
+  if (rid.empty())
+    for (const auto& [live, client] : clients_) rids.push_back(live);
+  // The scheduler ends each with finish reason abort; the final reply reaches its client as usual.
+  for (const std::string& live : rids) to_scheduler_->send(msg::Abort{live, reason});
+  return rids.size();
+}
+
+void TokenizerActor::update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) {
+  if (shutting_down_) {
+    on_done(msg::WeightsUpdated{std::move(update), false, "the server is shutting down", 0, "", 0});
+    return;
+  }
+  update.id = next_update_id_++;
+  weight_updates_[update.id] = std::move(on_done);
+  to_scheduler_->send(update);
+}
+
+void TokenizerActor::on_weights_updated(const msg::WeightsUpdated& answer) {
+  auto it = weight_updates_.find(answer.request.id);
+  if (it == weight_updates_.end()) return;  // answered already (shutting down)
+  const WeightsUpdatedHandler on_done = std::move(it->second);
+  weight_updates_.erase(it);
+  on_done(answer);
+}
+
 void TokenizerActor::fail_remaining(const std::string& message) {
   std::map<std::string, Client> clients = std::exchange(clients_, {});  // handlers may re-enter
   for (auto& [rid, client] : clients) {
     to_scheduler_->send(msg::Abort{rid, message});
     client.on_error(msg::ErrorReply{rid, message, 503, "tokenizer"});
+  }
+  // An update still loading may yet succeed: its requester is told it did not finish in time.
+  for (auto& [id, on_done] : std::exchange(weight_updates_, {})) {
+    msg::WeightsUpdated answer;
+    answer.request.id = id;
+    answer.message = message + " before the weight update finished";
+    on_done(answer);
   }
 }
 
@@ -78,6 +113,8 @@ void TokenizerActor::on_message(msg::Message&& message) {
     clients_.erase(it);
     to_scheduler_->send(msg::Abort{error->rid, "failed: " + error->message});
     on_error(*error);
+  } else if (auto* answer = std::get_if<msg::WeightsUpdated>(&message)) {
+    on_weights_updated(*answer);
   } else {
     spdlog::warn("tokenizer: ignoring a {} message", msg::kind_name(msg::kind_of(message)));
   }
@@ -91,10 +128,17 @@ void TokenizerActor::on_zmq_request(transport::ClientAddress address, std::strin
     router_->reply(address, transport::encode_client_error(msg::ErrorReply{e.rid(), e.what(), 400, "tokenizer"}));
     return;
   }
-  if (auto* query = std::get_if<transport::ExpertLoadRequest>(&request))
+  if (auto* query = std::get_if<transport::ExpertLoadRequest>(&request)) {
     on_zmq_expert_load(address, query->rid, query->reset);
-  else
+  } else if (auto* abort = std::get_if<transport::AbortRequest>(&request)) {
+    on_zmq_abort(address, abort->rid);
+  } else if (auto* update = std::get_if<transport::UpdateWeightsRequest>(&request)) {
+    update_weights(update->update, [this, address, rid = update->rid](const msg::WeightsUpdated& answer) {
+      router_->reply(address, transport::encode_weights_updated_reply({rid, answer}));
+    });
+  } else {
     on_zmq_generate(std::move(address), std::get<msg::GenerateRequest>(request));
+  }
 }
 
 void TokenizerActor::on_zmq_generate(transport::ClientAddress address, const msg::GenerateRequest& request) {
@@ -114,6 +158,13 @@ void TokenizerActor::on_zmq_expert_load(const transport::ClientAddress& address,
   } catch (const api::ApiError& e) {
     router_->reply(address, transport::encode_client_error(msg::ErrorReply{rid, e.what(), e.status(), "tokenizer"}));
   }
+}
+
+void TokenizerActor::on_zmq_abort(const transport::ClientAddress& address, const std::string& rid) {
+  const auto it = clients_.find(rid);
+  const bool own = it != clients_.end() && it->second.zmq_address == address;
+  if (own) abort_request(rid, "aborted by its client");
+  router_->reply(address, transport::encode_abort_reply({rid, own}));
 }
 
 void TokenizerActor::on_zmq_client_gone(const transport::ClientAddress& address) {

@@ -3,7 +3,9 @@
 // speaking docs/zmq-protocol.md), from HTTP and from the embedding API, prepares them (validation,
 // chat template, tokenization), sends them to the scheduler and routes every output back to the
 // client that asked: several chunks for a streaming request, one reply (per completion) otherwise.
-// ZeroMQ clients may also ask for the expert-load statistics, which the scheduler keeps.
+// ZeroMQ clients may also ask for the expert-load statistics, which the scheduler keeps, abort their
+// own requests and load new weights. Weight updates from every front (ZeroMQ, HTTP, moe::Engine)
+// pass through here to the scheduler, and their answers come back here.
 #include <functional>
 #include <map>
 #include <memory>
@@ -30,6 +32,7 @@ class TokenizerActor {
  public:
   using OutputHandler = std::function<void(const msg::TextOutput&)>;
   using ErrorHandler = std::function<void(const msg::ErrorReply&)>;
+  using WeightsUpdatedHandler = std::function<void(const msg::WeightsUpdated&)>;
 
   TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<RequestPreparer> preparer,
                  const TokenizerActorEndpoints& endpoints, ExpertLoadReader read_expert_load);
@@ -39,12 +42,22 @@ class TokenizerActor {
   // refused at once (on_error has been called; a live request with the same rid is left untouched).
   std::optional<std::string> submit(const msg::GenerateRequest& request, OutputHandler on_output,
                                     ErrorHandler on_error);
-  // On the loop's thread: the client of rid went away.
+  // On the loop's thread: the client of rid went away (its handlers are dropped, nothing more is sent).
   void abort(const std::string& rid, const std::string& reason);
+  // On the loop's thread: a client asked to end request rid (or, with an empty rid, every live
+  // request). Each ends with finish reason abort, its own client getting the reply. Returns how
+  // many requests were live.
+  size_t abort_request(const std::string& rid, const std::string& reason);
+  // On the loop's thread: loads new weights (see SchedulerService::update_weights); `on_done` gets
+  // the answer, also a failed one (the update is refused at once while shutting down).
+  void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done);
+  // The front door's tokenizer and limits (the /tokenize and /detokenize endpoints).
+  const RequestPreparer& preparer() const { return *preparer_; }
   // The ZeroMQ client endpoint actually bound (port resolved), or empty.
   std::string client_endpoint() const { return router_ ? router_->endpoint() : std::string(); }
   size_t live_requests() const { return clients_.size(); }
-  // From now on new requests are refused with 503; `fail_remaining` ends the live ones with an error.
+  // From now on new requests are refused with 503; `fail_remaining` ends the live ones with an
+  // error, and answers weight updates still out as failed.
   void begin_shutdown() { shutting_down_ = true; }
   bool shutting_down() const { return shutting_down_; }
   void fail_remaining(const std::string& message);
@@ -62,6 +75,9 @@ class TokenizerActor {
   void on_zmq_generate(transport::ClientAddress address, const msg::GenerateRequest& request);
   // Answers {"op": "expert_load"} at once with the counts, or the error that refuses it.
   void on_zmq_expert_load(const transport::ClientAddress& address, const std::string& rid, bool reset);
+  // Answers {"op": "abort"}: a ZeroMQ client may end only requests it sent itself.
+  void on_zmq_abort(const transport::ClientAddress& address, const std::string& rid);
+  void on_weights_updated(const msg::WeightsUpdated& answer);
   void on_zmq_client_gone(const transport::ClientAddress& address);
 
   std::unique_ptr<RequestPreparer> preparer_;
@@ -69,6 +85,8 @@ class TokenizerActor {
   transport::Outbox* to_scheduler_ = nullptr;
   transport::RouterEndpoint* router_ = nullptr;
   std::map<std::string, Client> clients_;
+  std::map<uint64_t, WeightsUpdatedHandler> weight_updates_;  // by UpdateWeights::id
+  uint64_t next_update_id_ = 1;
   bool shutting_down_ = false;
 };
 

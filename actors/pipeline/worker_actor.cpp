@@ -29,6 +29,7 @@ WorkerActor::WorkerActor(transport::ActorLoop& loop, transport::ActorLoop& heart
   results_ = &loop.make<transport::Outbox>(scheduler_endpoint);
   loop.make<transport::Inbox>(inbox_endpoint, [this](msg::Message&& message) {
     if (auto* batch = std::get_if<msg::WorkerBatch>(&message)) return on_batch(*batch);
+    if (auto* update = std::get_if<msg::UpdateWeights>(&message)) return on_update_weights(*update);
     spdlog::warn("worker: ignoring a {} message", msg::kind_name(msg::kind_of(message)));
   });
   heartbeat_ = &heartbeat_loop.make<transport::Outbox>(scheduler_endpoint);
@@ -50,6 +51,23 @@ void WorkerActor::on_batch(const msg::WorkerBatch& batch) {
     spdlog::error("worker: step {} failed: {}", batch.step, e.what());
     results_->send(msg::ErrorReply{"", std::string("model worker failed: ") + e.what(), 500, "worker"});
   }
+}
+
+// Runs on the worker's loop, which blocks for the load; the heartbeat's own loop keeps telling the
+// scheduler the process is alive meanwhile.
+void WorkerActor::on_update_weights(const msg::UpdateWeights& update) {
+  if (update.worker_instance != worker_->instance()) {
+    spdlog::warn("worker: dropping a weight update meant for worker {:x} (this is {:x})", update.worker_instance,
+                 worker_->instance());
+    return;
+  }
+  spdlog::info("worker: loading new weights from {}", update.model_path);
+  msg::WeightsUpdated answer = worker_->update_weights(update);
+  if (answer.success)
+    spdlog::info("worker: now serving the weights of {}", update.model_path);
+  else
+    spdlog::error("worker: {}", answer.message);
+  results_->send(answer);
 }
 
 void WorkerActor::send_ready_routing() {

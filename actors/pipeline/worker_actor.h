@@ -1,6 +1,6 @@
 #pragma once
 // The model-worker actor: WorkerBatch in, WorkerResult out; routing rows whose copy finishes while
-// the worker is idle go out on their own. A heartbeat loop on its own thread tells the scheduler the
+// the worker is idle go out on their own; UpdateWeights in, WeightsUpdated out. A heartbeat loop on its own thread tells the scheduler the
 // process is alive even during a long forward.
 #include <memory>
 #include <string>
@@ -24,6 +24,7 @@ class WorkerActor {
 
  private:
   void on_batch(const msg::WorkerBatch& batch);
+  void on_update_weights(const msg::UpdateWeights& update);
   void send_ready_routing();
   void schedule_heartbeat();
 

@@ -28,8 +28,10 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("model-path", po::value(&o.model_path)->required(), "Hugging Face model directory")
       ("tokenizer-path", po::value(&o.tokenizer_path), "tokenizer directory (default: the model's)")
       ("served-model-name", po::value(&o.served_model_name), "the model name OpenAI clients use (default: --model-path)")
+      ("weight-version", po::value(&o.weight_version)->default_value(o.weight_version),
+       "the label of the weights loaded at start, in every reply's meta_info.weight_version")
       ("host", po::value(&o.host)->default_value(o.host), "HTTP address")
-      ("port", po::value(&o.port)->default_value(o.port), "HTTP port (0 = no HTTP server)")
+      ("port", po::value(&o.port)->default_value(30000), "HTTP port (0 = no HTTP server)")
       ("zmq-endpoint", po::value(&o.zmq_endpoint), "ZeroMQ ROUTER endpoint for clients, e.g. tcp://127.0.0.1:5555")
       ("enable-return-routed-experts", po::bool_switch(&o.enable_return_routed_experts),
        "capture the routed experts of every token so requests can ask for them")

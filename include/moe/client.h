@@ -73,6 +73,17 @@ class Client {
   // Blocking submit_expert_load(); throws as generate() does.
   ExpertLoad expert_load(bool reset = false, std::chrono::milliseconds timeout = std::chrono::minutes(1));
 
+  // Ends this client's own request `rid` early: its handlers get its outputs so far with finish
+  // reason abort. Returns false when no request of that rid from this client was live. Blocking;
+  // throws RequestError as generate() does.
+  bool abort(const std::string& rid, std::chrono::milliseconds timeout = std::chrono::minutes(1));
+
+  // SGLang's update_weights_from_disk: the server loads update.model_path between two steps (see
+  // docs/zmq-protocol.md). Blocking: the answer says whether it succeeded, and the weight version
+  // in effect. Throws RequestError for a request the server cannot read, or a timeout (504).
+  msg::WeightsUpdated update_weights_from_disk(msg::UpdateWeights update,
+                                               std::chrono::milliseconds timeout = std::chrono::minutes(30));
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -90,6 +90,17 @@ class Engine {
         token, std::move(request), std::move(on_chunk));
   }
 
+  // Loads new weights of the same architecture from update.model_path between two steps, as SGLang's
+  // POST /update_weights_from_disk: on success the requests the old weights began end with finish
+  // reason abort (their outputs carry the old weight_version), the prefix cache is flushed, and
+  // later outputs carry update.weight_version; on failure the old weights keep serving and the
+  // answer's message says why. Blocks until the answer; never call it from one of this engine's
+  // handlers (they run on the thread that delivers it).
+  msg::WeightsUpdated update_weights_from_disk(msg::UpdateWeights update);
+  // Ends request `rid` early: its handlers get its outputs so far with finish reason abort. False
+  // when no request of that rid is live. Blocks as update_weights_from_disk does, briefly.
+  bool abort(const std::string& rid);
+
   // KV-cache token slots of the engine's pool.
   int64_t kv_slots() const;
   // The ZeroMQ endpoint actually bound when EngineOptions::zmq_endpoint was given, else empty.

@@ -14,6 +14,7 @@ struct EngineOptions : EngineSettings {
   std::string moe_runner_backend = "auto";
   std::string device = "cpu";  // cpu | cuda (a build with the CUDA backend)
   std::string zmq_endpoint;    // also serve ZeroMQ clients here; empty = only this process
+  std::string weight_version = "default";  // the label of the weights loaded at start (SGLang's --weight-version)
 };
 
 }  // namespace moe

@@ -160,6 +160,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("finish_reason", m.finish_reason);
   visit("prompt_tokens", m.prompt_tokens);
   visit("cached_tokens", m.cached_tokens);
+  visit("weight_version", m.weight_version);
 }
 
 template <StructOf<DetokenizeBatch> M, class Visit>
@@ -188,6 +189,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("cached_tokens", m.cached_tokens);
   visit("routed_experts", m.routed_experts);
   visit("router_weights", m.router_weights);
+  visit("weight_version", m.weight_version);
 }
 
 template <StructOf<TextOutputBatch> M, class Visit>
@@ -232,6 +234,25 @@ template <StructOf<Heartbeat> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
   visit("instance", m.instance);
   visit("settings", m.settings);
+}
+
+template <StructOf<UpdateWeights> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("id", m.id);
+  visit("model_path", m.model_path);
+  visit("weight_version", m.weight_version);
+  visit("abort_all_requests", m.abort_all_requests);
+  visit("worker_instance", m.worker_instance);
+}
+
+template <StructOf<WeightsUpdated> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("request", m.request);
+  visit("success", m.success);
+  visit("message", m.message);
+  visit("model_fingerprint", m.model_fingerprint);
+  visit("weight_version", m.weight_version);
+  visit("worker_instance", m.worker_instance);
 }
 
 }  // namespace moe::msg

@@ -15,7 +15,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 4;
+inline constexpr uint32_t kProtocolVersion = 5;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -31,6 +31,8 @@ enum class MessageKind : uint8_t {
   Ready = 11,
   Heartbeat = 13,
   RoutingUpdate = 14,
+  UpdateWeights = 15,
+  WeightsUpdated = 16,
 };
 
 // How one token is drawn from a row of logits, as SGLang and vLLM name the settings.
@@ -206,6 +208,7 @@ struct DetokenizeItem {
   std::optional<FinishReason> finish_reason;  // set on the last item
   int32_t prompt_tokens = 0;
   int32_t cached_tokens = 0;
+  std::string weight_version;  // the weights that computed the request's tokens
   bool operator==(const DetokenizeItem&) const = default;
 };
 
@@ -238,6 +241,7 @@ struct TextOutput {
   int32_t cached_tokens = 0;
   std::optional<EncodedArray> routed_experts;
   std::optional<EncodedArray> router_weights;
+  std::string weight_version;  // the weights that computed its tokens (SGLang's meta_info.weight_version)
   bool operator==(const TextOutput&) const = default;
 };
 
@@ -299,9 +303,36 @@ struct Heartbeat {
   bool operator==(const Heartbeat&) const = default;
 };
 
+// Load new weights of the same architecture without a restart (SGLang's update_weights_from_disk):
+// from a client to the tokenizer, which sets `id`, on to the scheduler, which sends it to the model
+// worker once no step is in flight (and plans none until the answer is back).
+struct UpdateWeights {
+  static constexpr MessageKind kind = MessageKind::UpdateWeights;
+  uint64_t id = 0;                            // set by the front door: matches the answer to its requester
+  std::string model_path;                     // a checkpoint directory as --model-path takes it
+  std::optional<std::string> weight_version;  // the new weights' label; none keeps the current one (SGLang)
+  bool abort_all_requests = false;            // also abort the queued requests no step has run yet
+  uint64_t worker_instance = 0;               // set by the scheduler: the worker it asks
+  bool operator==(const UpdateWeights&) const = default;
+};
+
+// The answer to UpdateWeights: from the worker to the scheduler, which applies it and passes it on
+// to the tokenizer with the version now in effect.
+struct WeightsUpdated {
+  static constexpr MessageKind kind = MessageKind::WeightsUpdated;
+  UpdateWeights request;           // what was asked, echoed by the worker
+  bool success = false;            // false: the old weights still serve
+  std::string message;             // why it failed, or what the update did
+  uint64_t model_fingerprint = 0;  // the new checkpoint's (on success)
+  std::string weight_version;      // set by the scheduler: the version in effect after the answer
+  uint64_t worker_instance = 0;    // the worker that answered
+  bool operator==(const WeightsUpdated&) const = default;
+};
+
 // Any message; what the codec decodes a frame into.
 using Message = std::variant<GenerateRequest, TokenizedRequest, WorkerBatch, WorkerResult, DetokenizeBatch,
-                             TextOutputBatch, Abort, ErrorReply, Ready, Heartbeat, RoutingUpdate>;
+                             TextOutputBatch, Abort, ErrorReply, Ready, Heartbeat, RoutingUpdate, UpdateWeights,
+                             WeightsUpdated>;
 
 // The kind of a message held in the variant.
 inline MessageKind kind_of(const Message& message) {
@@ -322,6 +353,8 @@ inline std::string_view kind_name(MessageKind kind) {
     case MessageKind::Ready: return "Ready";
     case MessageKind::Heartbeat: return "Heartbeat";
     case MessageKind::RoutingUpdate: return "RoutingUpdate";
+    case MessageKind::UpdateWeights: return "UpdateWeights";
+    case MessageKind::WeightsUpdated: return "WeightsUpdated";
   }
   return "unknown";
 }

@@ -32,12 +32,13 @@ struct Client::Impl {
   transport::ActorLoop loop{context, "client"};
   transport::DealerEndpoint* dealer = nullptr;
   std::map<std::string, ReplySink> pending;  // only touched on the loop's thread
-  // Expert-load requests waiting for their statistics (also only touched on the loop's thread).
-  struct PendingLoad {
-    ExpertLoadHandler on_load;
+  // Operations (expert_load, abort, update_weights_from_disk) waiting for their answer, by rid (an
+  // abort's is the rid of the request it ends); also only touched on the loop's thread.
+  struct PendingOp {
+    std::function<void(const transport::ClientReply&)> on_answer;
     DoneHandler on_done;
   };
-  std::map<std::string, PendingLoad> pending_loads;
+  std::map<std::string, PendingOp> pending_ops;
   std::string rid_prefix;                     // random per client, so rids of several clients differ
   std::atomic<uint64_t> next_rid{1};
 
@@ -50,19 +51,55 @@ struct Client::Impl {
       return;
     }
     if (auto* error = std::get_if<msg::ErrorReply>(&reply)) return on_error(*error);
-    if (auto* load = std::get_if<transport::ExpertLoadReply>(&reply)) return on_expert_load(*load);
-    const auto& output = std::get<msg::TextOutput>(reply);
-    auto it = pending.find(output.rid);
-    if (it == pending.end()) return;  // forgotten after a timeout
-    if (it->second.deliver(output)) pending.erase(it);
+    if (auto* output = std::get_if<msg::TextOutput>(&reply)) {
+      auto it = pending.find(output->rid);
+      if (it == pending.end()) return;  // forgotten after a timeout
+      if (it->second.deliver(*output)) pending.erase(it);
+      return;
+    }
+    const std::string& rid = std::visit([](const auto& answer) -> const std::string& { return answer.rid; }, reply);
+    auto it = pending_ops.find(rid);
+    if (it == pending_ops.end()) return;  // forgotten after a timeout
+    const PendingOp op = std::move(it->second);
+    pending_ops.erase(it);
+    op.on_answer(reply);
+    op.on_done(nullptr);
   }
+
+  // Sends an operation's frame; its answer goes to `on_answer`, then `on_done` ends it. Any thread.
+  void send_op(const std::string& rid, std::string frame, std::function<void(const transport::ClientReply&)> on_answer,
+               DoneHandler on_done) {
+    loop.post([this, rid, frame = std::move(frame), on_answer = std::move(on_answer),
+               on_done = std::move(on_done)]() mutable {
+      pending_ops[rid] = {std::move(on_answer), std::move(on_done)};
+      dealer->send(frame);
+    });
+  }
+
+  // Sends an operation and waits for its answer of type Answer; throws as wait() does.
+  template <class Answer>
+  Answer call(const std::string& rid, std::string frame, std::chrono::milliseconds timeout) {
+    auto answer = std::make_shared<Answer>();
+    auto finished = std::make_shared<std::promise<void>>();
+    std::future<void> done = finished->get_future();
+    send_op(
+        rid, std::move(frame),
+        [answer](const transport::ClientReply& reply) {
+          if (auto* received = std::get_if<Answer>(&reply)) *answer = *received;
+        },
+        settle(finished));
+    wait(rid, done, timeout);
+    return std::move(*answer);
+  }
+
+  std::string new_rid() { return rid_prefix + std::to_string(next_rid++); }
 
   // Waits for `done`; on a timeout forgets `rid` (a late reply is dropped) and throws a 504.
   void wait(const std::string& rid, std::future<void>& done, std::chrono::milliseconds timeout) {
     if (done.wait_for(timeout) == std::future_status::timeout) {
       loop.post([this, rid] {
         pending.erase(rid);
-        pending_loads.erase(rid);
+        pending_ops.erase(rid);
       });
       throw RequestError(msg::ErrorReply{rid, "no reply from the server within " + std::to_string(timeout.count()) + " ms",
                                          504, "client"});
@@ -75,27 +112,18 @@ struct Client::Impl {
     // and every frame of this client is equally well-formed, so all of them are failed.
     if (error.rid.empty()) {
       for (auto& [rid, sink] : pending) sink.fail(error);
-      for (auto& [rid, load] : pending_loads) load.on_done(request_error(error));
+      for (auto& [rid, op] : pending_ops) op.on_done(request_error(error));
       pending.clear();
-      pending_loads.clear();
+      pending_ops.clear();
       return;
     }
     if (auto it = pending.find(error.rid); it != pending.end()) {
       it->second.fail(error);
       pending.erase(it);
-    } else if (auto load = pending_loads.find(error.rid); load != pending_loads.end()) {
-      load->second.on_done(request_error(error));
-      pending_loads.erase(load);
+    } else if (auto op = pending_ops.find(error.rid); op != pending_ops.end()) {
+      op->second.on_done(request_error(error));
+      pending_ops.erase(op);
     }
-  }
-
-  void on_expert_load(const transport::ExpertLoadReply& reply) {
-    auto it = pending_loads.find(reply.rid);
-    if (it == pending_loads.end()) return;  // forgotten after a timeout
-    const PendingLoad load = std::move(it->second);
-    pending_loads.erase(it);
-    load.on_load(reply.load);
-    load.on_done(nullptr);
   }
 };
 
@@ -116,7 +144,7 @@ Client::~Client() {
 }
 
 std::string Client::submit(msg::GenerateRequest request, OutputHandler on_output, DoneHandler on_done) {
-  if (request.rid.empty()) request.rid = impl_->rid_prefix + std::to_string(impl_->next_rid++);
+  if (request.rid.empty()) request.rid = impl_->new_rid();
   const std::string rid = request.rid;
   impl_->loop.post([impl = impl_.get(), request = std::move(request), on_output = std::move(on_output),
                     on_done = std::move(on_done)]() mutable {
@@ -151,24 +179,31 @@ void Client::generate_stream(msg::GenerateRequest request, OutputHandler on_chun
 }
 
 std::string Client::submit_expert_load(bool reset, ExpertLoadHandler on_load, DoneHandler on_done) {
-  transport::ExpertLoadRequest request{impl_->rid_prefix + std::to_string(impl_->next_rid++), reset};
-  const std::string rid = request.rid;
-  impl_->loop.post([impl = impl_.get(), request = std::move(request), on_load = std::move(on_load),
-                    on_done = std::move(on_done)]() mutable {
-    impl->pending_loads[request.rid] = {std::move(on_load), std::move(on_done)};
-    impl->dealer->send(transport::encode_client_request(request));
-  });
-  return rid;
+  const transport::ExpertLoadRequest request{impl_->new_rid(), reset};
+  impl_->send_op(
+      request.rid, transport::encode_client_request(request),
+      [on_load = std::move(on_load)](const transport::ClientReply& reply) {
+        if (auto* answer = std::get_if<transport::ExpertLoadReply>(&reply)) on_load(answer->load);
+      },
+      std::move(on_done));
+  return request.rid;
 }
 
 ExpertLoad Client::expert_load(bool reset, std::chrono::milliseconds timeout) {
-  auto load = std::make_shared<ExpertLoad>();
-  auto finished = std::make_shared<std::promise<void>>();
-  std::future<void> done = finished->get_future();
-  const std::string rid = submit_expert_load(
-      reset, [load](const ExpertLoad& received) { *load = received; }, settle(finished));
-  impl_->wait(rid, done, timeout);
-  return std::move(*load);
+  const transport::ExpertLoadRequest request{impl_->new_rid(), reset};
+  return impl_->call<transport::ExpertLoadReply>(request.rid, transport::encode_client_request(request), timeout).load;
+}
+
+bool Client::abort(const std::string& rid, std::chrono::milliseconds timeout) {
+  if (rid.empty()) return false;  // names no request (the server would refuse the frame)
+  const transport::AbortRequest request{rid};
+  return impl_->call<transport::AbortReply>(rid, transport::encode_client_request(request), timeout).aborted;
+}
+
+msg::WeightsUpdated Client::update_weights_from_disk(msg::UpdateWeights update, std::chrono::milliseconds timeout) {
+  const transport::UpdateWeightsRequest request{impl_->new_rid(), std::move(update)};
+  return impl_->call<transport::WeightsUpdatedReply>(request.rid, transport::encode_client_request(request), timeout)
+      .answer;
 }
 
 }  // namespace moe

@@ -1,9 +1,10 @@
 #pragma once
 // The ZeroMQ client protocol spoken on the ROUTER endpoint (docs/zmq-protocol.md): a request is one
-// msgpack map; without an `op` key it is a generation with the field names of SGLang's /generate,
-// with `"op": "expert_load"` it asks for the expert-load statistics. A reply is a map with the fields
-// of SGLang's /generate response, {"expert_load": {...}, ...}, or {"error": {...}}. Any language
-// with msgpack can speak it.
+// msgpack map; without an `op` key it is a generation with the field names of SGLang's /generate;
+// `"op"` names the others: "expert_load" (the expert-load statistics), "abort" (end one of the
+// client's own requests), "update_weights_from_disk" (SGLang's weight update). A reply is a map
+// with the fields of SGLang's /generate response, {"expert_load": {...}, ...}, {"abort": {...}, ...},
+// {"success", "message", ...}, or {"error": {...}}. Any language with msgpack can speak it.
 #include <string>
 #include <string_view>
 #include <variant>
@@ -21,8 +22,23 @@ struct ExpertLoadRequest {
   bool operator==(const ExpertLoadRequest&) const = default;
 };
 
+// {"op": "abort", "rid": str}: end the client's own request rid; it gets its reply with finish
+// reason abort.
+struct AbortRequest {
+  std::string rid;
+  bool operator==(const AbortRequest&) const = default;
+};
+
+// {"op": "update_weights_from_disk", "rid", "model_path", "weight_version", "abort_all_requests"}:
+// SGLang's weight update.
+struct UpdateWeightsRequest {
+  std::string rid;           // echoed in the reply's meta_info.id
+  msg::UpdateWeights update;  // its id is the front door's to set
+  bool operator==(const UpdateWeightsRequest&) const = default;
+};
+
 // What a client may ask: a generation, or an operation named by `op`.
-using ClientRequest = std::variant<msg::GenerateRequest, ExpertLoadRequest>;
+using ClientRequest = std::variant<msg::GenerateRequest, ExpertLoadRequest, AbortRequest, UpdateWeightsRequest>;
 
 // A request frame the server cannot serve. `rid` is the frame's own when it gave one, so the error
 // reply can be matched to its request even when the rest of the frame is wrong.
@@ -43,6 +59,8 @@ ClientRequest parse_client_request(std::string_view frame);
 // The frame a client sends for `request` (the C++ client); absent optionals are left out.
 std::string encode_client_request(const msg::GenerateRequest& request);
 std::string encode_client_request(const ExpertLoadRequest& request);
+std::string encode_client_request(const AbortRequest& request);
+std::string encode_client_request(const UpdateWeightsRequest& request);
 
 // One reply, or one chunk of a streamed reply, for a client.
 std::string encode_client_reply(const msg::TextOutput& output);
@@ -58,11 +76,32 @@ struct ExpertLoadReply {
 // the fields of HTTP's GET /expert_load, and the rid where generation replies carry it.
 std::string encode_expert_load_reply(const ExpertLoadReply& reply);
 
+// The answer to an AbortRequest: whether rid named a live request of this client.
+struct AbortReply {
+  std::string rid;
+  bool aborted = false;
+  bool operator==(const AbortReply&) const = default;
+};
+
+// {"abort": {"rid": str, "aborted": bool}, "meta_info": {"id": rid}}.
+std::string encode_abort_reply(const AbortReply& reply);
+
+// The answer to an UpdateWeightsRequest.
+struct WeightsUpdatedReply {
+  std::string rid;
+  msg::WeightsUpdated answer;  // the client sees success, message and weight_version
+  bool operator==(const WeightsUpdatedReply&) const = default;
+};
+
+// {"success": bool, "message": str, "weight_version": str, "meta_info": {"id": rid}}: SGLang's
+// answer, the version now in effect, and the rid.
+std::string encode_weights_updated_reply(const WeightsUpdatedReply& reply);
+
 // An error reply: {"error": {"message", "type", "code", "rid" when known}}.
 std::string encode_client_error(const msg::ErrorReply& error);
 
-// What a client receives: an output, an error or expert-load statistics.
-using ClientReply = std::variant<msg::TextOutput, msg::ErrorReply, ExpertLoadReply>;
+// What a client receives: an output, an error, expert-load statistics, or an operation's answer.
+using ClientReply = std::variant<msg::TextOutput, msg::ErrorReply, ExpertLoadReply, AbortReply, WeightsUpdatedReply>;
 
 // Parses a reply frame (the C++ client). Throws moe::Error naming the field when it is malformed.
 ClientReply decode_client_reply(std::string_view frame);

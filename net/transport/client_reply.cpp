@@ -9,6 +9,7 @@ namespace {
 using detail::FieldPath;
 using detail::find_key;
 using detail::read_entry;
+using detail::require_map;
 using detail::Packer;
 using detail::write_str;
 
@@ -63,7 +64,7 @@ void write_encoded_array(Packer& packer, const std::string& name, const msg::Enc
 
 // meta_info: ids and counts always, the rest only when the request asked for it.
 void write_meta_info(Packer& packer, const msg::TextOutput& output) {
-  const uint32_t entries = 6 + (output.output_logprobs.empty() ? 0 : 1) + (output.routed_experts ? 3 : 0) +
+  const uint32_t entries = 7 + (output.output_logprobs.empty() ? 0 : 1) + (output.routed_experts ? 3 : 0) +
                            (output.router_weights ? 3 : 0);
   packer.pack_map(entries);
   write_str(packer, "id");
@@ -76,6 +77,8 @@ void write_meta_info(Packer& packer, const msg::TextOutput& output) {
   packer.pack(output.completion_tokens);
   write_str(packer, "cached_tokens");
   packer.pack(output.cached_tokens);
+  write_str(packer, "weight_version");
+  write_str(packer, output.weight_version);
   write_str(packer, "finish_reason");
   if (output.finish_reason) {
     write_finish_reason(packer, *output.finish_reason, output.completion_tokens);
@@ -95,14 +98,6 @@ void write_meta_info(Packer& packer, const msg::TextOutput& output) {
   }
   if (output.routed_experts) write_encoded_array(packer, "routed_experts", *output.routed_experts);
   if (output.router_weights) write_encoded_array(packer, "router_weights", *output.router_weights);
-}
-
-// A map that must be present under `key`.
-const msgpack::object& require_map(const msgpack::object& map, std::string_view key, const FieldPath& path) {
-  const msgpack::object* value = find_key(map, key);
-  if (!value) detail::fail(path, std::string("missing `") + std::string(key) + "`");
-  if (value->type != msgpack::type::MAP) detail::fail_type(path.field(key), "a map", *value);
-  return *value;
 }
 
 // The inverse of write_finish_reason (the length is implied by completion_tokens).
@@ -155,6 +150,7 @@ msg::TextOutput read_output(const msgpack::object& root, const FieldPath& path) 
   read_entry(meta, "prompt_tokens", output.prompt_tokens, meta_path);
   read_entry(meta, "completion_tokens", output.completion_tokens, meta_path);
   read_entry(meta, "cached_tokens", output.cached_tokens, meta_path);
+  read_entry(meta, "weight_version", output.weight_version, meta_path);
   if (const msgpack::object* reason = find_key(meta, "finish_reason")) {
     if (reason->type != msgpack::type::MAP) detail::fail_type(meta_path.field("finish_reason"), "a map", *reason);
     output.finish_reason = read_finish_reason(*reason, meta_path.field("finish_reason"));
@@ -173,28 +169,6 @@ msg::TextOutput read_output(const msgpack::object& root, const FieldPath& path) 
   output.routed_experts = read_encoded_array(meta, "routed_experts", meta_path);
   output.router_weights = read_encoded_array(meta, "router_weights", meta_path);
   return output;
-}
-
-// The inverse of encode_expert_load_reply; counts must be num_moe_layers rows of num_experts.
-ExpertLoadReply read_expert_load(const msgpack::object& root, const FieldPath& path) {
-  ExpertLoadReply reply;
-  if (const msgpack::object* meta = find_key(root, "meta_info")) {
-    if (meta->type != msgpack::type::MAP) detail::fail_type(path.field("meta_info"), "a map", *meta);
-    read_entry(*meta, "id", reply.rid, path.field("meta_info"));
-  }
-  const FieldPath load_path = path.field("expert_load");
-  const msgpack::object& load = require_map(root, "expert_load", path);
-  size_t layers = 0, experts = 0;
-  read_entry(load, "num_moe_layers", layers, load_path);
-  read_entry(load, "num_experts", experts, load_path);
-  read_entry(load, "tokens", reply.load.tokens, load_path);
-  read_entry(load, "counts", reply.load.counts, load_path);
-  bool rectangular = reply.load.counts.size() == layers;
-  for (const auto& layer : reply.load.counts) rectangular = rectangular && layer.size() == experts;
-  if (!rectangular)
-    detail::fail(load_path.field("counts"), "expected " + std::to_string(layers) + " layers of " +
-                                                std::to_string(experts) + " experts");
-  return reply;
 }
 
 // The map under "error".
@@ -218,27 +192,6 @@ std::string encode_client_reply(const msg::TextOutput& output) {
   detail::write_client_value(packer, output.output_ids);
   write_str(packer, "meta_info");
   write_meta_info(packer, output);
-  return std::move(sink.bytes);
-}
-
-std::string encode_expert_load_reply(const ExpertLoadReply& reply) {
-  detail::StringSink sink;
-  Packer packer(sink);
-  packer.pack_map(2);
-  write_str(packer, "expert_load");
-  packer.pack_map(4);
-  write_str(packer, "num_moe_layers");
-  packer.pack(reply.load.counts.size());
-  write_str(packer, "num_experts");
-  packer.pack(reply.load.counts.empty() ? size_t{0} : reply.load.counts.front().size());
-  write_str(packer, "tokens");
-  packer.pack(reply.load.tokens);
-  write_str(packer, "counts");
-  detail::write_client_value(packer, reply.load.counts);
-  write_str(packer, "meta_info");
-  packer.pack_map(1);
-  write_str(packer, "id");
-  write_str(packer, reply.rid);
   return std::move(sink.bytes);
 }
 
@@ -267,7 +220,9 @@ ClientReply decode_client_reply(std::string_view frame) {
   const FieldPath path{nullptr, "reply"};
   if (root.type != msgpack::type::MAP) detail::fail_type(path, "a map", root);
   if (find_key(root, "error")) return read_error(require_map(root, "error", path), path.field("error"));
-  if (find_key(root, "expert_load")) return read_expert_load(root, path);
+  if (find_key(root, "expert_load")) return detail::read_expert_load(root, path);
+  if (find_key(root, "abort")) return detail::read_abort(root, path);
+  if (find_key(root, "success")) return detail::read_weights_updated(root, path);
   return read_output(root, path);
 }
 

@@ -7,8 +7,10 @@ namespace {
 
 using detail::FieldPath;
 
-// The `op` that names an expert-load request; a map without `op` (or with "generate") is a generation.
+// The `op`s that name the operations; a map without `op` (or with "generate") is a generation.
 constexpr std::string_view kExpertLoadOp = "expert_load";
+constexpr std::string_view kAbortOp = "abort";
+constexpr std::string_view kUpdateWeightsOp = "update_weights_from_disk";
 
 // The request's rid when it gave one as a string, else empty: error replies carry it.
 std::string rid_of(const msgpack::object& map) {
@@ -26,16 +28,43 @@ msg::GenerateRequest parse_generate(const msgpack::object& map, const FieldPath&
   return request;
 }
 
+// An operation's fields; `op` itself is not one of them, so the reader skips it.
+template <class Request>
+Request parse_op(const msgpack::object& map, const FieldPath& path) {
+  Request request;
+  detail::read_client_map(map, request, path);
+  return request;
+}
+
+// Validation at the front door: what the operation cannot do without.
+AbortRequest checked(AbortRequest request, const FieldPath& path) {
+  if (request.rid.empty()) detail::fail(path.field("rid"), "the request to abort must be named");
+  return request;
+}
+
+UpdateWeightsRequest checked(UpdateWeightsRequest request, const FieldPath& path) {
+  if (request.update.model_path.empty()) detail::fail(path.field("model_path"), "must name a checkpoint directory");
+  return request;
+}
+
 ClientRequest parse_map(const msgpack::object& map, const FieldPath& path) {
   std::string op = "generate";
   detail::read_entry(map, "op", op, path);
   if (op == "generate") return parse_generate(map, path);
-  if (op == kExpertLoadOp) {
-    ExpertLoadRequest request;
-    detail::read_client_map(map, request, path);
-    return request;
-  }
-  detail::fail(path.field("op"), "unknown operation \"" + op + "\" (known: \"generate\", \"expert_load\")");
+  if (op == kExpertLoadOp) return parse_op<ExpertLoadRequest>(map, path);
+  if (op == kAbortOp) return checked(parse_op<AbortRequest>(map, path), path);
+  if (op == kUpdateWeightsOp) return checked(parse_op<UpdateWeightsRequest>(map, path), path);
+  detail::fail(path.field("op"), "unknown operation \"" + op +
+                                     "\" (known: \"generate\", \"expert_load\", \"abort\", \"update_weights_from_disk\")");
+}
+
+// A request frame of operation `op`.
+template <class Request>
+std::string encode_op(std::string_view op, const Request& request) {
+  detail::StringSink sink;
+  detail::Packer packer(sink);
+  detail::write_client_map(packer, request, op);
+  return std::move(sink.bytes);
 }
 
 }  // namespace
@@ -60,17 +89,8 @@ std::string encode_client_request(const msg::GenerateRequest& request) {
   return std::move(sink.bytes);
 }
 
-std::string encode_client_request(const ExpertLoadRequest& request) {
-  detail::StringSink sink;
-  detail::Packer packer(sink);
-  packer.pack_map(3);
-  detail::write_str(packer, "op");
-  detail::write_str(packer, kExpertLoadOp);
-  detail::write_str(packer, "rid");
-  detail::write_str(packer, request.rid);
-  detail::write_str(packer, "reset");
-  packer.pack(request.reset);
-  return std::move(sink.bytes);
-}
+std::string encode_client_request(const ExpertLoadRequest& request) { return encode_op(kExpertLoadOp, request); }
+std::string encode_client_request(const AbortRequest& request) { return encode_op(kAbortOp, request); }
+std::string encode_client_request(const UpdateWeightsRequest& request) { return encode_op(kUpdateWeightsOp, request); }
 
 }  // namespace moe::transport

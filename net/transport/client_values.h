@@ -55,6 +55,21 @@ void visit_client_fields(M& request, Visit&& visit) {
   visit("reset", request.reset);
 }
 
+// The fields of an abort request besides its `op`.
+template <msg::StructOf<AbortRequest> M, class Visit>
+void visit_client_fields(M& request, Visit&& visit) {
+  visit("rid", request.rid);
+}
+
+// The fields of a weight update besides its `op`, by SGLang's names.
+template <msg::StructOf<UpdateWeightsRequest> M, class Visit>
+void visit_client_fields(M& request, Visit&& visit) {
+  visit("rid", request.rid);
+  visit("model_path", request.update.model_path);
+  visit("weight_version", request.update.weight_version);
+  visit("abort_all_requests", request.update.abort_all_requests);
+}
+
 }  // namespace moe::transport
 
 namespace moe::transport::detail {
@@ -69,6 +84,19 @@ inline const msgpack::object* find_key(const msgpack::object& map, std::string_v
   }
   return nullptr;
 }
+
+// The map that must be present under `key`.
+inline const msgpack::object& require_map(const msgpack::object& map, std::string_view key, const FieldPath& path) {
+  const msgpack::object* value = find_key(map, key);
+  if (!value) fail(path, std::string("missing `") + std::string(key) + "`");
+  if (value->type != msgpack::type::MAP) fail_type(path.field(key), "a map", *value);
+  return *value;
+}
+
+// The answers to operations (client_op_replies.cpp), for decode_client_reply.
+ExpertLoadReply read_expert_load(const msgpack::object& root, const FieldPath& path);
+AbortReply read_abort(const msgpack::object& root, const FieldPath& path);
+WeightsUpdatedReply read_weights_updated(const msgpack::object& root, const FieldPath& path);
 
 // Reads one client value into a field: scalars, optionals, arrays, and structs as maps.
 template <class T>
@@ -123,10 +151,11 @@ void read_entry(const msgpack::object& map, std::string_view key, T& out, const 
 template <class T>
 void write_client_value(Packer& packer, const T& value);
 
-// Packs a struct as a map of its fields, leaving out absent optionals.
+// Packs a struct as a map of its fields, leaving out absent optionals; a request of an operation
+// other than generate starts with its "op" entry.
 template <class T>
-void write_client_map(Packer& packer, const T& value) {
-  uint32_t present = 0;
+void write_client_map(Packer& packer, const T& value, std::string_view op = {}) {
+  uint32_t present = op.empty() ? 0 : 1;
   visit_client_fields(value, [&present](std::string_view, const auto& field) {
     if constexpr (kIsOptional<std::decay_t<decltype(field)>>) {
       present += field.has_value() ? 1 : 0;
@@ -135,6 +164,10 @@ void write_client_map(Packer& packer, const T& value) {
     }
   });
   packer.pack_map(present);
+  if (!op.empty()) {
+    write_str(packer, "op");
+    write_str(packer, op);
+  }
   visit_client_fields(value, [&packer](std::string_view name, const auto& field) {
     if constexpr (kIsOptional<std::decay_t<decltype(field)>>) {
       if (!field) return;

@@ -24,7 +24,8 @@ json generate_object(const CompletionState& completion, bool return_logprob, con
                {"finish_reason", sglang_finish_reason(completion.finish_reason, completion.completion_tokens)},
                {"prompt_tokens", completion.prompt_tokens},
                {"completion_tokens", completion.completion_tokens},
-               {"cached_tokens", completion.cached_tokens}};
+               {"cached_tokens", completion.cached_tokens},
+               {"weight_version", completion.weight_version}};
   if (return_logprob) meta["output_token_logprobs"] = logprob_triples(completion);
   if (experts != nullptr) put_base64(meta, "routed_experts", *experts);
   if (weights != nullptr) put_base64(meta, "router_weights", *weights);

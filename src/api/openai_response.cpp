@@ -75,6 +75,7 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
     }
     json payload = chunk(
         choice_json(choice, output.text, output.output_ids, output.output_logprobs, completion.finish_reason, true));
+    payload["metadata"] = metadata(output.weight_version);
     if (output.routed_experts) add_chunk_rows(payload, choice, output);
     payloads.push_back(std::move(payload));
     return payloads;
@@ -103,6 +104,8 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
       }
     }
     body["usage"] = usage();
+    // Every completion of a call ran on one version: a weight update ends the requests it interrupts.
+    body["metadata"] = metadata(grid_.completions(0).front().weight_version);
     if (grid_.completions(0).front().routed_experts) put_prompt_rows(body);
     return body;
   }
@@ -112,6 +115,9 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
   json header(const char* object) const {
     return {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_}};
   }
+
+  // SGLang's extra object: the version of the weights that computed the tokens.
+  static json metadata(const std::string& weight_version) { return {{"weight_version", weight_version}}; }
 
   // A streamed chunk of one choice.
   json chunk(json choice) const {
@@ -206,9 +212,13 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
 
 }  // namespace
 
-json model_list(const std::string& model, int64_t created) {
+json model_list(const std::string& model, int64_t created, int64_t max_model_len) {
   return {{"object", "list"},
-          {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "moe-engine"}}})}};
+          {"data", json::array({{{"id", model},
+                                 {"object", "model"},
+                                 {"created", created},
+                                 {"owned_by", "moe-engine"},
+                                 {"max_model_len", max_model_len}}})}};
 }
 
 std::unique_ptr<ResponseBuilder> make_openai_builder(const GenerationCall& call, const std::string& response_id,

@@ -26,6 +26,7 @@ void CompletionState::append(const msg::TextOutput& output) {
   prompt_tokens = output.prompt_tokens;
   completion_tokens = output.completion_tokens;
   cached_tokens = output.cached_tokens;
+  weight_version = output.weight_version;
 }
 
 CompletionGrid::CompletionGrid(const GenerationCall& call) {

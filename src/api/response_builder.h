@@ -32,6 +32,7 @@ struct CompletionState {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;
+  std::string weight_version;
 
   // Adds an output's new text, ids, logprobs and rows; its counts replace the previous ones.
   void append(const msg::TextOutput& output);
@@ -101,10 +102,11 @@ std::unique_ptr<ResponseBuilder> make_generate_builder(const GenerationCall& cal
 // holding only that completion's own rows. Each completion's engine rows start at position 0, so
 // its first prompt_tokens rows are the prompt's. Choice i of prompt p has index p * n + i. Logprobs
 // name tokens as "token_id:<id>" (vLLM's return_tokens_as_token_ids form): the engine does not send
-// per-token text.
+// per-token text. The weight version that computed the tokens is SGLang's extra field
+// `metadata.weight_version`, on the response and on every streamed chunk.
 
-// The response model list of GET /v1/models.
-nlohmann::json model_list(const std::string& model, int64_t created);
+// The response model list of GET /v1/models; max_model_len is vLLM's: the longest prompt + output.
+nlohmann::json model_list(const std::string& model, int64_t created, int64_t max_model_len);
 
 std::unique_ptr<ResponseBuilder> make_openai_builder(const GenerationCall& call, const std::string& response_id,
                                                      int64_t created);

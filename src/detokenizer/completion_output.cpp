@@ -23,6 +23,7 @@ std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem
   if (finished_) return std::nullopt;  // e.g. tokens still in flight after a stop string
   prompt_tokens_ = item.prompt_tokens;
   cached_tokens_ = item.cached_tokens;
+  weight_version_ = item.weight_version;
   append_rows(item.routing);
   if (held_finish_) return release_held(item.finish_reason.has_value());  // later tokens are past the stop
   for (size_t i = 0; i < item.new_token_ids.size(); ++i) {
@@ -110,6 +111,7 @@ msg::TextOutput CompletionOutput::take_pending(std::optional<msg::FinishReason> 
   out.prompt_tokens = prompt_tokens_;
   out.completion_tokens = completion_tokens_;
   out.cached_tokens = cached_tokens_;
+  out.weight_version = weight_version_;
   out.routed_experts = encode_ids();
   out.router_weights = encode_weights();
   text_.clear();

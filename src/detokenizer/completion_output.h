@@ -53,6 +53,7 @@ class CompletionOutput {
   std::optional<msg::FinishReason> held_finish_;  // a stop string's reply waiting for its last row
   int64_t row_limit_ = INT64_MAX;                 // after a stop string: the rows the reply has
   int32_t prompt_tokens_ = 0, cached_tokens_ = 0, completion_tokens_ = 0;
+  std::string weight_version_;
   int64_t rows_seen_ = 0;  // routing rows received so far, counting those start_len skips
 
   // Not yet emitted:

@@ -12,9 +12,11 @@ ServingModelInfo serving_info(const ModelConfig& config) {
   return {config.num_moe_layers(), config.num_experts_per_tok, config.num_experts};
 }
 
-// The worker's options with the copy thread's signal hooked up.
-ModelWorkerOptions signalling(ModelWorkerOptions options, std::function<void()> on_rows) {
+// The worker's options with the copy thread's signal and the weight loader hooked up.
+ModelWorkerOptions signalling(ModelWorkerOptions options, std::function<void()> on_rows,
+                              const EngineCoreOptions& core) {
   options.on_routing_ready = std::move(on_rows);
+  options.load_model = core.load_model;
   return options;
 }
 
@@ -29,7 +31,8 @@ EngineCore::EngineCore(std::unique_ptr<Model> model, tokenizer::Tokenizer tokeni
                                              std::lock_guard lock(mutex_);
                                              ++rows_signals_;
                                              rows_ready_.notify_all();
-                                           })),
+                                           },
+                                           options)),
       detokenizer_(std::move(tokenizer), worker_.config().num_experts) {
   service_.on_heartbeat(worker_.heartbeat());  // the worker in this thread is the one steps go to
 }
@@ -53,6 +56,14 @@ bool EngineCore::step() {
     service_.on_routing(worker_.take_ready_routing());  // rows of the last steps, still copying
   detokenize();
   return batch.has_value();
+}
+
+msg::WeightsUpdated EngineCore::update_weights(msg::UpdateWeights update) {
+  service_.update_weights(std::move(update));
+  // No step is ever in flight between two calls here, so the update goes to the worker at once.
+  service_.on_weights_updated(worker_.update_weights(*service_.next_weight_update()));
+  detokenize();
+  return service_.take_weight_update_answers().front();
 }
 
 void EngineCore::detokenize() {

@@ -12,6 +12,7 @@
 // with ZeroMQ between them (actors/pipeline/: the scheduler actor plans and processes results, the
 // worker actor executes, the detokenizer actor detokenizes), so the two paths cannot drift apart.
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,6 +31,8 @@ struct EngineCoreOptions {
   PromptFormat prompt_format;
   std::vector<int32_t> eos_token_ids;  // none: only max_new_tokens and stop_token_ids end a request
   uint64_t seed_source = 42;           // draws the seeds of requests that bring none
+  // Loads the checkpoint of a weight update; unset, update_weights() fails.
+  std::function<std::unique_ptr<Model>(const std::string& model_dir)> load_model;
 };
 
 class EngineCore {
@@ -43,6 +46,9 @@ class EngineCore {
   // Submits every request, steps until all have their final reply, and returns every TextOutput
   // (stream chunks in order). Requests refused or failed go to errors().
   std::vector<msg::TextOutput> run(const std::vector<msg::GenerateRequest>& requests);
+  // Loads new weights between two steps (SchedulerService::update_weights says what changes);
+  // the replies of the requests it ends come out of the next run().
+  msg::WeightsUpdated update_weights(msg::UpdateWeights update);
 
   SchedulerService& service() { return service_; }
   const ModelConfig& config() const { return worker_.config(); }

@@ -24,10 +24,7 @@ std::vector<int32_t> RequestPreparer::prompt_ids(const msg::GenerateRequest& req
   const int given = request.text.has_value() + request.input_ids.has_value() + request.messages.has_value();
   if (given != 1) throw Error("give exactly one of text, input_ids and messages");
   if (request.input_ids) {
-    for (int32_t id : *request.input_ids)
-      if (id < 0 || id >= limits_.vocab_size)
-        throw Error("input_ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                    std::to_string(limits_.vocab_size) + ")");
+    check_token_ids(*request.input_ids, "input_ids");
     return *request.input_ids;
   }
   if (request.text) {
@@ -48,6 +45,18 @@ std::vector<int32_t> RequestPreparer::prompt_ids(const msg::GenerateRequest& req
   inputs.bos_token = bos_token_;
   inputs.eos_token = eos_token_;
   return tokenizer_.encode(chat_template_->render(inputs));
+}
+
+void RequestPreparer::check_token_ids(const std::vector<int32_t>& ids, const std::string& field) const {
+  for (int32_t id : ids)
+    if (id < 0 || id >= limits_.vocab_size)
+      throw Error(field + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                  std::to_string(limits_.vocab_size) + ")");
+}
+
+std::string RequestPreparer::detokenize(const std::vector<int32_t>& ids, const std::string& field) const {
+  check_token_ids(ids, field);
+  return tokenizer_.decode(ids);
 }
 
 void RequestPreparer::check_length(const msg::TokenizedRequest& request) const {

@@ -36,8 +36,16 @@ class RequestPreparer {
 
   msg::TokenizedRequest prepare(const msg::GenerateRequest& request);
   const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
+  // The ids a request's `text` becomes (the /tokenize endpoint).
+  std::vector<int32_t> tokenize(const std::string& text) const { return tokenizer_.encode(text); }
+  // The text of `ids`, special tokens kept (the /detokenize endpoint); an id outside the model's
+  // vocabulary is a moe::Error naming `field`, as it is in a request's input_ids.
+  std::string detokenize(const std::vector<int32_t>& ids, const std::string& field) const;
+  // The longest prompt + output a request may reach.
+  int64_t max_sequence_len() const { return limits_.max_sequence_len; }
 
  private:
+  void check_token_ids(const std::vector<int32_t>& ids, const std::string& field) const;
   std::vector<int32_t> prompt_ids(const msg::GenerateRequest& request) const;
   // The checks that need the prompt's length.
   void check_length(const msg::TokenizedRequest& request) const;

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <type_traits>
+#include <utility>
 
 #include "common/error.h"
 #include "common/json_file.h"
@@ -148,6 +150,52 @@ ModelConfig load_model_config(const std::string& model_dir) {
   } catch (const nlohmann::json::exception& e) {  // a wrongly typed field an architecture reads
     throw Error(path + ": " + e.what());
   }
+}
+
+namespace {
+
+// Every field of a config as config.json names it, with its value as text (doubles in full).
+std::vector<std::pair<const char*, std::string>> described_fields(const ModelConfig& c) {
+  auto text = [](auto value) {
+    std::ostringstream out;
+    out.precision(17);
+    out << std::boolalpha << value;
+    return out.str();
+  };
+  std::string moe_layers;
+  for (int layer : c.moe_layer_ids) moe_layers += (moe_layers.empty() ? "" : ",") + std::to_string(layer);
+  return {{"architectures", c.architecture},
+          {"vocab_size", text(c.vocab_size)},
+          {"hidden_size", text(c.hidden_size)},
+          {"intermediate_size", text(c.intermediate_size)},
+          {"moe_intermediate_size", text(c.moe_intermediate_size)},
+          {"shared_expert_intermediate_size", text(c.shared_expert_intermediate_size)},
+          {"num_hidden_layers", text(c.num_hidden_layers)},
+          {"num_attention_heads", text(c.num_attention_heads)},
+          {"num_key_value_heads", text(c.num_key_value_heads)},
+          {"head_dim", text(c.head_dim)},
+          {"num_experts", text(c.num_experts)},
+          {"num_experts_per_tok", text(c.num_experts_per_tok)},
+          {"norm_topk_prob", text(c.norm_topk_prob)},
+          {"attention_bias", text(c.attention_bias)},
+          {"qk_norm", text(c.qk_norm)},
+          {"tie_word_embeddings", text(c.tie_word_embeddings)},
+          {"rope_theta", text(c.rope_theta)},
+          {"rms_norm_eps", text(c.rms_norm_eps)},
+          {"max_position_embeddings", text(c.max_position_embeddings)},
+          {"MoE layers", moe_layers}};
+}
+
+}  // namespace
+
+std::optional<std::string> config_mismatch(const ModelConfig& serving, const ModelConfig& loaded) {
+  const auto expected = described_fields(serving);
+  const auto found = described_fields(loaded);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (expected[i].second != found[i].second)
+      return std::string(expected[i].first) + " is " + found[i].second + " there, " + expected[i].second + " here";
+  }
+  return std::nullopt;
 }
 
 }  // namespace moe

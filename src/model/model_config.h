@@ -1,6 +1,7 @@
 #pragma once
 // The architecture-independent description of a decoder-only MoE model, read from config.json.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,10 @@ struct ModelConfig {
 // Reads DIR/config.json; an unknown architecture or unsupported setting is a moe::Error that
 // lists what is supported.
 ModelConfig load_model_config(const std::string& model_dir);
+
+// How `loaded` differs from `serving`, naming the first field that differs and both values; none
+// when they describe the same model. New weights may replace a model's only when none: every size
+// the engine derived at start (KV pool, capture buffer, limits, tokenizer) holds for them too.
+std::optional<std::string> config_mismatch(const ModelConfig& serving, const ModelConfig& loaded);
 
 }  // namespace moe

@@ -113,6 +113,17 @@ std::vector<FinishedRequest> Scheduler::abort(const std::string& rid, const std:
   return finished;
 }
 
+std::vector<std::string> Scheduler::begun_requests(bool all) const {
+  std::vector<std::string> rids;
+  for (const auto& [rid, group] : groups_) {
+    const bool begun = std::any_of(group.begin(), group.end(), [](const std::unique_ptr<Request>& r) {
+      return r == nullptr || r->state == RequestState::Running || !r->output_ids.empty();
+    });
+    if (all || begun) rids.push_back(rid);
+  }
+  return rids;
+}
+
 std::optional<FinishedRequest> Scheduler::stop_at_output(const std::string& rid, int index, int64_t kept_outputs,
                                                          msg::FinishReason reason) {
   auto it = groups_.find(rid);

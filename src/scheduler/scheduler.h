@@ -64,6 +64,10 @@ class Scheduler {
   std::vector<FinishedRequest> abort(const std::string& rid, const std::string& message);
   // Whether rid names a live request (a new request may not reuse it until it has ended).
   bool has_request(const std::string& rid) const { return groups_.count(rid) > 0; }
+  // The live requests a step has run for: a completion is running, holds output, or has ended.
+  // Their replies would mix two models' tokens if new weights continued them. With `all`, every
+  // live request (also those only queued, which new weights would serve whole).
+  std::vector<std::string> begun_requests(bool all) const;
   // A stop string ended completion (rid, index) at its kept_outputs-th output token: later tokens
   // are dropped. A route_last_token completion whose kept last token was not fed yet finishes
   // through process_result once it has been (nullopt now); any other ends at once.

@@ -8,7 +8,7 @@
 namespace moe {
 
 SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const ServingModelInfo& model)
-    : options_(options), model_(model), scheduler_(options.scheduler, options.seed_source) {
+    : options_(options), model_(model), scheduler_(options.scheduler, options.seed_source), weights_(options.weights) {
   // With capture on, every step is captured (not only steps with a request that asked): a later
   // request's prefix-cache hit must find real rows for slots computed on behalf of anyone.
   if (options.enable_routed_experts) {
@@ -52,7 +52,8 @@ void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t ind
 }
 
 std::optional<msg::WorkerBatch> SchedulerService::next_batch() {
-  if (in_flight_ || !worker_accepted()) return std::nullopt;
+  // A queued weight update waits for the step in flight; no new one starts before it is done.
+  if (in_flight_ || !worker_accepted() || !updates_.empty()) return std::nullopt;
   std::optional<ScheduledBatch> batch = scheduler_.schedule_step();
   if (!batch) return std::nullopt;
   if (tracker_) tracker_->step_scheduled(batch->step_id, batch->token_slots());
@@ -147,6 +148,8 @@ bool SchedulerService::from_accepted_worker(uint64_t instance, std::vector<msg::
 }
 
 std::vector<msg::ErrorReply> SchedulerService::forget_worker_kv() {
+  // The weights it was asked to load went with it (a new worker loads --model-path).
+  if (update_sent_) fail_weight_updates("the model worker restarted during the weight update");
   if (!steps_sent_) return {};
   steps_sent_ = false;
   std::vector<msg::ErrorReply> errors = fail_all("the model worker restarted: its KV cache and routing rows were lost");
@@ -168,8 +171,9 @@ void SchedulerService::emit_finished(const std::vector<FinishedRequest>& finishe
 void SchedulerService::emit(const Key& key, std::vector<int32_t> tokens, std::vector<float> logprobs,
                             std::vector<int32_t> slots, std::optional<msg::FinishReason> finish,
                             int64_t cached_tokens, uint64_t step) {
+  // The version of now: items held for their rows are built later, maybe after a weight update.
   auto build = [this, key, tokens = std::move(tokens), logprobs = std::move(logprobs), slots = std::move(slots),
-                finish = std::move(finish), cached_tokens]() {
+                finish = std::move(finish), cached_tokens, version = weights_.weight_version]() {
     auto comp = completions_.find(key);
     if (comp == completions_.end()) return;  // ended meanwhile (stop string, failure)
     const RequestInfo& info = requests_.at(key.first);
@@ -189,6 +193,7 @@ void SchedulerService::emit(const Key& key, std::vector<int32_t> tokens, std::ve
     item.finish_reason = finish;
     item.prompt_tokens = info.prompt_tokens;
     item.cached_tokens = static_cast<int32_t>(cached_tokens);
+    item.weight_version = version;
     output_.items.push_back(std::move(item));
     if (finish) forget(key);
   };

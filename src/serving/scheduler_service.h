@@ -2,6 +2,7 @@
 // The scheduler actor's logic without sockets: turns tokenized requests into worker batches, worker
 // results into detokenizer items, and keeps every item's routed-experts rows exact (rows travel a
 // step behind the tokens, so items of requests that asked for routing wait for their rows).
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -22,6 +23,14 @@ struct ServingModelInfo {
   int num_experts = 0;
 };
 
+// The weights being served: where they were loaded from and their label (SGLang's weight_version),
+// which every reply carries. Weight updates change both.
+struct ServingWeights {
+  std::string model_path;
+  std::string weight_version = "default";
+  bool operator==(const ServingWeights&) const = default;
+};
+
 struct SchedulerServiceOptions {
   SchedulerConfig scheduler;
   bool enable_routed_experts = false;  // --enable-return-routed-experts
@@ -30,6 +39,7 @@ struct SchedulerServiceOptions {
   bool enable_router_weights = false;
   uint64_t seed_source = 0;            // draws the seeds of requests that bring none
   msg::WorkerSettings expected_worker;  // a worker that reports other settings gets no step
+  ServingWeights weights;               // what the worker serves at start
 };
 
 class SchedulerService {
@@ -69,6 +79,26 @@ class SchedulerService {
   bool worker_accepted() const { return accepted_worker_ != 0; }
   // Why the connected worker was refused; empty when it was not.
   const std::string& worker_refusal() const { return worker_refusal_; }
+
+  // --- Weight updates (update_weights_from_disk). An update is queued; from then on no step is
+  // planned. Once no step is in flight it goes to the worker, which loads the new weights and
+  // swaps them in only when they loaded. On success every request a step has run for ends with
+  // finish reason abort (its tokens came from the old weights; its reply carries their version),
+  // the prefix cache is flushed (its KV came from them too), the worker's expected fingerprint and
+  // the weight version become the new ones, and queued requests run on the new weights. On
+  // failure nothing changes: the paused requests go on as if nothing happened.
+  void update_weights(msg::UpdateWeights update);
+  // The update to send the worker now: one is queued, none is out, no step is in flight.
+  std::optional<msg::UpdateWeights> next_weight_update();
+  // The worker's answer (applied even when the update was given up meanwhile: the worker's weights
+  // are what they are); queues the answer for the requester with the version now in effect.
+  void on_weights_updated(msg::WeightsUpdated answer);
+  // The worker was lost (silent, refused, restarted): every queued update fails with `why`.
+  void fail_weight_updates(const std::string& why);
+  bool has_weight_updates() const { return !updates_.empty(); }
+  // Answers produced since the last call, for the requesters.
+  std::vector<msg::WeightsUpdated> take_weight_update_answers() { return std::exchange(update_answers_, {}); }
+  const ServingWeights& weights() const { return weights_; }
 
   // Items produced since the last call, for the detokenizer.
   msg::DetokenizeBatch take_output();
@@ -131,6 +161,10 @@ class SchedulerService {
   std::map<std::string, RequestInfo> requests_;
   std::map<Key, CompletionInfo> completions_;
   msg::DetokenizeBatch output_;
+  ServingWeights weights_;
+  std::deque<msg::UpdateWeights> updates_;  // the front one went to the worker when update_sent_
+  bool update_sent_ = false;
+  std::vector<msg::WeightsUpdated> update_answers_;
 };
 
 }  // namespace moe

@@ -12,10 +12,6 @@
 
 namespace moe {
 
-// A model directory's identity: config.json's bytes and the names and sizes of its weight files
-// (*.safetensors and the shard index). Copies of one checkpoint on two hosts have the same one.
-uint64_t model_fingerprint(const std::string& model_dir);
-
 // How `worker` differs from what the scheduler expects, naming the first setting that differs
 // and both values; nothing when they match.
 std::optional<std::string> settings_mismatch(const msg::WorkerSettings& expected, const msg::WorkerSettings& worker);

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "kernels/thread_pool.h"
+#include "model/model_fingerprint.h"
 #include "sampling/sampler.h"
 
 namespace moe {
@@ -40,7 +41,8 @@ uint64_t draw_instance() {
 }  // namespace
 
 ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions& options)
-    : model_(std::move(model)),
+    : load_model_(options.load_model),
+      model_(std::move(model)),
       kv_(model_->make_kv_cache(options.settings.kv_slots)),
       settings_(options.settings),
       instance_(draw_instance()) {
@@ -89,6 +91,30 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
   result.routing = take_ready_routing();
   result.worker_instance = instance_;
   return result;
+}
+
+msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update) {
+  msg::WeightsUpdated answer;
+  answer.request = update;
+  answer.worker_instance = instance_;
+  try {
+    if (!load_model_) throw Error("this model worker cannot load new weights");
+    std::unique_ptr<Model> model = load_model_(update.model_path);
+    if (auto mismatch = config_mismatch(model_->config(), model->config()))
+      throw Error(update.model_path + " holds another model than the one serving (" + *mismatch +
+                  "); new weights must keep the architecture and sizes");
+    KvCache kv = model->make_kv_cache(settings_.kv_slots);
+    answer.model_fingerprint = model_fingerprint(update.model_path);
+    model_ = std::move(model);  // the old model goes now, before its KV cache
+    kv_ = std::move(kv);
+    std::lock_guard lock(settings_mutex_);
+    settings_.model_fingerprint = answer.model_fingerprint;
+  } catch (const std::exception& e) {
+    answer.message = std::string("loading ") + update.model_path + " failed: " + e.what();
+    return answer;
+  }
+  answer.success = true;
+  return answer;
 }
 
 std::vector<msg::StepRouting> ModelWorker::take_ready_routing() {

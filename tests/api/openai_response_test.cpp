@@ -170,9 +170,10 @@ TEST(OpenAiResponse, CompletionStreamSplitsEachChunksRowsAtThePrompt) {
   EXPECT_EQ(decoded(c[0]["choices"][0], "routed_experts"), (std::vector<int32_t>{4, 5}));
 }
 
-TEST(OpenAiResponse, ModelListNamesTheServedModel) {
-  EXPECT_EQ(model_list("m", 3), json::parse(R"({"object": "list", "data": [{"id": "m", "object": "model",
-                                               "created": 3, "owned_by": "moe-engine"}]})"));
+TEST(OpenAiResponse, ModelListNamesTheServedModelAndItsLength) {
+  EXPECT_EQ(model_list("m", 3, 4096), json::parse(R"({"object": "list", "data": [{"id": "m", "object": "model",
+                                                     "created": 3, "owned_by": "moe-engine",
+                                                     "max_model_len": 4096}]})"));
 }
 
 }  // namespace

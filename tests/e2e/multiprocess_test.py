@@ -1,7 +1,8 @@
 """moe-serve with its model worker in a separate `moe-serve --role worker` process over tcp://:
 golden outputs; killing the worker fails in-flight requests within seconds; a restarted worker (whose
 KV cache is empty) never yields wrong tokens or routing for prompts the front had cached; a worker
-started with other settings is refused, naming the setting; SIGTERM exits 0.
+started with other settings is refused, naming the setting; a weight update reaches the remote worker;
+SIGTERM exits 0.
 Usage: multiprocess_test.py PATH/TO/moe-serve"""
 import os
 import signal
@@ -42,6 +43,22 @@ class MultiProcess(unittest.TestCase):
         for i, case in enumerate(g["cases"]):
             result = sp.zmq_client.generate(self.sock, sp.golden_request(case, g["max_new_tokens"], f"mp{i}"))
             sp.expect_golden(self, case, result["output_ids"], result["routed_experts"], g["max_new_tokens"])
+        code, log = sp.terminate(self.server)
+        self.assertEqual(code, 0, log)
+        code, log = sp.terminate(self.worker)
+        self.assertEqual(code, 0, log)
+
+    def test_weight_update_reaches_the_remote_worker(self):
+        g = sp.golden()
+        case = g["cases"][2]
+        self.sock.send(msgpack.packb({"op": "update_weights_from_disk", "rid": "u", "model_path": sp.MODEL,
+                                      "weight_version": "remote-2"}))
+        answer = sp.wait_for_reply(self, self.sock, 120)
+        self.assertTrue(answer["success"], answer)
+        self.assertEqual(answer["weight_version"], "remote-2")
+        result = sp.zmq_client.generate(self.sock, sp.golden_request(case, g["max_new_tokens"], "after"))
+        sp.expect_golden(self, case, result["output_ids"], result["routed_experts"], g["max_new_tokens"])
+        self.assertEqual(result["meta_info"]["weight_version"], "remote-2")
         code, log = sp.terminate(self.server)
         self.assertEqual(code, 0, log)
         code, log = sp.terminate(self.worker)

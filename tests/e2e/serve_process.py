@@ -35,8 +35,11 @@ def golden():
 
 
 def start(moe_serve, *flags):
-    return subprocess.Popen([moe_serve, *SHARED_FLAGS, *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    # Without --port, moe-serve serves HTTP on SGLang's 30000; these servers speak ZeroMQ only, and
+    # several may run at once.
+    no_http = [] if "--port" in flags else ["--port", "0"]
+    return subprocess.Popen([moe_serve, *SHARED_FLAGS, *no_http, *flags], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
 
 
 def terminate(process, timeout=30):

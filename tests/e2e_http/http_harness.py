@@ -2,10 +2,12 @@
 /health answers, stop it with SIGTERM (exit code 0 required), read its metrics and memory, and decode
 routed experts the way SGLang's documentation shows."""
 import base64
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -25,11 +27,11 @@ MOE_SERVE = os.environ.get("MOE_SERVE", "moe-serve")
 class Server:
     """One moe-serve process with an HTTP port; its log goes to a file so a chatty server never blocks."""
 
-    def __init__(self, routed_experts=True, startup_timeout_s=60, extra_flags=()):
+    def __init__(self, routed_experts=True, startup_timeout_s=60, extra_flags=(), model_path=sp.MODEL):
         port = sp.free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.log = tempfile.NamedTemporaryFile(prefix="moe-serve-http-", suffix=".log")
-        command = [MOE_SERVE, "--model-path", sp.MODEL, "--tokenizer-path", sp.TOKENIZER, "--port", str(port),
+        command = [MOE_SERVE, "--model-path", model_path, "--tokenizer-path", sp.TOKENIZER, "--port", str(port),
                    "--served-model-name", MODEL_NAME, "--log-level", os.environ.get("MOE_E2E_LOG_LEVEL", "warn")]
         if routed_experts:
             command.append("--enable-return-routed-experts")
@@ -96,6 +98,27 @@ class ServerTest(unittest.TestCase):
         code, log = cls.server.stop()
         if code != 0:
             raise AssertionError(f"moe-serve exited with {code} after SIGTERM:\n{log}")
+
+
+class StreamReader:
+    """A streamed /generate read on its own thread: `events` fills with its JSON events, `started` is set
+    by the first one, join() waits for the end of the stream."""
+
+    def __init__(self, url, body):
+        self.events, self.started = [], threading.Event()
+        self._thread = threading.Thread(target=self._read, args=(url, body))
+        self._thread.start()
+
+    def _read(self, url, body):
+        with requests.post(url + "/generate", json=body, stream=True, timeout=300) as reply:
+            for line in reply.iter_lines():
+                if line.startswith(b"data: {"):
+                    self.events.append(json.loads(line[len(b"data: "):]))
+                    self.started.set()
+
+    def join(self, timeout_s):
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
 
 
 def decode_routed_experts(meta, key="routed_experts"):

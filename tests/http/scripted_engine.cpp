@@ -1,5 +1,10 @@
 #include "scripted_engine.h"
 
+#include <boost/asio/post.hpp>
+#include <nlohmann/json.hpp>
+
+#include "api/api_error.h"
+
 namespace moe::http::test {
 
 int32_t ScriptedEngine::expert_at(int64_t position, int layer, int k, int sample, int64_t prompt_tokens) {
@@ -70,6 +75,7 @@ void ScriptedEngine::emit(const std::string& rid) {
                                      : rows(prompt_tokens, sample, prompt_tokens + g - 1, 1);
     }
     if (last) output.finish_reason = msg::FinishReason{};  // length
+    output.weight_version = weight_version_;
   }
   const bool fails = request.text == "fail after one";
   if (last || fails) running_.erase(it);
@@ -107,6 +113,62 @@ void ScriptedEngine::abort(const std::string& rid) {
   aborted_.push_back(rid);
   changed_.notify_all();
 }
+
+size_t ScriptedEngine::abort_request(const std::string& rid) {
+  std::vector<std::string> rids;
+  for (const auto& [live, running] : running_)
+    if (rid.empty() || live == rid) rids.push_back(live);
+  for (const std::string& live : rids) end_aborted(live);
+  return rids.size();
+}
+
+void ScriptedEngine::end_aborted(const std::string& rid) {
+  const Running running = std::move(running_.at(rid));
+  running_.erase(rid);
+  for (int sample = 0; sample < running.request.sampling.n; ++sample) {
+    msg::TextOutput output;
+    output.rid = rid;
+    output.index = sample;
+    output.prompt_tokens = running.prompt_tokens;
+    output.completion_tokens = running.next_token;
+    output.finish_reason = msg::FinishReason::abort("aborted by POST /abort_request");
+    output.weight_version = weight_version_;
+    running.on_output(output);
+  }
+}
+
+void ScriptedEngine::update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) {
+  boost::asio::post(io_, [this, update = std::move(update), on_done = std::move(on_done)] {
+    msg::WeightsUpdated answer;
+    answer.request = update;
+    answer.success = update.model_path != "/broken";
+    answer.message = answer.success ? "loaded" : "/broken has no config.json";
+    if (answer.success && update.weight_version) weight_version_ = *update.weight_version;
+    answer.weight_version = weight_version_;
+    on_done(answer);
+  });
+}
+
+std::vector<int32_t> ScriptedEngine::tokenize(const std::string& text) const {
+  std::vector<int32_t> ids;
+  for (unsigned char byte : text) ids.push_back(byte);
+  return ids;
+}
+
+std::string ScriptedEngine::detokenize(const std::vector<int32_t>& ids, const std::string& field) const {
+  std::string text;
+  for (int32_t id : ids) {
+    if (id >= 256) throw api::ApiError(400, field + ": token id " + std::to_string(id) + " is outside the vocabulary", field);
+    text += static_cast<char>(id);
+  }
+  return text;
+}
+
+api::ModelInfo ScriptedEngine::model_info() const {
+  return {"/models/test", "/tokenizers/test", weight_version_, "Qwen3MoeForCausalLM", kLayers, 64, kTopK, 4096};
+}
+
+nlohmann::json ScriptedEngine::server_info() const { return {{"max_total_num_tokens", 4096}}; }
 
 api::ServerStats ScriptedEngine::stats() const {
   api::ServerStats stats;

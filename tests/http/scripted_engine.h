@@ -6,6 +6,8 @@
 // with 2 layers, top-2: the first output carries rows 0..P-1, each later one the row of the token
 // fed before it (P+G-1 rows in all); row p holds expert_at(p, layer, k, sample).
 // The text "engine error" is refused at once (400); "fail after one" errs (500) after one token.
+// Weight updates answer on the next turn of the loop: a model_path of "/broken" fails, any other
+// succeeds and sets the weight version outputs carry. Tokens are bytes: id = byte value, < 256.
 #include "common/prelude.h"
 
 #include <atomic>
@@ -36,7 +38,14 @@ class ScriptedEngine final : public EngineFrontend {
 
   void submit(msg::GenerateRequest request, OutputHandler on_output, ErrorHandler on_error) override;
   void abort(const std::string& rid) override;
+  size_t abort_request(const std::string& rid) override;
+  void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) override;
+  int64_t flush_cache() override { return ++flushes_; }
+  std::vector<int32_t> tokenize(const std::string& text) const override;
+  std::string detokenize(const std::vector<int32_t>& ids, const std::string& field) const override;
   std::string model_name() const override { return "test-model"; }
+  api::ModelInfo model_info() const override;
+  nlohmann::json server_info() const override;
   api::ServerStats stats() const override;
   // {{5, 0, 1}, {2, 2, 2}} over 3 tokens until a reset zeroes them.
   api::ExpertLoad expert_load(bool reset) override {
@@ -71,6 +80,8 @@ class ScriptedEngine final : public EngineFrontend {
   void schedule(const std::string& rid);
   // Sends the next token of every sample of `rid`.
   void emit(const std::string& rid);
+  // Ends every sample of `rid` with finish reason abort, as the engine answers /abort_request.
+  void end_aborted(const std::string& rid);
   // Rows [first, first + count) of `sample` of a request of `prompt_tokens` prompt tokens.
   static msg::EncodedArray rows(int32_t prompt_tokens, int sample, int64_t first, int64_t count);
 
@@ -81,6 +92,8 @@ class ScriptedEngine final : public EngineFrontend {
   std::vector<msg::GenerateRequest> submitted_;
   std::vector<std::string> aborted_;
   api::ExpertLoad expert_load_{{{5, 0, 1}, {2, 2, 2}}, 3};  // only touched on the server's loop
+  std::string weight_version_ = "default";                   // likewise
+  int64_t flushes_ = 0;                                      // likewise
 };
 
 }  // namespace moe::http::test

@@ -8,45 +8,21 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "serving/scheduler_service.h"
+#include "model/model_fingerprint.h"
+#include "scheduler_service_support.h"
 #include "serving/worker_settings.h"
 #include "common/error.h"
 
 namespace moe {
 namespace {
 
-msg::WorkerSettings expected_settings() {
-  return {.model_fingerprint = 99, .kv_slots = 257, .max_batch_tokens = 64, .capture_routing = false,
-          .capture_router_weights = false, .ep_size = 1};
-}
+msg::WorkerSettings expected_settings() { return testing::small_worker_settings(99); }
 
-SchedulerServiceOptions options() {
-  SchedulerServiceOptions o;
-  o.scheduler.max_total_tokens = 256;
-  o.scheduler.chunked_prefill_size = 64;
-  o.scheduler.context_length = 128;
-  o.expected_worker = expected_settings();
-  return o;
-}
+SchedulerServiceOptions options() { return testing::small_scheduler_options(expected_settings()); }
 
-msg::TokenizedRequest request(const std::string& rid) {
-  msg::TokenizedRequest r;
-  r.rid = rid;
-  r.input_ids = {1, 2, 3, 4, 5, 6};
-  r.sampling.temperature = 0.0f;
-  r.sampling.max_new_tokens = 4;
-  return r;
-}
+msg::TokenizedRequest request(const std::string& rid) { return testing::six_token_request(rid, 4); }
 
-// The worker's answer to `batch`: token 7 for every sequence that samples.
-msg::WorkerResult answer(const msg::WorkerBatch& batch, uint64_t instance) {
-  msg::WorkerResult result;
-  result.step = batch.step;
-  result.worker_instance = instance;
-  for (const msg::WorkerSequence& s : batch.sequences)
-    if (s.needs_logits) result.sampled_ids.push_back(7);
-  return result;
-}
+msg::WorkerResult answer(const msg::WorkerBatch& batch, uint64_t instance) { return testing::sevens(batch, instance); }
 
 class WorkerHandshake : public ::testing::Test {
  protected:

@@ -84,6 +84,7 @@ std::map<std::pair<std::string, int32_t>, JoinedOutput> join_outputs(const std::
       std::memcpy(j.weights.data() + old, bytes.data(), bytes.size());
     }
     j.cached_tokens = o.cached_tokens;
+    j.weight_version = o.weight_version;
     if (o.finish_reason) j.finish = o.finish_reason;
     ++j.chunks;
   }

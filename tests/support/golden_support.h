@@ -51,6 +51,7 @@ struct JoinedOutput {
   int64_t num_rows = 0;
   std::vector<float> weights;
   int32_t cached_tokens = 0;
+  std::string weight_version;
   std::optional<msg::FinishReason> finish;
   int chunks = 0;
 };

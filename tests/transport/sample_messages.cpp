@@ -102,7 +102,8 @@ std::vector<msg::Message> sample_messages() {
                               .routing = sample_rows(2, 4, 8, true),
                               .finish_reason = msg::FinishReason{msg::FinishKind::Stop, 151645, std::nullopt, ""},
                               .prompt_tokens = 30,
-                              .cached_tokens = 16});
+                              .cached_tokens = 16,
+                              .weight_version = "step-7"});
   detokenize.items.push_back({.rid = "b",
                               .index = 0,
                               .options = std::nullopt,
@@ -125,7 +126,8 @@ std::vector<msg::Message> sample_messages() {
                           .completion_tokens = 2,
                           .cached_tokens = 4,
                           .routed_experts = msg::EncodedArray{std::string("\x01\x00\xff", 3), true, {13, 4, 2}, "int16"},
-                          .router_weights = msg::EncodedArray{"AAAA", false, {13, 4, 2}, "float16"}});
+                          .router_weights = msg::EncodedArray{"AAAA", false, {13, 4, 2}, "float16"},
+                          .weight_version = "step-7"});
   text.outputs.push_back({.rid = "b", .index = 0, .text = "", .output_ids = {}, .output_logprobs = {},
                           .finish_reason = std::nullopt, .prompt_tokens = 1, .completion_tokens = 0,
                           .cached_tokens = 0, .routed_experts = std::nullopt, .router_weights = std::nullopt});
@@ -142,6 +144,16 @@ std::vector<msg::Message> sample_messages() {
                                                    .capture_routing = true,
                                                    .capture_router_weights = false,
                                                    .ep_size = 4}});
+  const msg::UpdateWeights update{
+      .id = 3, .model_path = "/ckpt/step-8", .weight_version = "step-8", .abort_all_requests = true, .worker_instance = 5};
+  messages.emplace_back(update);
+  messages.emplace_back(msg::UpdateWeights{.id = 4, .model_path = "/ckpt", .weight_version = std::nullopt});
+  messages.emplace_back(msg::WeightsUpdated{.request = update,
+                                            .success = true,
+                                            .message = "loaded",
+                                            .model_fingerprint = 1ull << 62,
+                                            .weight_version = "step-8",
+                                            .worker_instance = 5});
   return messages;
 }
 

@@ -1,0 +1,58 @@
+// SGLang's native endpoints besides /generate (RequestRouter's, declared in request_router.h):
+// parsing and answers live in src/api (native_calls.h); here they meet the engine.
+#include "http/request_router.h"
+
+#include <nlohmann/json.hpp>
+
+#include "api/native_calls.h"
+#include "http/health_probe.h"
+#include "http/http_replies.h"
+
+namespace moe::http {
+
+void RequestRouter::update_weights(const HttpRequest& request, const std::shared_ptr<ResponseChannel>& channel) {
+  refuse_when_shutting_down();
+  msg::UpdateWeights update = api::parse_update_weights(api::parse_json_body(request.body));
+  // The answer may come minutes later; a client gone by then is not answered (the update stands).
+  const std::weak_ptr<ResponseChannel> weak = channel;
+  engine_.update_weights(std::move(update), [weak](const msg::WeightsUpdated& answer) {
+    if (const auto out = weak.lock())
+      out->send(json_reply(api::weights_updated_status(answer), api::weights_updated_json(answer)));
+  });
+}
+
+HttpReply RequestRouter::abort_request(const HttpRequest& request) {
+  const api::AbortCall call = api::parse_abort_request(api::parse_json_body(request.body));
+  const size_t aborted = engine_.abort_request(call.all ? std::string() : call.rid);
+  return json_reply(200, {{"aborted", aborted}});
+}
+
+HttpReply RequestRouter::flush_cache() {
+  const int64_t evicted = engine_.flush_cache();
+  return HttpReply{200, "text/plain; charset=utf-8",
+                   "Cache flushed: " + std::to_string(evicted) + " cached prefix token(s) evicted.\n", {}};
+}
+
+std::shared_ptr<PendingAnswer> RequestRouter::health_generate(const std::shared_ptr<ResponseChannel>& channel) {
+  refuse_when_shutting_down();
+  auto probe = std::make_shared<HealthProbe>(engine_, channel);
+  probe->start();
+  return probe;
+}
+
+HttpReply RequestRouter::tokenize(const HttpRequest& request) const {
+  const api::TokenizeCall call = api::parse_tokenize(api::parse_json_body(request.body));
+  std::vector<std::vector<int32_t>> tokens;
+  for (const std::string& text : call.texts) tokens.push_back(engine_.tokenize(text));
+  return json_reply(200, api::tokenize_json(tokens, call.batched, engine_.model_info().max_model_len));
+}
+
+HttpReply RequestRouter::detokenize(const HttpRequest& request) const {
+  const api::DetokenizeCall call = api::parse_detokenize(api::parse_json_body(request.body));
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < call.tokens.size(); ++i)
+    texts.push_back(engine_.detokenize(call.tokens[i], call.fields[i]));
+  return json_reply(200, api::detokenize_json(texts, call.batched));
+}
+
+}  // namespace moe::http

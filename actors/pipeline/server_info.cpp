@@ -1,0 +1,42 @@
+#include "pipeline/server_info.h"
+
+#include <nlohmann/json.hpp>
+
+namespace moe::actors {
+
+nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing& sizing, const ServingWeights& weights) {
+  const SchedulerConfig& scheduler = sizing.service.scheduler;
+  return {
+      // The flags as given (0 and empty mean the defaults the sizes below resolve).
+      {"model_path", weights.model_path},
+      {"tokenizer_path", options.tokenizer_path.empty() ? options.model_path : options.tokenizer_path},
+      {"served_model_name", options.served_model_name.empty() ? options.model_path : options.served_model_name},
+      {"weight_version", weights.weight_version},
+      {"host", options.host},
+      {"port", options.port},
+      {"zmq_endpoint", options.zmq_endpoint},
+      {"device", options.device},
+      {"moe_runner_backend", options.moe_runner_backend},
+      {"ep_size", options.ep_size},
+      {"expert_placement", options.expert_placement},
+      {"max_running_requests", options.max_running_requests},
+      {"chunked_prefill_size", options.chunked_prefill_size},
+      {"max_total_tokens", options.max_total_tokens},
+      {"context_length", options.context_length},
+      {"disable_radix_cache", options.disable_radix_cache},
+      {"enable_return_routed_experts", options.captures_routing()},
+      {"enable_return_router_weights", options.enable_return_router_weights},
+      {"worker_endpoint", options.worker_endpoint},
+      {"scheduler_endpoint", options.scheduler_endpoint},
+      {"worker_timeout_ms", options.worker_timeout_ms},
+      // What the engine derived from them.
+      {"max_total_num_tokens", scheduler.max_total_tokens},
+      {"max_batch_tokens", sizing.worker.settings.max_batch_tokens},
+      {"context_length_in_effect", scheduler.context_length},
+      {"max_req_len", sizing.limits.max_sequence_len},
+      {"kv_bytes_per_token", sizing.kv_bytes_per_token},
+      {"vocab_size", sizing.limits.vocab_size},
+  };
+}
+
+}  // namespace moe::actors

@@ -1,0 +1,107 @@
+#include "api/native_calls.h"
+
+#include <nlohmann/json.hpp>
+
+#include "api/api_error.h"
+#include "api/request_fields.h"
+
+namespace moe::api {
+namespace {
+
+using nlohmann::json;
+
+// One value or a list of them, read element by element; `batched` says which was sent.
+template <class T>
+std::vector<T> one_or_list(const json& value, const std::string& path, bool list, bool& batched) {
+  std::vector<T> out;
+  batched = list;
+  if (!list) {
+    read_value(value, path, out.emplace_back());
+    return out;
+  }
+  if (value.empty()) throw ApiError::invalid_field(path, "must not be an empty list");
+  for (size_t i = 0; i < value.size(); ++i) read_value(value[i], element_path(path, i), out.emplace_back());
+  return out;
+}
+
+// A list of one value per element, or the single value, as the call was sent.
+template <class T>
+json one_or_list_json(const std::vector<T>& values, bool batched) {
+  return batched ? json(values) : json(values.front());
+}
+
+}  // namespace
+
+msg::UpdateWeights parse_update_weights(const json& body) {
+  const FieldReader root(body, "");
+  msg::UpdateWeights update;
+  if (!root.read("model_path", update.model_path)) throw ApiError::invalid_field("model_path", "is required");
+  if (update.model_path.empty()) throw ApiError::invalid_field("model_path", "must not be empty");
+  root.read("weight_version", update.weight_version);
+  root.read("abort_all_requests", update.abort_all_requests);
+  return update;
+}
+
+json weights_updated_json(const msg::WeightsUpdated& answer) {
+  return {{"success", answer.success}, {"message", answer.message}, {"weight_version", answer.weight_version}};
+}
+
+int weights_updated_status(const msg::WeightsUpdated& answer) { return answer.success ? 200 : 400; }
+
+AbortCall parse_abort_request(const json& body) {
+  const FieldReader root(body, "");
+  AbortCall call;
+  root.read("abort_all", call.all);
+  const bool has_rid = root.read("rid", call.rid);
+  if (call.all == has_rid) throw ApiError::bad_request("give either `rid` or `\"abort_all\": true`");
+  if (has_rid && call.rid.empty()) throw ApiError::invalid_field("rid", "must not be empty");
+  return call;
+}
+
+TokenizeCall parse_tokenize(const json& body) {
+  const FieldReader root(body, "");
+  const json* text = root.find("text");
+  const json* prompt = root.find("prompt");
+  if ((text != nullptr) == (prompt != nullptr)) throw ApiError::bad_request("give one of `text` and `prompt`");
+  const json& value = text != nullptr ? *text : *prompt;
+  TokenizeCall call;
+  call.texts = one_or_list<std::string>(value, text != nullptr ? "text" : "prompt", value.is_array(), call.batched);
+  return call;
+}
+
+json tokenize_json(const std::vector<std::vector<int32_t>>& tokens, bool batched, int64_t max_model_len) {
+  std::vector<size_t> counts;
+  for (const std::vector<int32_t>& ids : tokens) counts.push_back(ids.size());
+  return {{"tokens", one_or_list_json(tokens, batched)},
+          {"count", one_or_list_json(counts, batched)},
+          {"max_model_len", max_model_len}};
+}
+
+DetokenizeCall parse_detokenize(const json& body) {
+  const FieldReader root(body, "");
+  const json* tokens = root.find("tokens");
+  if (tokens == nullptr) throw ApiError::invalid_field("tokens", "is required");
+  DetokenizeCall call;
+  const bool list = tokens->is_array() && !tokens->empty() && tokens->front().is_array();
+  call.tokens = one_or_list<std::vector<int32_t>>(*tokens, "tokens", list, call.batched);
+  for (size_t i = 0; i < call.tokens.size(); ++i) call.fields.push_back(list ? element_path("tokens", i) : "tokens");
+  return call;
+}
+
+json detokenize_json(const std::vector<std::string>& texts, bool batched) {
+  return {{"text", one_or_list_json(texts, batched)}};
+}
+
+json model_info_json(const ModelInfo& info) {
+  return {{"model_path", info.model_path},
+          {"tokenizer_path", info.tokenizer_path},
+          {"is_generation", true},
+          {"weight_version", info.weight_version},
+          {"architecture", info.architecture},
+          {"num_moe_layers", info.num_moe_layers},
+          {"num_experts", info.num_experts},
+          {"top_k", info.top_k},
+          {"max_model_len", info.max_model_len}};
+}
+
+}  // namespace moe::api

@@ -1,0 +1,63 @@
+#pragma once
+// SGLang's native endpoints besides /generate, as the HTTP API receives and answers them: weight
+// updates between training steps, aborting requests, tokenizing and detokenizing, the model's
+// description. Parsing validates every field (ApiError 400 naming it); the engine only acts.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "moe/messages.h"
+
+namespace moe::api {
+
+// POST /update_weights_from_disk: SGLang's body. `model_path` is required; `weight_version` and
+// `abort_all_requests` are read; SGLang's other fields (load_format, flush_cache, ...) are ignored:
+// the prefix cache is always flushed, since its KV came from the old weights.
+msg::UpdateWeights parse_update_weights(const nlohmann::json& body);
+// SGLang's answer {"success", "message"}, plus the weight version now in effect. HTTP status 200
+// on success, 400 when the old weights still serve.
+nlohmann::json weights_updated_json(const msg::WeightsUpdated& answer);
+int weights_updated_status(const msg::WeightsUpdated& answer);
+
+// POST /abort_request: {"rid": id} ends that request (its client gets its reply with finish reason
+// abort); {"abort_all": true} ends every live request.
+struct AbortCall {
+  std::string rid;
+  bool all = false;
+};
+AbortCall parse_abort_request(const nlohmann::json& body);
+
+// POST /tokenize: `text` (or SGLang's `prompt`), one string or a list, tokenized as /generate
+// tokenizes `text`. Answer: {"tokens", "count", "max_model_len"}, lists for a list.
+struct TokenizeCall {
+  std::vector<std::string> texts;
+  bool batched = false;
+};
+TokenizeCall parse_tokenize(const nlohmann::json& body);
+nlohmann::json tokenize_json(const std::vector<std::vector<int32_t>>& tokens, bool batched, int64_t max_model_len);
+
+// POST /detokenize: `tokens`, one list of ids or a list of them. Answer: {"text"}, a list for a list.
+struct DetokenizeCall {
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<std::string> fields;  // the JSON path of each list, for errors: "tokens", "tokens[1]"
+  bool batched = false;
+};
+DetokenizeCall parse_detokenize(const nlohmann::json& body);
+nlohmann::json detokenize_json(const std::vector<std::string>& texts, bool batched);
+
+// GET /get_model_info: SGLang's fields and the MoE shape routing replies have.
+struct ModelInfo {
+  std::string model_path;      // the weights serving now (the last update's path)
+  std::string tokenizer_path;
+  std::string weight_version;
+  std::string architecture;
+  int num_moe_layers = 0;
+  int num_experts = 0;
+  int top_k = 0;
+  int64_t max_model_len = 0;   // the longest prompt + output a request may reach
+};
+nlohmann::json model_info_json(const ModelInfo& info);
+
+}  // namespace moe::api

@@ -1,0 +1,89 @@
+// The operations RL clients use over ZeroMQ: {"op": "abort"} and {"op": "update_weights_from_disk"}
+// (SGLang's fields), their answers, and meta_info.weight_version on generation replies.
+#include <gtest/gtest.h>
+
+#include "expect_error.h"
+#include "msgpack_json.h"
+#include "transport/client_protocol.h"
+
+namespace moe::transport {
+namespace {
+
+using nlohmann::json;
+using test::pack;
+using test::unpack;
+
+TEST(AbortOp, NamesTheRequestToAbort) {
+  EXPECT_EQ(std::get<AbortRequest>(parse_client_request(pack({{"op", "abort"}, {"rid", "g1"}}))), AbortRequest{"g1"});
+  const AbortRequest request{"cli-7"};
+  EXPECT_EQ(unpack(encode_client_request(request)), json({{"op", "abort"}, {"rid", "cli-7"}}));
+  EXPECT_EQ(std::get<AbortRequest>(parse_client_request(encode_client_request(request))), request);
+  test::expect_error_containing([] { parse_client_request(pack({{"op", "abort"}})); },
+                                "request.rid: the request to abort must be named");
+}
+
+TEST(AbortOp, AnswerSaysWhetherItWasLive) {
+  const AbortReply reply{"g1", true};
+  EXPECT_EQ(unpack(encode_abort_reply(reply)),
+            json({{"abort", {{"rid", "g1"}, {"aborted", true}}}, {"meta_info", {{"id", "g1"}}}}));
+  EXPECT_EQ(std::get<AbortReply>(decode_client_reply(encode_abort_reply(reply))), reply);
+}
+
+TEST(UpdateWeightsOp, TakesSGLangsFields) {
+  const auto parsed = std::get<UpdateWeightsRequest>(parse_client_request(
+      pack({{"op", "update_weights_from_disk"}, {"rid", "u1"}, {"model_path", "/ckpt/7"}, {"weight_version", "7"},
+            {"abort_all_requests", true}, {"load_format", nullptr}, {"flush_cache", true}})));
+  EXPECT_EQ(parsed.rid, "u1");
+  EXPECT_EQ(parsed.update.model_path, "/ckpt/7");
+  EXPECT_EQ(parsed.update.weight_version, "7");
+  EXPECT_TRUE(parsed.update.abort_all_requests);
+  // Without weight_version the label stays (nil counts as not given).
+  const auto unlabelled = std::get<UpdateWeightsRequest>(
+      parse_client_request(pack({{"op", "update_weights_from_disk"}, {"model_path", "/ckpt"}, {"weight_version", nullptr}})));
+  EXPECT_FALSE(unlabelled.update.weight_version);
+  EXPECT_FALSE(unlabelled.update.abort_all_requests);
+
+  UpdateWeightsRequest request;
+  request.rid = "u2";
+  request.update.model_path = "/ckpt/8";
+  request.update.weight_version = "8";
+  EXPECT_EQ(unpack(encode_client_request(request)), json({{"op", "update_weights_from_disk"}, {"rid", "u2"},
+                                                          {"model_path", "/ckpt/8"}, {"weight_version", "8"},
+                                                          {"abort_all_requests", false}}));
+  EXPECT_EQ(std::get<UpdateWeightsRequest>(parse_client_request(encode_client_request(request))), request);
+}
+
+TEST(UpdateWeightsOp, NeedsAModelPathOfTheRightType) {
+  test::expect_error_containing([] { parse_client_request(pack({{"op", "update_weights_from_disk"}})); },
+                                "request.model_path: must name a checkpoint directory");
+  test::expect_error_containing(
+      [] { parse_client_request(pack({{"op", "update_weights_from_disk"}, {"model_path", 5}})); },
+      "request.model_path: expected a string");
+}
+
+TEST(UpdateWeightsOp, AnswerIsSGLangsWithTheVersionInEffect) {
+  WeightsUpdatedReply reply;
+  reply.rid = "u1";
+  reply.answer.success = false;
+  reply.answer.message = "loading /x failed";
+  reply.answer.weight_version = "6";
+  EXPECT_EQ(unpack(encode_weights_updated_reply(reply)),
+            json({{"success", false}, {"message", "loading /x failed"}, {"weight_version", "6"},
+                  {"meta_info", {{"id", "u1"}}}}));
+  const auto decoded = std::get<WeightsUpdatedReply>(decode_client_reply(encode_weights_updated_reply(reply)));
+  EXPECT_EQ(decoded.rid, "u1");
+  EXPECT_FALSE(decoded.answer.success);
+  EXPECT_EQ(decoded.answer.message, reply.answer.message);
+  EXPECT_EQ(decoded.answer.weight_version, "6");
+}
+
+TEST(GenerationReply, CarriesTheWeightVersion) {
+  msg::TextOutput output;
+  output.rid = "g";
+  output.weight_version = "step-3";
+  EXPECT_EQ(unpack(encode_client_reply(output))["meta_info"]["weight_version"], "step-3");
+  EXPECT_EQ(std::get<msg::TextOutput>(decode_client_reply(encode_client_reply(output))), output);
+}
+
+}  // namespace
+}  // namespace moe::transport
