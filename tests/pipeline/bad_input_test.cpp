@@ -126,15 +126,15 @@ TEST_F(BadInput, AnotherClientsLiveRidIsRefusedWithoutTouchingTheOriginal) {
   RawDealer owner(runtime_->client_endpoint()), intruder(runtime_->client_endpoint());
   const GoldenCase& c = golden_->cases[1];
   msg::GenerateRequest original = golden_request(*golden_, c, "shared-rid");
-  original.sampling.max_new_tokens = 400;  // still running when the intruder comes
+  original.sampling.max_new_tokens = 1000;  // still running when the intruder comes
   owner.send(original);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the owner's request is registered first
   expect_error(intruder, transport::encode_client_request(golden_request(*golden_, c, "shared-rid")), "in use");
   const auto reply = owner.receive();
   ASSERT_TRUE(reply) << "the original request was not answered";
   const auto* output = std::get_if<msg::TextOutput>(&*reply);
   ASSERT_NE(output, nullptr) << std::get<msg::ErrorReply>(*reply).message;
-  ASSERT_EQ(output->output_ids.size(), 400u);
+  ASSERT_EQ(output->output_ids.size(), 1000u);
   EXPECT_TRUE(std::equal(c.output_ids.begin(), c.output_ids.end(), output->output_ids.begin()));
   EXPECT_FALSE(intruder.receive(std::chrono::milliseconds(200))) << "the intruder got the original's reply";
 }
