@@ -39,12 +39,14 @@ WorkerActor::WorkerActor(transport::ActorLoop& loop, transport::ActorLoop& heart
 
 WorkerActor::~WorkerActor() = default;
 
+bool WorkerActor::meant_for_this_worker(uint64_t instance, const char* what) const {
+  if (instance == worker_->instance()) return true;
+  spdlog::warn("worker: dropping {} meant for worker {:x} (this is {:x})", what, instance, worker_->instance());
+  return false;
+}
+
 void WorkerActor::on_batch(const msg::WorkerBatch& batch) {
-  if (batch.worker_instance != worker_->instance()) {
-    spdlog::warn("worker: dropping step {}, planned for worker {:x} (this is {:x})", batch.step,
-                 batch.worker_instance, worker_->instance());
-    return;
-  }
+  if (!meant_for_this_worker(batch.worker_instance, "a step")) return;
   try {
     results_->send(worker_->execute(batch));
   } catch (const std::exception& e) {
@@ -56,11 +58,7 @@ void WorkerActor::on_batch(const msg::WorkerBatch& batch) {
 // Runs on the worker's loop, which blocks for the load; the heartbeat's own loop keeps telling the
 // scheduler the process is alive meanwhile.
 void WorkerActor::on_update_weights(const msg::UpdateWeights& update) {
-  if (update.worker_instance != worker_->instance()) {
-    spdlog::warn("worker: dropping a weight update meant for worker {:x} (this is {:x})", update.worker_instance,
-                 worker_->instance());
-    return;
-  }
+  if (!meant_for_this_worker(update.worker_instance, "a weight update")) return;
   spdlog::info("worker: loading new weights from {}", update.model_path);
   msg::WeightsUpdated answer = worker_->update_weights(update);
   if (answer.success)

@@ -23,6 +23,9 @@ class WorkerActor {
   ~WorkerActor();
 
  private:
+  // A restarted worker must not run what was planned for its predecessor (over KV it does not hold):
+  // false, logged, for a message addressed to another instance.
+  bool meant_for_this_worker(uint64_t instance, const char* what) const;
   void on_batch(const msg::WorkerBatch& batch);
   void on_update_weights(const msg::UpdateWeights& update);
   void send_ready_routing();

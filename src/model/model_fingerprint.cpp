@@ -25,10 +25,7 @@ class Fnv1a {
 };
 
 bool is_weight_file(const std::string& name) {
-  auto ends_with = [&](const std::string& suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return ends_with(".safetensors") || ends_with(".safetensors.index.json");
+  return name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json");
 }
 
 }  // namespace
