@@ -16,7 +16,11 @@ using Ids = std::vector<int32_t>;
 
 const nlohmann::json& differential() {
   static const nlohmann::json data =
-      read_json_file((std::filesystem::path(__FILE__).parent_path() / "hf_differential.json").string());
+      // Located through the data directory's absolute path, not __FILE__, which a compiler
+      // cache may rewrite to a relative one.
+      read_json_file((std::filesystem::path(MOE_TEST_DATA_DIR).parent_path() / "tokenizer" /
+                      "hf_differential.json")
+                         .string());
   return data;
 }
 
