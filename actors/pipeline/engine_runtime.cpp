@@ -45,6 +45,7 @@ std::string tokenizer_dir(const ServeOptions& options) {
 std::unique_ptr<Model> load_model(const ServeOptions& options, const std::string& model_dir) {
   ModelOptions mo;
   mo.device = parse_device(options.device);
+  mo.cuda_graphs = !options.disable_cuda_graph;
   mo.moe_backend = parse_moe_backend(options.moe_runner_backend);
   mo.ep_size = options.ep_size;
   mo.expert_placement_file = options.expert_placement;

@@ -45,6 +45,7 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("moe-runner-backend", po::value(&o.moe_runner_backend)->default_value(o.moe_runner_backend),
        "auto | reference | grouped")
       ("device", po::value(&o.device)->default_value(o.device), "cpu | cuda (a build with -DMOE_CUDA=ON)")
+      ("disable-cuda-graph", po::bool_switch(&o.disable_cuda_graph), "cuda: no CUDA graphs for decode steps")
       ("ep-size", po::value(&o.ep_size)->default_value(1), "expert-parallel shards")
       ("expert-placement", po::value(&o.expert_placement), "JSON device_expert_mapping file")
       ("disable-radix-cache", po::bool_switch(&o.disable_radix_cache), "turn the prefix cache off")

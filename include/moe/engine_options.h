@@ -13,6 +13,7 @@ struct EngineOptions : EngineSettings {
   std::string tokenizer_path;  // default: model_path
   std::string moe_runner_backend = "auto";
   std::string device = "cpu";  // cpu | cuda (a build with the CUDA backend)
+  bool disable_cuda_graph = false;  // cuda: run decode steps uncaptured (SGLang's --disable-cuda-graph)
   std::string zmq_endpoint;    // also serve ZeroMQ clients here; empty = only this process
   std::string weight_version = "default";  // the label of the weights loaded at start (SGLang's --weight-version)
 };

@@ -24,7 +24,7 @@ struct GenerateArgs {
   int max_new_tokens = 16, ep_size = 1;
   int64_t chunk = 0;
   uint64_t seed = 0;
-  bool routed = false, include_last = false, json = false, ignore_eos = false;
+  bool routed = false, include_last = false, json = false, ignore_eos = false, disable_cuda_graph = false;
   msg::DrawSettings draw{0.0f, 1.0f, -1, 0.0f};
 };
 
@@ -64,6 +64,7 @@ int run_generate(int argc, char** argv) {
       ("chunked-prefill-size", po::value(&a.chunk)->default_value(0), "tokens per step (0 = no limit)")
       ("moe-runner-backend", po::value(&a.backend)->default_value("auto"), "auto | reference | grouped")
       ("device", po::value(&a.device)->default_value("cpu"), "cpu | cuda (a build with -DMOE_CUDA=ON)")
+      ("disable-cuda-graph", po::bool_switch(&a.disable_cuda_graph), "cuda: no CUDA graphs for decode steps")
       ("ep-size", po::value(&a.ep_size)->default_value(1), "expert-parallel shards")
       ("expert-placement", po::value(&a.placement), "JSON file of device_expert_mapping")
       ("json", po::bool_switch(&a.json), "print one JSON object");
@@ -91,6 +92,7 @@ int run_generate(int argc, char** argv) {
 
   ModelOptions mo;
   mo.device = parse_device(a.device);
+  mo.cuda_graphs = !a.disable_cuda_graph;
   mo.moe_backend = parse_moe_backend(a.backend);
   mo.ep_size = a.ep_size;
   mo.expert_placement_file = a.placement;

@@ -26,6 +26,7 @@ struct ModelOptions {
   MoeBackend moe_backend = MoeBackend::Auto;
   int ep_size = 1;                      // expert-parallel shards run in this process
   std::string expert_placement_file;    // JSON device_expert_mapping; empty = uniform split
+  bool cuda_graphs = true;              // Device::Cuda: replay decode steps as CUDA graphs
 };
 
 class Model {

@@ -92,10 +92,10 @@ class Checkpoint {
   // Any tensor of exactly `shape`, widened to float32 in its row-major order (what a device
   // upload copies: no tiling).
   std::vector<float> floats(const std::string& name, const std::vector<int64_t>& shape) const;
-
- private:
   // The tensor `name`, which must have exactly `shape`; anything else is an error naming file and tensor.
   const TensorInfo& tensor_of_shape(const std::string& name, const std::vector<int64_t>& shape) const;
+
+ private:
 
   std::string dir_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;

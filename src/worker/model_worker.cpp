@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <random>
+#include <utility>
 
 #include "common/error.h"
 #include "kernels/thread_pool.h"
@@ -44,14 +45,17 @@ ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions&
     : load_model_(options.load_model),
       model_(std::move(model)),
       kv_(model_->make_kv_cache(options.settings.kv_slots)),
+      on_routing_ready_(options.on_routing_ready),
       settings_(options.settings),
       instance_(draw_instance()) {
-  if (settings_.capture_routing) {
-    const ModelConfig& c = model_->config();
-    const RoutingBufferShape shape{c.num_moe_layers(), settings_.max_batch_tokens, c.num_experts_per_tok,
-                                   settings_.capture_router_weights};
-    capturer_ = std::make_unique<RoutedExpertsCapturer>(model_->make_copy_engine(shape, options.on_routing_ready));
-  }
+  if (settings_.capture_routing) capturer_ = make_capturer();
+}
+
+std::unique_ptr<RoutedExpertsCapturer> ModelWorker::make_capturer() const {
+  const ModelConfig& c = model_->config();
+  const RoutingBufferShape shape{c.num_moe_layers(), settings_.max_batch_tokens, c.num_experts_per_tok,
+                                 settings_.capture_router_weights};
+  return std::make_unique<RoutedExpertsCapturer>(model_->make_copy_engine(shape, on_routing_ready_));
 }
 
 msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
@@ -105,8 +109,13 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
                   "); new weights must keep the architecture and sizes");
     KvCache kv = model->make_kv_cache(settings_.kv_slots);
     answer.model_fingerprint = model_fingerprint(update.model_path);
+    if (capturer_) {
+      for (StagedRouting& staged : capturer_->drain()) drained_routing_.push_back(to_message(std::move(staged)));
+      capturer_.reset();  // before the model its copy engine may run on
+    }
     model_ = std::move(model);  // the old model goes now, before its KV cache
     kv_ = std::move(kv);
+    if (settings_.capture_routing) capturer_ = make_capturer();
     std::lock_guard lock(settings_mutex_);
     settings_.model_fingerprint = answer.model_fingerprint;
   } catch (const std::exception& e) {
@@ -118,7 +127,7 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
 }
 
 std::vector<msg::StepRouting> ModelWorker::take_ready_routing() {
-  std::vector<msg::StepRouting> out;
+  std::vector<msg::StepRouting> out = std::exchange(drained_routing_, {});
   if (!capturer_) return out;
   for (StagedRouting& staged : capturer_->take_ready()) out.push_back(to_message(std::move(staged)));
   return out;

@@ -51,10 +51,16 @@ class ModelWorker {
   }
 
  private:
+  std::unique_ptr<RoutedExpertsCapturer> make_capturer() const;
+
   std::function<std::unique_ptr<Model>(const std::string&)> load_model_;
   std::unique_ptr<Model> model_;
   KvCache kv_;
   std::unique_ptr<RoutedExpertsCapturer> capturer_;  // null without --enable-return-routed-experts
+  // The capturer's copy engine comes from the model (a GPU model's runs on its stream), so a weight
+  // update makes a new one with these; rows the old one still held wait here for take_ready_routing.
+  std::function<void()> on_routing_ready_;
+  std::vector<msg::StepRouting> drained_routing_;
   std::vector<float> logits_;
   mutable std::mutex settings_mutex_;  // the fingerprint changes with the weights
   msg::WorkerSettings settings_;
