@@ -107,18 +107,21 @@ void CudaModel::queue_step(RoutingCapture* capture, bool notify_rows_queued) {
   float* normed = scratch_.normed.reserve(static_cast<size_t>(T * H));
   float* branch = scratch_.branch.reserve(static_cast<size_t>(T * H));
   gather_weight_rows(embed_.ref(), batch_.token_ids(), T, x, stream);
+  rms_norm(x, T, H, layers_[0].input_norm.data(), eps, normed, stream);
+  // Each residual add is fused into the norm that follows it (the next layer's input norm).
   for (int l = 0; l < config_.num_hidden_layers; ++l) {
     const DecoderLayer& layer = layers_[l];
-    rms_norm(x, T, H, layer.input_norm.data(), eps, normed, stream);
     layer.attention->forward(normed, step, kv_pool_, scratch_.attention, branch);
-    add_in_place(x, branch, T * H, stream);
-    rms_norm(x, T, H, layer.post_attention_norm.data(), eps, normed, stream);
+    add_rms_norm(x, branch, T, H, layer.post_attention_norm.data(), eps, normed, stream);
     if (layer.moe)
       layer.moe->forward(normed, step, capture, scratch_.moe, scratch_.mlp, branch);
     else
       layer.mlp->forward(normed, T, blas_, stream, scratch_.mlp, branch);
     if (capture && notify_rows_queued && l == last_moe_layer_) capture->device_rows_queued();
-    add_in_place(x, branch, T * H, stream);
+    if (l + 1 < config_.num_hidden_layers)
+      add_rms_norm(x, branch, T, H, layers_[l + 1].input_norm.data(), eps, normed, stream);
+    else
+      add_in_place(x, branch, T * H, stream);
   }
   const int64_t n = batch_.num_logit_rows(), V = config_.vocab_size;
   if (n == 0) return;

@@ -60,8 +60,14 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
 
   const DeviceRoutingRows captured = capture_rows(capture, T);
   step.blas.linear(x, T, router_, logits);
-  route_top_k(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids, captured.weights, stream);
-  group_by_expert(ids, pairs, num_experts_, offsets, cursor, order, slot_of_pair, stream);
+  if (T <= kFusedRoutingTokens) {
+    route_and_group(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids, captured.weights,
+                    offsets, cursor, order, slot_of_pair, stream);
+  } else {
+    route_top_k(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids, captured.weights,
+                stream);
+    group_by_expert(ids, pairs, num_experts_, offsets, cursor, order, slot_of_pair, stream);
+  }
   gather_rows(x, order, top_k_, pairs, H, gathered, stream);
   if (T <= kGroupedOnDeviceTokens) {
     grouped_expert_mlp(gathered, T, offsets, tables_, mlp_scratch.gate.data(), expert_out, stream);

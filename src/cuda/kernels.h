@@ -62,6 +62,9 @@ void add_sigmoid_gated(float* out, const float* gate, const float* shared, int64
 // out[r] = weight · x[r] / rms(x[r]) over rows of `dim` floats; out may be x.
 void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* out,
               cudaStream_t stream);
+// x += branch, then rms_norm of the sum into out: a decoder layer's residual add and the next norm.
+void add_rms_norm(float* x, const float* branch, int64_t rows, int64_t dim, const float* weight, float eps, float* out,
+                  cudaStream_t stream);
 
 // Rotates each token's `num_heads` heads of `head_dim` floats in place by its position: the pair
 // (i, i + head_dim/2) by position · inv_freq[i] (kernels/rotary.h's convention and frequencies).
@@ -97,6 +100,11 @@ void route_top_k(const float* logits, int64_t tokens, int num_experts, int top_k
 // offsets[e + 1] - 1 of `order` (order[slot] = p, slot_of_pair[p] = slot). offsets: [E + 1];
 // cursor: [E] scratch.
 void group_by_expert(const int32_t* ids, int64_t pairs, int num_experts, int32_t* offsets, int32_t* cursor,
+                     int32_t* order, int32_t* slot_of_pair, cudaStream_t stream);
+// route_top_k and group_by_expert in one launch of one block, for steps of a few hundred tokens at
+// most (the block routes them a warp at a time).
+void route_and_group(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
+                     float* weights, int16_t* capture_ids, float* capture_weights, int32_t* offsets, int32_t* cursor,
                      int32_t* order, int32_t* slot_of_pair, cudaStream_t stream);
 // out[t] = Σ_k weights[t, k] · expert_out[slot_of_pair[t·K + k]], added in top-k order.
 void combine_experts(const float* expert_out, const int32_t* slot_of_pair, const float* weights, int64_t tokens,

@@ -10,14 +10,20 @@ constexpr unsigned kFullWarp = 0xffffffffu;
 
 // One block per row: a decode step has a handful of rows, each a few thousand floats, and a warp
 // alone would read its row one latency at a time.
-__global__ void rms_norm_kernel(const float* x, int64_t dim, const float* weight, float eps, float* out) {
+// kAdd: x += branch first (the residual add before a norm), in the same pass.
+template <bool kAdd>
+__global__ void rms_norm_kernel(float* x, const float* branch, int64_t dim, const float* weight, float eps,
+                                float* out) {
   __shared__ float warp_sums[kThreads / kWarpSize];
   const int64_t row = blockIdx.x;
   const int warp = static_cast<int>(threadIdx.x / kWarpSize), lane = static_cast<int>(threadIdx.x % kWarpSize);
-  const float* in = x + row * dim;
+  float* in = x + row * dim;
   float* o = out + row * dim;
   float sum = 0.0f;
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sum += in[i] * in[i];
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+    if constexpr (kAdd) in[i] += branch[row * dim + i];
+    sum += in[i] * in[i];
+  }
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullWarp, sum, offset);
   if (lane == 0) warp_sums[warp] = sum;
   __syncthreads();
@@ -43,15 +49,28 @@ __global__ void rotary_kernel(float* heads, const int32_t* positions, int64_t to
   }
 }
 
+// Whole warps, no more than a row's elements (q/k norms have rows of head_dim).
+unsigned norm_threads(int64_t dim) {
+  return static_cast<unsigned>(std::min<int64_t>(kThreads, (dim + kWarpSize - 1) / kWarpSize * kWarpSize));
+}
+
 }  // namespace
 
 void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* out,
               cudaStream_t stream) {
   if (rows == 0) return;
-  // Whole warps, no more than a row's elements (q/k norms have rows of head_dim).
-  const auto threads = static_cast<unsigned>(std::min<int64_t>(kThreads, (dim + kWarpSize - 1) / kWarpSize * kWarpSize));
-  rms_norm_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, dim, weight, eps, out);
+  // Without kAdd the kernel only reads x.
+  rms_norm_kernel<false><<<static_cast<unsigned>(rows), norm_threads(dim), 0, stream>>>(
+      const_cast<float*>(x), nullptr, dim, weight, eps, out);
   check_launch("rms_norm");
+}
+
+void add_rms_norm(float* x, const float* branch, int64_t rows, int64_t dim, const float* weight, float eps, float* out,
+                  cudaStream_t stream) {
+  if (rows == 0) return;
+  rms_norm_kernel<true><<<static_cast<unsigned>(rows), norm_threads(dim), 0, stream>>>(x, branch, dim, weight, eps,
+                                                                                      out);
+  check_launch("add_rms_norm");
 }
 
 void rotary(float* heads, const int32_t* positions, int64_t tokens, int num_heads, int head_dim,

@@ -18,11 +18,9 @@ constexpr int kExpertsPerLane = 16;  // up to 512 experts, held in registers
 // previous pick, strictly descending in (probability, then lower id first) as moe/routing.cpp
 // orders them. The kept weights are summed in rank order and divided (not multiplied by a
 // reciprocal).
-__global__ void route_kernel(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
-                             int32_t* ids, float* weights, int16_t* capture_ids, float* capture_weights) {
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
+__device__ void route_token(const float* logits, int64_t t, int num_experts, int top_k, bool normalize, int32_t* ids,
+                            float* weights, int16_t* capture_ids, float* capture_weights) {
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
-  if (t >= tokens) return;
   const float* row = logits + t * num_experts;
   float probs[kExpertsPerLane];
   float max_logit = -INFINITY;
@@ -86,6 +84,12 @@ __global__ void route_kernel(const float* logits, int64_t tokens, int num_expert
     for (int k = 0; k < top_k; ++k) capture_weights[t * top_k + k] = weights[t * top_k + k];
 }
 
+__global__ void route_kernel(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
+                             int32_t* ids, float* weights, int16_t* capture_ids, float* capture_weights) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
+  if (t < tokens) route_token(logits, t, num_experts, top_k, normalize, ids, weights, capture_ids, capture_weights);
+}
+
 __global__ void count_kernel(const int32_t* ids, int64_t pairs, int32_t* counts) {
   MOE_GRID_STRIDE(p, pairs) atomicAdd(&counts[ids[p]], 1);
 }
@@ -93,8 +97,8 @@ __global__ void count_kernel(const int32_t* ids, int64_t pairs, int32_t* counts)
 // offsets[1..E] hold the counts on entry; one warp turns them into starts: each lane reads its run
 // of consecutive experts' counts (all reads before any write), a warp scan gives every run its
 // start, and each lane writes its run's starts. At most kExpertsPerLane experts a lane.
-__global__ void scan_kernel(int32_t* offsets, int num_experts, int32_t* cursor) {
-  const int lane = static_cast<int>(threadIdx.x);
+__device__ void scan_counts(int32_t* offsets, int num_experts, int32_t* cursor) {
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   const int per_lane = (num_experts + kWarpSize - 1) / kWarpSize;
   const int first = lane * per_lane;
   int32_t counts[kExpertsPerLane];
@@ -123,12 +127,42 @@ __global__ void scan_kernel(int32_t* offsets, int num_experts, int32_t* cursor) 
   if (lane == kWarpSize - 1) offsets[num_experts] = inclusive;
 }
 
+__global__ void scan_kernel(int32_t* offsets, int num_experts, int32_t* cursor) {
+  scan_counts(offsets, num_experts, cursor);
+}
+
 // The order of pairs within an expert's slots varies from run to run, but no result depends on it:
 // each row of an expert's GEMMs depends on its own input row only, and combine_kernel adds in
 // top-k order.
 __global__ void fill_kernel(const int32_t* ids, int64_t pairs, int32_t* cursor, int32_t* order,
                             int32_t* slot_of_pair) {
   MOE_GRID_STRIDE(p, pairs) {
+    const int32_t slot = atomicAdd(&cursor[ids[p]], 1);
+    order[slot] = static_cast<int32_t>(p);
+    slot_of_pair[p] = slot;
+  }
+}
+
+// route_kernel, then count, scan and fill, in one block: a decode step's routing is a few dozen
+// tokens, and five launches of it cost more than the work.
+// 512 threads leave each up to 128 registers (route_token keeps a lane's probabilities in registers).
+constexpr int kRouteAndGroupThreads = 512;
+
+__global__ void __launch_bounds__(kRouteAndGroupThreads) route_and_group_kernel(const float* logits, int64_t tokens, int num_experts, int top_k,
+                                       bool normalize, int32_t* ids, float* weights, int16_t* capture_ids,
+                                       float* capture_weights, int32_t* offsets, int32_t* cursor, int32_t* order,
+                                       int32_t* slot_of_pair) {
+  const int warp = static_cast<int>(threadIdx.x / kWarpSize), warps = static_cast<int>(blockDim.x / kWarpSize);
+  const int64_t pairs = tokens * top_k;
+  for (int e = static_cast<int>(threadIdx.x); e <= num_experts; e += static_cast<int>(blockDim.x)) offsets[e] = 0;
+  for (int64_t t = warp; t < tokens; t += warps)
+    route_token(logits, t, num_experts, top_k, normalize, ids, weights, capture_ids, capture_weights);
+  __syncthreads();  // the block's ids and zeroed counts are visible to all of it from here
+  for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) atomicAdd(&offsets[ids[p] + 1], 1);
+  __syncthreads();
+  if (warp == 0) scan_counts(offsets, num_experts, cursor);
+  __syncthreads();
+  for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
     const int32_t slot = atomicAdd(&cursor[ids[p]], 1);
     order[slot] = static_cast<int32_t>(p);
     slot_of_pair[p] = slot;
@@ -148,14 +182,19 @@ __global__ void combine_kernel(const float* expert_out, const int32_t* slot_of_p
   }
 }
 
+// Routing and grouping keep a lane's run of experts in registers.
+void check_expert_count(int num_experts) {
+  if (num_experts > kExpertsPerLane * kWarpSize)
+    throw Error("CUDA routing supports up to " + std::to_string(kExpertsPerLane * kWarpSize) + " experts, not " +
+                std::to_string(num_experts));
+}
+
 }  // namespace
 
 void route_top_k(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
                  float* weights, int16_t* capture_ids, float* capture_weights, cudaStream_t stream) {
   if (tokens == 0) return;
-  if (num_experts > kExpertsPerLane * kWarpSize)
-    throw Error("CUDA routing supports up to " + std::to_string(kExpertsPerLane * kWarpSize) + " experts, not " +
-                std::to_string(num_experts));
+  check_expert_count(num_experts);
   constexpr int64_t kTokensPerBlock = kThreads / kWarpSize;
   const auto blocks = static_cast<unsigned>((tokens + kTokensPerBlock - 1) / kTokensPerBlock);
   route_kernel<<<blocks, kThreads, 0, stream>>>(logits, tokens, num_experts, top_k, normalize, ids, weights,
@@ -163,10 +202,18 @@ void route_top_k(const float* logits, int64_t tokens, int num_experts, int top_k
   check_launch("route_top_k");
 }
 
+void route_and_group(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
+                     float* weights, int16_t* capture_ids, float* capture_weights, int32_t* offsets, int32_t* cursor,
+                     int32_t* order, int32_t* slot_of_pair, cudaStream_t stream) {
+  check_expert_count(num_experts);
+  route_and_group_kernel<<<1, kRouteAndGroupThreads, 0, stream>>>(logits, tokens, num_experts, top_k, normalize, ids, weights,
+                                                 capture_ids, capture_weights, offsets, cursor, order, slot_of_pair);
+  check_launch("route_and_group");
+}
+
 void group_by_expert(const int32_t* ids, int64_t pairs, int num_experts, int32_t* offsets, int32_t* cursor,
                      int32_t* order, int32_t* slot_of_pair, cudaStream_t stream) {
-  if (num_experts > kExpertsPerLane * kWarpSize)
-    throw Error("CUDA expert grouping supports up to " + std::to_string(kExpertsPerLane * kWarpSize) + " experts");
+  check_expert_count(num_experts);
   check(cudaMemsetAsync(offsets, 0, sizeof(int32_t) * (num_experts + 1), stream), "cudaMemsetAsync (expert counts)");
   if (pairs > 0) {
     count_kernel<<<blocks_for(pairs), kThreads, 0, stream>>>(ids, pairs, offsets + 1);
