@@ -36,7 +36,7 @@ std::string json_error_path(std::string_view body) {
     };
     switch (event) {
       case Event::object_start: open.push_back({}); break;
-      case Event::array_start: open.push_back({.is_array = true}); break;
+      case Event::array_start: open.push_back({.is_array = true, .key = {}, .index = 0}); break;
       case Event::key: open.back().key = parsed.get<std::string>(); break;
       case Event::object_end:
       case Event::array_end:
@@ -48,7 +48,7 @@ std::string json_error_path(std::string_view body) {
     return true;
   };
   try {
-    nlohmann::json::parse(body, track);
+    [[maybe_unused]] const nlohmann::json parsed = nlohmann::json::parse(body, track);
   } catch (const nlohmann::json::exception&) {
     return path_of(open);
   }
