@@ -17,8 +17,14 @@ struct OpenContainer {
 std::string path_of(const std::vector<OpenContainer>& open) {
   std::string path;
   for (const OpenContainer& c : open) {
-    if (c.is_array) path += "[" + std::to_string(c.index) + "]";
-    else path += (path.empty() ? "" : ".") + c.key;
+    if (c.is_array) {
+      path += '[';
+      path += std::to_string(c.index);
+      path += ']';
+    } else {
+      if (!path.empty()) path += '.';
+      path += c.key;
+    }
   }
   return path;
 }
