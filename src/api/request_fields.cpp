@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/api_error.h"
+#include "api/json_error_path.h"
 #include "capture/routing_encoding.h"
 #include "moe/message_fields.h"
 #include "sampling/sampler.h"
@@ -142,6 +143,10 @@ nlohmann::json parse_json_body(std::string_view body) {
     return nlohmann::json::parse(body);
   } catch (const nlohmann::json::parse_error& e) {
     throw ApiError::bad_request(std::string("the request body is not valid JSON: ") + e.what());
+  } catch (const nlohmann::json::out_of_range&) {  // valid JSON text, but a number beyond a double (1e999)
+    const std::string path = json_error_path(body);
+    if (path.empty()) throw ApiError::bad_request("the request body is a number too large to represent");
+    throw ApiError::invalid_field(path, "is a number too large to represent");
   }
 }
 

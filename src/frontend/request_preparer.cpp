@@ -12,6 +12,25 @@ namespace {
 // than max_sequence_len of them cannot fit.
 constexpr size_t kMaxBytesPerToken = 256;
 
+// Every stop string and stop token is checked against every generated token of the request, so
+// their number is what one request can make the detokenizer and sampler spend per token.
+constexpr size_t kMaxStopStrings = 64;
+constexpr size_t kMaxStopStringBytes = 1024;
+constexpr size_t kMaxStopTokenIds = 1024;
+
+void check_stops(const msg::SamplingParams& s) {
+  if (s.stop.size() > kMaxStopStrings)
+    throw Error("sampling_params.stop has " + std::to_string(s.stop.size()) + " strings; at most " +
+                std::to_string(kMaxStopStrings) + " are allowed");
+  for (const std::string& stop : s.stop)
+    if (stop.size() > kMaxStopStringBytes)
+      throw Error("sampling_params.stop: a stop string of " + std::to_string(stop.size()) + " bytes; at most " +
+                  std::to_string(kMaxStopStringBytes) + " are allowed");
+  if (s.stop_token_ids.size() > kMaxStopTokenIds)
+    throw Error("sampling_params.stop_token_ids has " + std::to_string(s.stop_token_ids.size()) + " ids; at most " +
+                std::to_string(kMaxStopTokenIds) + " are allowed");
+}
+
 }  // namespace
 
 RequestPreparer::RequestPreparer(tokenizer::Tokenizer tokenizer, const PromptFormat& format,
@@ -81,6 +100,7 @@ msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& reque
   if (s.n > limits_.max_n)
     throw Error("sampling_params.n is " + std::to_string(s.n) + "; this server runs at most " +
                 std::to_string(limits_.max_n) + " completions at once (--max-running-requests)");
+  check_stops(s);
   if (request.routing.start_len < 0) throw Error("routed_experts_start_len must be >= 0");
   if (request.routing.return_routed_experts && !limits_.routed_experts)
     throw Error("return_routed_experts needs a server started with --enable-return-routed-experts");

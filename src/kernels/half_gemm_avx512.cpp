@@ -14,7 +14,13 @@
 
 #include "kernels/half_gemm_kernels.h"
 
+// Clang ignores GCC's target pragma; its own attribute pragma does the same for every function
+// defined up to the pop at the end of the file.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))), apply_to = function)
+#else
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
+#endif
 
 namespace moe::half_gemm_kernels {
 namespace {
@@ -85,3 +91,7 @@ const TileSet& avx512_tiles(DType dtype) {
 }
 
 }  // namespace moe::half_gemm_kernels
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif

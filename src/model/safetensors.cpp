@@ -38,6 +38,29 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// The bytes of a tensor of info's shape and dtype; a negative dimension, or a product that does not
+// fit in 64 bits (which would wrap and pass the extent checks), is an error naming the tensor.
+uint64_t tensor_bytes(const TensorInfo& info, const std::string& path, const std::string& name) {
+  uint64_t bytes = dtype_size(info.dtype);
+  for (int64_t d : info.shape) {
+    if (d < 0) throw Error(path + ": tensor '" + name + "' has a negative dimension");
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
+      throw Error(path + ": tensor '" + name + "' of shape " + shape_string(info.shape) + " is too large");
+  }
+  return bytes;
+}
+
+// A shard must be a file inside the model directory: an index naming an absolute path or climbing
+// out with ".." is refused, whatever the file system holds. The check is on the name only, so
+// shards that are symbolic links (as in the Hugging Face hub's cache) still load.
+void check_shard_name(const std::string& shard, const std::string& index_path) {
+  const std::filesystem::path name(shard);
+  bool climbs = false;
+  for (const auto& part : name) climbs = climbs || part == "..";
+  if (shard.empty() || name.is_absolute() || climbs)
+    throw Error(index_path + ": shard '" + shard + "' is not a file inside the model directory");
+}
+
 }  // namespace
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
@@ -90,23 +113,23 @@ uint16_t* WeightArena::allocate(int64_t elements) {
   return reinterpret_cast<uint16_t*>(piece);
 }
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
-  const size_t size = file_.size();
+std::map<std::string, TensorInfo> parse_safetensors(const unsigned char* data, size_t size, const std::string& path) {
   if (size < 8) throw Error(path + ": truncated safetensors file (" + std::to_string(size) + " bytes)");
   uint64_t header_len = 0;
-  std::memcpy(&header_len, file_.data(), 8);  // little-endian on every platform we build for
+  std::memcpy(&header_len, data, 8);  // little-endian on every platform we build for
   if (header_len > size - 8)
     throw Error(path + ": truncated safetensors file: header of " + std::to_string(header_len) +
                 " bytes does not fit in " + std::to_string(size) + " bytes");
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(file_.data() + 8, file_.data() + 8 + header_len);
-  } catch (const nlohmann::json::parse_error& e) {
+    header = nlohmann::json::parse(data + 8, data + 8 + header_len);
+  } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": safetensors header is not JSON: " + e.what());
   }
   if (!header.is_object()) throw Error(path + ": safetensors header is not a JSON object");
-  const unsigned char* body = file_.data() + 8 + header_len;
+  const unsigned char* body = data + 8 + header_len;
   const uint64_t body_size = size - 8 - header_len;
+  std::map<std::string, TensorInfo> tensors;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
     try {
@@ -114,27 +137,28 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
       info.dtype = parse_dtype(entry.at("dtype").get<std::string>(), path, name);
       info.shape = entry.at("shape").get<std::vector<int64_t>>();
       const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
-      uint64_t count = 1;
-      for (int64_t d : info.shape) {
-        if (d < 0) throw Error(path + ": tensor '" + name + "' has a negative dimension");
-        count *= static_cast<uint64_t>(d);
-      }
+      const uint64_t bytes = tensor_bytes(info, path, name);
       if (offsets.size() != 2 || offsets[0] > offsets[1])
         throw Error(path + ": tensor '" + name + "' has malformed data_offsets");
-      if (offsets[1] - offsets[0] != count * dtype_size(info.dtype))
+      if (offsets[1] - offsets[0] != bytes)
         throw Error(path + ": tensor '" + name + "' of shape " + shape_string(info.shape) + " needs " +
-                    std::to_string(count * dtype_size(info.dtype)) + " bytes but its data_offsets span " +
+                    std::to_string(bytes) + " bytes but its data_offsets span " +
                     std::to_string(offsets[1] - offsets[0]));
       if (offsets[1] > body_size)
         throw Error(path + ": truncated: tensor '" + name + "' ends at byte " + std::to_string(offsets[1]) +
                     " of a data section of " + std::to_string(body_size) + " bytes");
       info.data = body + offsets[0];
-      info.file = &file_.path();
-      tensors_.emplace(name, std::move(info));
+      tensors.emplace(name, std::move(info));
     } catch (const nlohmann::json::exception& e) {
       throw Error(path + ": tensor '" + name + "' has a malformed header entry: " + e.what());
     }
   }
+  return tensors;
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path)
+    : file_(path), tensors_(parse_safetensors(file_.data(), file_.size(), path)) {
+  for (auto& [name, info] : tensors_) info.file = &file_.path();
 }
 
 Checkpoint Checkpoint::open(const std::string& model_dir) {
@@ -148,7 +172,9 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
     if (!index.contains("weight_map") || !index["weight_map"].is_object())
       throw Error(index_path + ": no weight_map object");
     for (const auto& [tensor, shard] : index["weight_map"].items()) {
+      if (!shard.is_string()) throw Error(index_path + ": the shard of tensor '" + tensor + "' is not a file name");
       weight_map[tensor] = shard.get<std::string>();
+      check_shard_name(weight_map[tensor], index_path);
       if (std::find(shard_names.begin(), shard_names.end(), weight_map[tensor]) == shard_names.end())
         shard_names.push_back(weight_map[tensor]);
     }

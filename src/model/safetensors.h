@@ -64,6 +64,10 @@ struct TensorInfo {
   const std::string* file = nullptr;  // the shard holding it, for error messages
 };
 
+// The tensors of a safetensors file's bytes: the header is checked and every tensor's extent lies
+// inside `size`; `path` names the file in errors (TensorInfo::file is left for the caller to set).
+std::map<std::string, TensorInfo> parse_safetensors(const unsigned char* data, size_t size, const std::string& path);
+
 // One .safetensors file: validates the header and every tensor's extent when opened.
 class SafetensorsFile {
  public:

@@ -55,6 +55,21 @@ TEST_F(RequestPreparerTest, RejectsBadRequestsWithAClearError) {
   EXPECT_NE(refusal(with_ids({1, 151936}), make()).find("outside the vocabulary"), std::string::npos);
 }
 
+// Stops are checked on every generated token, so one request may bring only so many.
+TEST_F(RequestPreparerTest, StopListsAreBounded) {
+  msg::GenerateRequest many = with_ids({1, 2, 3});
+  many.sampling.stop.assign(64, "x");
+  EXPECT_NO_THROW(make().prepare(many));
+  many.sampling.stop.push_back("y");
+  EXPECT_NE(refusal(many, make()).find("sampling_params.stop has 65 strings; at most 64"), std::string::npos);
+  msg::GenerateRequest long_stop = with_ids({1, 2, 3});
+  long_stop.sampling.stop = {std::string(1025, 'z')};
+  EXPECT_NE(refusal(long_stop, make()).find("1025 bytes"), std::string::npos);
+  msg::GenerateRequest ids = with_ids({1, 2, 3});
+  ids.sampling.stop_token_ids.assign(1025, 7);
+  EXPECT_NE(refusal(ids, make()).find("stop_token_ids has 1025 ids"), std::string::npos);
+}
+
 TEST_F(RequestPreparerTest, RoutingNeedsTheServerFlags) {
   msg::GenerateRequest routed = with_ids({1, 2, 3});
   routed.routing.return_routed_experts = true;
