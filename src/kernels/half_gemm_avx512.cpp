@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include "kernels/half_gemm_kernels.h"
+#include "kernels/quantized_weight.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
 
@@ -49,12 +50,33 @@ struct F16Weights {
   static __m512 second_half(const uint16_t* p) { return first_half(p + 16); }
 };
 
+// int8 values sign-extended, 16 a conversion.
+struct Q8Values {
+  static constexpr int64_t kChunkBytes = 32;
+  static __m512 widen(const uint8_t* p, int part) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * part))));
+  }
+};
+
+// int4 values: the chunk-row's 16 bytes sign-extended to 32 bits, then the low nibbles (columns
+// 0..15) or the high ones (16..31) shifted to the top and arithmetically back down.
+struct Q4Values {
+  static constexpr int64_t kChunkBytes = 16;
+  static __m512 widen(const uint8_t* p, int part) {
+    const __m512i bytes = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(bytes, part == 0 ? 28 : 24), 28));
+  }
+};
+
 // AVX-512's vectors: 16 floats, 32 half-precision columns a step.
 struct Vec {
   using type = __m512;
   static constexpr int64_t kChunk = 32;
+  static constexpr int64_t kLanes = 16;
   static __m512 zero() { return _mm512_setzero_ps(); }
   static __m512 load(const float* p) { return _mm512_loadu_ps(p); }
+  static __m512 broadcast(float v) { return _mm512_set1_ps(v); }
+  static __m512 mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
   static __m512 fma(__m512 a, __m512 b, __m512 acc) { return _mm512_fmadd_ps(a, b, acc); }
   static float sum(__m512 v) { return _mm512_reduce_add_ps(v); }
   // The 16 lanes of v folded to 8.
@@ -70,6 +92,7 @@ struct Vec {
 }  // namespace moe::half_gemm_kernels
 
 #include "kernels/half_gemm_tile.inc"
+#include "kernels/quantized_gemm_tile.inc"
 
 namespace moe::half_gemm_kernels {
 namespace {
@@ -78,10 +101,19 @@ template <class Weights>
 constexpr TileSet kTileSet = {Vec::kChunk, Weights::kInterleaved, kMaxTokens, {0, 8, 8, 4, 4, 4, 4},
                               TileTable<Tiles<Vec, Weights>, kMaxRows, kMinTokens, kMaxTokens>::at};
 
+template <class Values>
+constexpr QuantizedTileSet kQuantizedTileSet = {
+    kMaxTokens, {0, 8, 8, 4, 4, 4, 4},
+    TileTable<QuantizedTiles<Vec, Values>, kMaxRows, kMinTokens, kMaxTokens, QuantizedTileFn>::at};
+
 }  // namespace
 
 const TileSet& avx512_tiles(DType dtype) {
   return dtype == DType::BF16 ? kTileSet<Bf16Weights> : kTileSet<F16Weights>;
+}
+
+const QuantizedTileSet& avx512_quantized_tiles(DType dtype) {
+  return dtype == DType::Q8 ? kQuantizedTileSet<Q8Values> : kQuantizedTileSet<Q4Values>;
 }
 
 }  // namespace moe::half_gemm_kernels
