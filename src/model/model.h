@@ -12,6 +12,7 @@
 #include "model/model_config.h"
 #include "moe/moe_runner.h"
 #include "moe/routing_capture.h"
+#include "model/quantization.h"
 
 namespace moe {
 
@@ -26,6 +27,8 @@ struct ModelOptions {
   MoeBackend moe_backend = MoeBackend::Auto;
   int ep_size = 1;                      // expert-parallel shards run in this process
   std::string expert_placement_file;    // JSON device_expert_mapping; empty = uniform split
+  Quantization quantization = Quantization::None;  // projections quantized at load (float checkpoints)
+  int64_t quantization_group_size = 128;           // int4 at load: input columns per scale
 };
 
 class Model {

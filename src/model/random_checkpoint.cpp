@@ -125,14 +125,14 @@ std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
   const int64_t q_width = static_cast<int64_t>(c.num_attention_heads) * c.head_dim;
   const int64_t kv_width = static_cast<int64_t>(c.num_key_value_heads) * c.head_dim;
   std::vector<TensorSpec> specs;
-  auto add = [&](std::string name, std::vector<int64_t> shape, Init init) {
-    specs.push_back({std::move(name), std::move(shape), init});
+  auto add = [&](std::string name, std::vector<int64_t> shape, Init init, bool projection = false) {
+    specs.push_back({std::move(name), std::move(shape), init, projection});
   };
   auto add_mlp = [&](const std::string& prefix, const std::string& gate, const std::string& up,
                      const std::string& down, int64_t width) {
-    add(prefix + gate + ".weight", {width, H}, Init::Projection);
-    add(prefix + up + ".weight", {width, H}, Init::Projection);
-    add(prefix + down + ".weight", {H, width}, Init::Projection);
+    add(prefix + gate + ".weight", {width, H}, Init::Projection, true);
+    add(prefix + up + ".weight", {width, H}, Init::Projection, true);
+    add(prefix + down + ".weight", {H, width}, Init::Projection, true);
   };
   add("model.embed_tokens.weight", {c.vocab_size, H}, Init::Embedding);
   add("model.norm.weight", {H}, Init::NormScale);
@@ -141,10 +141,10 @@ std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     add(p + "input_layernorm.weight", {H}, Init::NormScale);
     add(p + "post_attention_layernorm.weight", {H}, Init::NormScale);
-    add(p + "self_attn.q_proj.weight", {q_width, H}, Init::Projection);
-    add(p + "self_attn.k_proj.weight", {kv_width, H}, Init::Projection);
-    add(p + "self_attn.v_proj.weight", {kv_width, H}, Init::Projection);
-    add(p + "self_attn.o_proj.weight", {H, q_width}, Init::Projection);
+    add(p + "self_attn.q_proj.weight", {q_width, H}, Init::Projection, true);
+    add(p + "self_attn.k_proj.weight", {kv_width, H}, Init::Projection, true);
+    add(p + "self_attn.v_proj.weight", {kv_width, H}, Init::Projection, true);
+    add(p + "self_attn.o_proj.weight", {H, q_width}, Init::Projection, true);
     if (c.attention_bias) {
       add(p + "self_attn.q_proj.bias", {q_width}, Init::Bias);
       add(p + "self_attn.k_proj.bias", {kv_width}, Init::Bias);

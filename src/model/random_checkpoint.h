@@ -33,6 +33,9 @@ struct TensorSpec {
   std::string name;
   std::vector<int64_t> shape;
   Init init = Init::Projection;
+  // An attention, expert or MLP matrix: what GPTQ checkpoints quantize (the engine also quantizes
+  // lm_head at load; routers, embeddings and norms stay as they are).
+  bool projection = false;
 };
 
 std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& config);
