@@ -43,6 +43,8 @@ float bf16_to_float(uint16_t bits) {
 
 float f16_to_float(uint16_t bits) { return _cvtsh_ss(bits); }
 
+uint16_t float_to_f16(float value) { return _cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT); }
+
 uint16_t float_to_bf16(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, 4);

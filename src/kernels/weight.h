@@ -43,5 +43,6 @@ using VectorParam = std::vector<float>;
 float bf16_to_float(uint16_t bits);
 float f16_to_float(uint16_t bits);
 uint16_t float_to_bf16(float value);  // round to nearest even
+uint16_t float_to_f16(float value);   // round to nearest even
 
 }  // namespace moe

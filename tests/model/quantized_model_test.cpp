@@ -3,7 +3,8 @@
 // groups of 32, or int8 per row) against the float32 checkpoint that this file's reference
 // dequantizer (written from docs/quantization.md, not from the loader) makes of it; (2) the fixture
 // loaded with --quantization int8 / int4 against a float32 checkpoint of the dequantized matrices
-// it holds. Each pair gives the same logits within float32 rounding (the sums only run in another
+// it holds; (3) moe-make-checkpoint's random GPTQ checkpoints against their reference-dequantized
+// float32 checkpoints. Each pair gives the same logits within float32 rounding (the sums only run in another
 // order) and the same greedy ids, logprobs and routing on every golden prompt.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,7 +12,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <immintrin.h>
 #include <nlohmann/json.hpp>
 
 #include "common/json_file.h"
@@ -130,7 +130,7 @@ class QuantizedModelTest : public ::testing::TestWithParam<std::string> {
                                     group, q.data(), scales.data());
       std::vector<uint16_t> f16_scales(scales.size());  // transposed to [groups, rows]
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t g = 0; g < groups; ++g) f16_scales[g * rows + r] = _cvtss_sh(scales[r * groups + g], 0);
+        for (int64_t g = 0; g < groups; ++g) f16_scales[g * rows + r] = float_to_f16(scales[r * groups + g]);
       const std::string module = spec.name.substr(0, spec.name.size() - std::string(".weight").size());
       for (TensorToWrite& t : gptq_tensors(module, bits, rows, cols, q, f16_scales, group)) tensors.push_back(std::move(t));
     }
@@ -222,6 +222,20 @@ TEST_P(QuantizedModelTest, GptqInt4AndInt8MatchTheirDequantizedFloat32Checkpoint
     const std::string gptq = write_gptq(bits, group);
     const std::string reference = write_dequantized_gptq(gptq, bits);
     expect_same_model("gptq int" + std::to_string(bits), [&] { return Model::load(gptq); }, reference);
+  }
+}
+
+// moe-make-checkpoint's GPTQ form, for the fixture's config: random integers and scales.
+TEST_P(QuantizedModelTest, RandomGptqCheckpointMatchesItsDequantizedFloat32Checkpoint) {
+  for (const auto& [bits, group] : {std::pair<int, int64_t>{4, 32}, {8, -1}}) {
+    const std::string random = (dir_ / ("random_gptq" + std::to_string(bits))).string();
+    RandomCheckpointOptions options;
+    options.seed = 5;
+    options.gptq_bits = bits;
+    options.gptq_group_size = group;
+    write_random_checkpoint(config_, random, options);
+    const std::string reference = write_dequantized_gptq(random, bits);
+    expect_same_model("random gptq int" + std::to_string(bits), [&] { return Model::load(random); }, reference);
   }
 }
 
