@@ -4,7 +4,8 @@
 # start-up time, the server's resident memory, moe-bench's table rows and the CPU seconds the server
 # spent under the load (user + system: on a machine shared with other work, the fairer per-build
 # figure than wall-clock tokens/s). Alternate two builds (A B A B ...) with fresh seeds to compare
-# them on a noisy machine. CONCURRENCY (default 1,8,32) changes the load's concurrency levels.
+# them on a noisy machine. CONCURRENCY (default 1,8,32) changes the load's concurrency levels;
+# SERVE_FLAGS adds moe-serve flags (e.g. "--quantization int4").
 #
 # usage: bench/tools/serve_once.sh MOE_SERVE MOE_BENCH MODEL_DIR SEED PORT
 #   (PORT for HTTP; PORT + 1 for ZeroMQ)
@@ -13,7 +14,7 @@ serve=$1 bench=$2 model=$3 seed=$4 port=$5
 log=$(mktemp)
 start_ns=$(date +%s%N)
 "$serve" --model-path "$model" --zmq-endpoint "tcp://127.0.0.1:$((port + 1))" --port "$port" \
-  --enable-return-routed-experts >"$log" 2>&1 &
+  --enable-return-routed-experts ${SERVE_FLAGS:-} >"$log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; rm -f "$log"' EXIT
 until grep -q "\] ready" "$log"; do

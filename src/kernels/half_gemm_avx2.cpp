@@ -42,11 +42,14 @@ struct F16Weights {
   static __m256 second_half(const uint16_t* p) { return first_half(p + 8); }
 };
 
-// int8 values sign-extended, 8 a conversion.
+// int8 values sign-extended, 8 a conversion, times the scale.
 struct Q8Values {
   static constexpr int64_t kChunkBytes = 32;
-  static __m256 widen(const uint8_t* p, int part) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * part))));
+  using Scale = float;
+  static float scale(float s) { return s; }
+  static __m256 widen(const uint8_t* p, int part, float s) {
+    const __m256 values = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * part))));
+    return _mm256_mul_ps(values, _mm256_set1_ps(s));
   }
 };
 
@@ -55,9 +58,12 @@ struct Q8Values {
 // the top and arithmetically back down.
 struct Q4Values {
   static constexpr int64_t kChunkBytes = 16;
-  static __m256 widen(const uint8_t* p, int part) {
+  using Scale = float;
+  static float scale(float s) { return s; }
+  static __m256 widen(const uint8_t* p, int part, float s) {
     const __m256i bytes = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * (part % 2))));
-    return _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(bytes, part < 2 ? 28 : 24), 28));
+    const __m256 values = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(bytes, part < 2 ? 28 : 24), 28));
+    return _mm256_mul_ps(values, _mm256_set1_ps(s));
   }
 };
 
@@ -68,8 +74,6 @@ struct Vec {
   static constexpr int64_t kLanes = 8;
   static __m256 zero() { return _mm256_setzero_ps(); }
   static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
-  static __m256 broadcast(float v) { return _mm256_set1_ps(v); }
-  static __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
   static __m256 fma(__m256 a, __m256 b, __m256 acc) { return _mm256_fmadd_ps(a, b, acc); }
   static float sum(__m256 v) { return simd::horizontal_sum(v); }
   // [Σa, Σb, Σc, Σd] in three horizontal adds.
