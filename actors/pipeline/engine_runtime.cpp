@@ -49,6 +49,8 @@ std::unique_ptr<Model> load_model(const ServeOptions& options, const std::string
   mo.moe_backend = parse_moe_backend(options.moe_runner_backend);
   mo.ep_size = options.ep_size;
   mo.expert_placement_file = options.expert_placement;
+  mo.quantization = parse_quantization(options.quantization);
+  mo.quantization_group_size = options.quantization_group_size;
   // The files are read front to back first, with progress, so that the load, which copies the
   // half-precision weights into the GEMM's tiled order, reads them from memory.
   int last_percent = -1;

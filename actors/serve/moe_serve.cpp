@@ -46,6 +46,10 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        "auto | reference | grouped")
       ("device", po::value(&o.device)->default_value(o.device), "cpu | cuda (a build with -DMOE_CUDA=ON)")
       ("disable-cuda-graph", po::bool_switch(&o.disable_cuda_graph), "cuda: no CUDA graphs for decode steps")
+      ("quantization", po::value(&o.quantization)->default_value(o.quantization),
+       "none | int8 | int4: quantize a bf16/f16/f32 checkpoint's projections at load (GPTQ checkpoints load as they are)")
+      ("quantization-group-size", po::value(&o.quantization_group_size)->default_value(o.quantization_group_size),
+       "int4: input columns per scale (a multiple of 32, e.g. 32 or 128)")
       ("ep-size", po::value(&o.ep_size)->default_value(1), "expert-parallel shards")
       ("expert-placement", po::value(&o.expert_placement), "JSON device_expert_mapping file")
       ("disable-radix-cache", po::bool_switch(&o.disable_radix_cache), "turn the prefix cache off")

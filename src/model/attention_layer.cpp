@@ -16,7 +16,7 @@ AttentionLayer::AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config
       rotary_(config.head_dim, config.rope_theta),
       w_(AttentionWeights<WeightView, VectorParam>::load(
           config, layer,
-          [&](const std::string& name, int64_t rows, int64_t cols) { return ckpt.matrix(name, rows, cols); },
+          [&](const std::string& name, int64_t rows, int64_t cols) { return ckpt.projection(name, rows, cols); },
           [&](const std::string& name, int64_t n) { return ckpt.vector(name, n); })) {}
 
 void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache& kv, float* out) const {

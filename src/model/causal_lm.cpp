@@ -39,11 +39,15 @@ ExpertPlacement make_placement(const ModelConfig& config, const ModelOptions& op
 class CausalLm final : public Model {
  public:
   CausalLm(const std::string& dir, const ModelOptions& options)
-      : config_(load_model_config(dir)), checkpoint_(Checkpoint::open(dir)) {
+      : config_(load_model_config(dir)),
+        checkpoint_(Checkpoint::open(
+            dir, projection_format(config_.gptq, options.quantization, options.quantization_group_size))) {
     const Architecture& arch = find_architecture(config_.architecture);
     const int64_t H = config_.hidden_size;
     embed_ = checkpoint_.matrix("model.embed_tokens.weight", config_.vocab_size, H);
-    lm_head_ = config_.tie_word_embeddings ? embed_ : checkpoint_.matrix("lm_head.weight", config_.vocab_size, H);
+    // A tied lm_head is the embedding matrix: shared as it is, or quantized into a copy of its own.
+    lm_head_ = checkpoint_.projection(config_.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight",
+                                      config_.vocab_size, H);
     final_norm_ = checkpoint_.vector("model.norm.weight", H);
     layers_.resize(config_.num_hidden_layers);
     for (int l = 0; l < config_.num_hidden_layers; ++l) {

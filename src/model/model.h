@@ -12,6 +12,7 @@
 #include "model/model_config.h"
 #include "moe/moe_runner.h"
 #include "moe/routing_capture.h"
+#include "model/quantization.h"
 
 namespace moe {
 
@@ -27,6 +28,8 @@ struct ModelOptions {
   int ep_size = 1;                      // expert-parallel shards run in this process
   std::string expert_placement_file;    // JSON device_expert_mapping; empty = uniform split
   bool cuda_graphs = true;              // Device::Cuda: replay decode steps as CUDA graphs
+  Quantization quantization = Quantization::None;  // projections quantized at load (float checkpoints)
+  int64_t quantization_group_size = 128;           // int4 at load: input columns per scale
 };
 
 class Model {

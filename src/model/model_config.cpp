@@ -151,6 +151,7 @@ ModelConfig parse_model_config(const nlohmann::json& config, const std::string& 
   c.rope_theta = read_rope_theta(config, path);
   check_rope_scaling(config, path);
   check_sliding_window(config, path);
+  c.gptq = read_gptq_config(config, path);
   arch.read_config(config, c);
   check_ranges(c, path);
 

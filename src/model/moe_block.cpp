@@ -16,9 +16,9 @@ ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& con
   experts.intermediate_size = width;
   for (int e = 0; e < config.num_experts; ++e) {
     const std::string p = names.expert_prefix + std::to_string(e) + ".";
-    experts.gate.push_back(ckpt.matrix(p + names.gate + ".weight", width, hidden));
-    experts.up.push_back(ckpt.matrix(p + names.up + ".weight", width, hidden));
-    experts.down.push_back(ckpt.matrix(p + names.down + ".weight", hidden, width));
+    experts.gate.push_back(ckpt.projection(p + names.gate + ".weight", width, hidden));
+    experts.up.push_back(ckpt.projection(p + names.up + ".weight", width, hidden));
+    experts.down.push_back(ckpt.projection(p + names.down + ".weight", hidden, width));
   }
   return experts;
 }

@@ -29,7 +29,8 @@ DType parse_dtype(const std::string& name, const std::string& file, const std::s
   if (name == "BF16") return DType::BF16;
   if (name == "F16") return DType::F16;
   if (name == "F32") return DType::F32;
-  throw Error(file + ": tensor '" + tensor + "' has dtype " + name + "; supported: BF16, F16, F32");
+  if (name == "I32") return DType::I32;  // GPTQ's packed integers
+  throw Error(file + ": tensor '" + tensor + "' has dtype " + name + "; supported: BF16, F16, F32, I32");
 }
 
 std::string shape_string(const std::vector<int64_t>& shape) {
@@ -98,7 +99,11 @@ void drop_mapped_pages(const void* begin, size_t bytes) {
 }
 
 uint16_t* WeightArena::allocate(int64_t elements) {
-  const size_t bytes = round_up(std::max<size_t>(1, static_cast<size_t>(elements) * sizeof(uint16_t)), kCacheLine);
+  return reinterpret_cast<uint16_t*>(allocate_bytes(elements * static_cast<int64_t>(sizeof(uint16_t))));
+}
+
+uint8_t* WeightArena::allocate_bytes(int64_t size) {
+  const size_t bytes = round_up(std::max<size_t>(1, static_cast<size_t>(size)), kCacheLine);
   if (slabs_.empty() || slabs_.back().size - slabs_.back().used < bytes) {
     Slab slab;
     slab.size = round_up(std::max(bytes, kSlabBytes), kHugePage);
@@ -110,7 +115,7 @@ uint16_t* WeightArena::allocate(int64_t elements) {
   Slab& slab = slabs_.back();
   char* piece = slab.memory.get() + slab.used;
   slab.used += bytes;
-  return reinterpret_cast<uint16_t*>(piece);
+  return reinterpret_cast<uint8_t*>(piece);
 }
 
 std::map<std::string, TensorInfo> parse_safetensors(const unsigned char* data, size_t size, const std::string& path) {
@@ -161,9 +166,10 @@ SafetensorsFile::SafetensorsFile(const std::string& path)
   for (auto& [name, info] : tensors_) info.file = &file_.path();
 }
 
-Checkpoint Checkpoint::open(const std::string& model_dir) {
+Checkpoint Checkpoint::open(const std::string& model_dir, const ProjectionFormat& format) {
   Checkpoint ckpt;
   ckpt.dir_ = model_dir;
+  ckpt.format_ = format;
   const std::string index_path = model_dir + "/model.safetensors.index.json";
   std::vector<std::string> shard_names;
   std::map<std::string, std::string> weight_map;
@@ -208,8 +214,15 @@ const TensorInfo& Checkpoint::tensor_of_shape(const std::string& name, const std
   return t;
 }
 
+const TensorInfo& Checkpoint::float_tensor(const std::string& name, const std::vector<int64_t>& shape) const {
+  const TensorInfo& t = tensor_of_shape(name, shape);
+  if (t.dtype == DType::I32)
+    throw Error(*t.file + ": tensor '" + name + "' has dtype I32; expected BF16, F16 or F32");
+  return t;
+}
+
 WeightView Checkpoint::matrix(const std::string& name, int64_t rows, int64_t cols) const {
-  const TensorInfo& t = tensor_of_shape(name, {rows, cols});
+  const TensorInfo& t = float_tensor(name, {rows, cols});
   const WeightView row_major{t.data, t.dtype, rows, cols};
   if (t.dtype == DType::F32) return row_major;
   std::lock_guard lock(tiled_->mutex);
@@ -225,7 +238,7 @@ WeightView Checkpoint::matrix(const std::string& name, int64_t rows, int64_t col
 VectorParam Checkpoint::vector(const std::string& name, int64_t n) const { return floats(name, {n}); }
 
 std::vector<float> Checkpoint::floats(const std::string& name, const std::vector<int64_t>& shape) const {
-  const TensorInfo& t = tensor_of_shape(name, shape);
+  const TensorInfo& t = float_tensor(name, shape);
   int64_t count = 1;
   for (int64_t d : shape) count *= d;
   // The whole tensor read as one row-major row: row_to_float widens any dtype.
