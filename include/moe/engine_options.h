@@ -11,6 +11,7 @@ namespace moe {
 struct EngineOptions : EngineSettings {
   std::string model_path;
   std::string tokenizer_path;  // default: model_path
+  std::string chat_template;   // a Jinja file that replaces the tokenizer's chat template (--chat-template)
   std::string moe_runner_backend = "auto";
   std::string device = "cpu";  // cpu | cuda (a build with the CUDA backend)
   std::string zmq_endpoint;    // also serve ZeroMQ clients here; empty = only this process

@@ -26,6 +26,8 @@ struct CompletionState {
   std::string text;
   std::vector<int32_t> output_ids;
   std::vector<float> logprobs;
+  std::vector<std::string> token_texts;            // each output token decoded alone, with logprobs
+  std::vector<msg::TokenAlternatives> top_logprobs;  // with top_logprobs_num > 0
   std::optional<RawRows> routed_experts;
   std::optional<RawRows> router_weights;
   std::optional<msg::FinishReason> finish_reason;
