@@ -114,7 +114,8 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     : context_(std::make_unique<transport::Context>()), actors_(std::make_unique<Actors>()) {
   const std::string tok_dir = tokenizer_dir(options);
   tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(tok_dir);
-  const tokenizer::TokenizerConfig tok_config = tokenizer::load_tokenizer_config(tok_dir);
+  tokenizer::TokenizerConfig tok_config = tokenizer::load_tokenizer_config(tok_dir);
+  if (!options.chat_template.empty()) tok_config.chat_template = read_text_file(options.chat_template);
   const bool local_worker = options.worker_endpoint.empty();
   // With the model worker elsewhere, this process needs the model's config, never its weights.
   std::unique_ptr<Model> model = local_worker ? load_model(options, options.model_path) : nullptr;

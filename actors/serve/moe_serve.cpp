@@ -27,6 +27,7 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
   desc.add_options()("help,h", "show this help")
       ("model-path", po::value(&o.model_path)->required(), "Hugging Face model directory")
       ("tokenizer-path", po::value(&o.tokenizer_path), "tokenizer directory (default: the model's)")
+      ("chat-template", po::value(&o.chat_template), "a Jinja chat template file to use instead of the tokenizer's")
       ("served-model-name", po::value(&o.served_model_name), "the model name OpenAI clients use (default: --model-path)")
       ("weight-version", po::value(&o.weight_version)->default_value(o.weight_version),
        "the label of the weights loaded at start, in every reply's meta_info.weight_version")

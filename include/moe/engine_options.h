@@ -11,6 +11,7 @@ namespace moe {
 struct EngineOptions : EngineSettings {
   std::string model_path;
   std::string tokenizer_path;  // default: model_path
+  std::string chat_template;   // a Jinja file that replaces the tokenizer's chat template (--chat-template)
   std::string moe_runner_backend = "auto";
   std::string quantization = "none";       // none | int8 | int4: projections quantized at load
   int64_t quantization_group_size = 128;   // int4: input columns per scale

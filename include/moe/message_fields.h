@@ -22,6 +22,23 @@ void visit_draw_fields(M& m, Visit&& visit) {
   visit("top_p", m.top_p);
   visit("top_k", m.top_k);
   visit("min_p", m.min_p);
+  visit("presence_penalty", m.presence_penalty);
+  visit("frequency_penalty", m.frequency_penalty);
+  visit("repetition_penalty", m.repetition_penalty);
+  visit("logit_bias", m.logit_bias);
+}
+
+template <StructOf<TokenBias> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("id", m.id);
+  visit("bias", m.bias);
+}
+
+template <StructOf<TokenAlternatives> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("ids", m.ids);
+  visit("logprobs", m.logprobs);
+  visit("texts", m.texts);
 }
 
 template <StructOf<SamplingParams> M, class Visit>
@@ -61,6 +78,7 @@ void visit_option_fields(M& m, Visit&& visit) {
   visit("sampling", m.sampling);
   visit("stream", m.stream);
   visit("return_logprob", m.return_logprob);
+  visit("top_logprobs_num", m.top_logprobs_num);
   visit("routing", m.routing);
 }
 
@@ -75,6 +93,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("text", m.text);
   visit("input_ids", m.input_ids);
   visit("messages", m.messages);
+  visit("chat_template_kwargs", m.chat_template_kwargs);
   visit_option_fields(m, visit);
 }
 
@@ -91,6 +110,9 @@ void visit_fields(M& m, Visit&& visit) {
   visit("seed", m.seed);
   visit("step", m.step);
   visit("return_logprob", m.return_logprob);
+  visit("top_logprobs", m.top_logprobs);
+  visit("generated_ids", m.generated_ids);
+  visit("suppressed_ids", m.suppressed_ids);
 }
 
 template <StructOf<WorkerSequence> M, class Visit>
@@ -131,6 +153,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("step", m.step);
   visit("sampled_ids", m.sampled_ids);
   visit("logprobs", m.logprobs);
+  visit("top_logprobs", m.top_logprobs);
   visit("routing", m.routing);
   visit("worker_instance", m.worker_instance);
 }
@@ -156,6 +179,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("options", m.options);
   visit("new_token_ids", m.new_token_ids);
   visit("new_logprobs", m.new_logprobs);
+  visit("new_top_logprobs", m.new_top_logprobs);
   visit("routing", m.routing);
   visit("finish_reason", m.finish_reason);
   visit("prompt_tokens", m.prompt_tokens);
@@ -183,6 +207,8 @@ void visit_fields(M& m, Visit&& visit) {
   visit("text", m.text);
   visit("output_ids", m.output_ids);
   visit("output_logprobs", m.output_logprobs);
+  visit("output_token_texts", m.output_token_texts);
+  visit("output_top_logprobs", m.output_top_logprobs);
   visit("finish_reason", m.finish_reason);
   visit("prompt_tokens", m.prompt_tokens);
   visit("completion_tokens", m.completion_tokens);

@@ -15,7 +15,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 5;
+inline constexpr uint32_t kProtocolVersion = 6;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -35,13 +35,34 @@ enum class MessageKind : uint8_t {
   WeightsUpdated = 16,
 };
 
-// How one token is drawn from a row of logits, as SGLang and vLLM name the settings.
+// A number added to one token's logit before the draw (OpenAI's logit_bias).
+struct TokenBias {
+  int32_t id = 0;
+  float bias = 0.0f;  // in [-100, 100]
+  bool operator==(const TokenBias&) const = default;
+};
+
+// How one token is drawn from a row of logits, as SGLang and vLLM name the settings. The penalties
+// count the tokens generated so far (SGLang's semantics; src/sampling/logit_adjustments.h).
 struct DrawSettings {
   float temperature = 1.0f;  // 0 = greedy
   float top_p = 1.0f;        // keep the smallest most-probable set whose mass reaches top_p; in (0, 1]
   int32_t top_k = -1;        // keep the k most probable tokens; -1 or 0 = off
   float min_p = 0.0f;        // drop tokens less probable than min_p x the top token's probability
+  float presence_penalty = 0.0f;    // subtracted once from each generated token's logit; in [-2, 2]
+  float frequency_penalty = 0.0f;   // subtracted per occurrence among the generated tokens; in [-2, 2]
+  float repetition_penalty = 1.0f;  // divides a generated token's positive logit, multiplies a negative one; (0, 2]
+  std::vector<TokenBias> logit_bias;
   bool operator==(const DrawSettings&) const = default;
+};
+
+// The most probable tokens at one position, most probable first, with their log-probabilities
+// (top_logprobs); `texts` are the tokens decoded alone, filled in by the detokenizer.
+struct TokenAlternatives {
+  std::vector<int32_t> ids;
+  std::vector<float> logprobs;
+  std::vector<std::string> texts;
+  bool operator==(const TokenAlternatives&) const = default;
 };
 
 // The client's sampling settings, named and defaulted as SGLang's /generate sampling_params: how a
@@ -85,6 +106,7 @@ struct RequestOptions {
   SamplingParams sampling;
   bool stream = false;
   bool return_logprob = false;
+  int32_t top_logprobs_num = 0;  // with return_logprob: the most probable alternatives at each output token
   RoutingOptions routing;
   bool operator==(const RequestOptions&) const = default;
 };
@@ -96,6 +118,9 @@ struct GenerateRequest : RequestOptions {
   std::optional<std::string> text;
   std::optional<std::vector<int32_t>> input_ids;
   std::optional<std::vector<ChatMessage>> messages;
+  // Further variables for the chat template (OpenAI's chat_template_kwargs, e.g. Qwen3's
+  // {"enable_thinking": false}): the text of a JSON object; empty = none.
+  std::string chat_template_kwargs;
   bool operator==(const GenerateRequest&) const = default;
 };
 
@@ -114,6 +139,9 @@ struct TokenSampling : DrawSettings {
   uint64_t seed = 0;
   uint64_t step = 0;
   bool return_logprob = false;
+  int32_t top_logprobs = 0;              // also return this many most probable tokens, in [0, 20]
+  std::vector<int32_t> generated_ids;    // the tokens generated so far; sent only when a penalty needs them
+  std::vector<int32_t> suppressed_ids;   // may not be drawn (stop tokens before min_new_tokens)
   bool operator==(const TokenSampling&) const = default;
 };
 
@@ -167,6 +195,7 @@ struct WorkerResult {
   uint64_t step = 0;
   std::vector<int32_t> sampled_ids;
   std::vector<float> logprobs;      // aligned with sampled_ids; empty when nobody asked
+  std::vector<TokenAlternatives> top_logprobs;  // aligned with sampled_ids; empty when nobody asked
   std::vector<StepRouting> routing;  // rows whose copies completed, oldest step first
   uint64_t worker_instance = 0;      // the Heartbeat's: which worker (and so which KV cache) computed it
   bool operator==(const WorkerResult&) const = default;
@@ -204,6 +233,7 @@ struct DetokenizeItem {
   std::optional<RequestOptions> options;  // present on the completion's first item
   std::vector<int32_t> new_token_ids;
   std::vector<float> new_logprobs;        // aligned with new_token_ids; empty when not asked
+  std::vector<TokenAlternatives> new_top_logprobs;  // aligned with new_token_ids; empty when not asked
   RoutingRows routing;                    // rows covered since the previous item
   std::optional<FinishReason> finish_reason;  // set on the last item
   int32_t prompt_tokens = 0;
@@ -235,6 +265,8 @@ struct TextOutput {
   std::string text;
   std::vector<int32_t> output_ids;
   std::vector<float> output_logprobs;       // aligned with output_ids; empty when not asked
+  std::vector<std::string> output_token_texts;  // each output token decoded alone, when logprobs were asked
+  std::vector<TokenAlternatives> output_top_logprobs;  // aligned with output_ids when top_logprobs_num > 0
   std::optional<FinishReason> finish_reason;  // set on the final chunk
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;            // total so far

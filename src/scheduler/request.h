@@ -82,6 +82,7 @@ struct GeneratedToken {
   int index = 0;
   int32_t token = 0;
   float logprob = 0.0f;
+  msg::TokenAlternatives top;  // empty unless the request asked for top logprobs
 };
 
 // A completion that is done, with everything the reply needs.

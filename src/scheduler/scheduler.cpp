@@ -58,11 +58,13 @@ Request* Scheduler::find(const std::string& rid, int index, uint64_t uid) {
 }
 
 StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
-                                      std::span<const float> logprobs) {
+                                      std::span<const float> logprobs,
+                                      std::span<const msg::TokenAlternatives> top) {
   if (in_flight_step_ == 0 || batch.step_id != in_flight_step_)
     throw std::logic_error("Scheduler::process_result: not the batch in flight");
   const auto num_sampled = static_cast<size_t>(batch.forward.num_logit_rows());
-  if (sampled_ids.size() != num_sampled || (!logprobs.empty() && logprobs.size() != num_sampled))
+  if (sampled_ids.size() != num_sampled || (!logprobs.empty() && logprobs.size() != num_sampled) ||
+      (!top.empty() && top.size() != num_sampled))
     throw Error("worker result has " + std::to_string(sampled_ids.size()) + " sampled ids and " +
                 std::to_string(logprobs.size()) + " logprobs for a batch that samples " +
                 std::to_string(num_sampled) + " sequences");
@@ -91,7 +93,8 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
     const float logprob = logprobs.empty() ? 0.0f : logprobs[row];
     request->output_ids.push_back(token);
     request->output_logprobs.push_back(logprob);
-    outcome.tokens.push_back({request->rid, request->index, token, logprob});
+    outcome.tokens.push_back(
+        {request->rid, request->index, token, logprob, top.empty() ? msg::TokenAlternatives{} : top[row]});
     std::optional<msg::FinishReason> reason = request->stop_reason(config_.eos_token_ids);
     if (!reason) continue;
     if (request->routing.routes_last_token())

@@ -55,11 +55,11 @@ class Scheduler {
   void add_request(Request request);
   // Plans the next step, or nullopt when there is nothing to run.
   std::optional<ScheduledBatch> schedule_step();
-  // Applies the worker's result for `batch`: one sampled id (and logprob, or none at all) per
+  // Applies the worker's result for `batch`: one sampled id (and logprob and top alternatives, or none) per
   // sequence that needs_logits, in batch order. A route_last_token request that meets its stop
   // condition finishes one step later, once its last token has been fed without sampling.
   StepOutcome process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
-                             std::span<const float> logprobs);
+                             std::span<const float> logprobs, std::span<const msg::TokenAlternatives> top = {});
   // Ends every completion of rid, waiting or running, freeing its slots. Unknown rid: nothing.
   std::vector<FinishedRequest> abort(const std::string& rid, const std::string& message);
   // Whether rid names a live request (a new request may not reuse it until it has ended).

@@ -120,6 +120,17 @@ void Scheduler::add_to_batch(ScheduledBatch& batch, Request& request, int64_t nu
   sampling.seed = *request.sampling.seed;
   sampling.step = request.output_ids.size();
   sampling.return_logprob = request.return_logprob;
+  if (request.return_logprob) sampling.top_logprobs = request.top_logprobs_num;
+  const msg::DrawSettings& draw = request.sampling;
+  if (draw.presence_penalty != 0.0f || draw.frequency_penalty != 0.0f || draw.repetition_penalty != 1.0f)
+    sampling.generated_ids = request.output_ids;
+  // min_new_tokens: the tokens that would stop the request may not be drawn before then (SGLang).
+  if (static_cast<int64_t>(request.output_ids.size()) < request.sampling.min_new_tokens) {
+    sampling.suppressed_ids = request.sampling.stop_token_ids;
+    if (!request.sampling.ignore_eos)
+      sampling.suppressed_ids.insert(sampling.suppressed_ids.end(), config_.eos_token_ids.begin(),
+                                     config_.eos_token_ids.end());
+  }
   batch.sequences.push_back({request.uid, request.rid, request.index, sampling});
   request.scheduled_step = batch.step_id;
 }

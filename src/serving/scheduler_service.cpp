@@ -79,16 +79,17 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
   const ScheduledBatch batch = std::move(*in_flight_);
   in_flight_.reset();
   on_routing(result.routing);
-  StepOutcome outcome = scheduler_.process_result(batch, result.sampled_ids, result.logprobs);
+  StepOutcome outcome = scheduler_.process_result(batch, result.sampled_ids, result.logprobs, result.top_logprobs);
 
   std::map<Key, const BatchSequence*> sequences;
   for (size_t i = 0; i < batch.sequences.size(); ++i)
     sequences[{batch.sequences[i].rid, batch.sequences[i].index}] = &batch.forward.sequences[i];
-  std::map<Key, std::pair<std::vector<int32_t>, std::vector<float>>> tokens;
-  for (const GeneratedToken& t : outcome.tokens) {
-    auto& [ids, logprobs] = tokens[{t.rid, t.index}];
-    ids.push_back(t.token);
-    logprobs.push_back(t.logprob);
+  std::map<Key, NewTokens> tokens;
+  for (GeneratedToken& t : outcome.tokens) {
+    NewTokens& step_tokens = tokens[{t.rid, t.index}];
+    step_tokens.ids.push_back(t.token);
+    step_tokens.logprobs.push_back(t.logprob);
+    step_tokens.top.push_back(std::move(t.top));
   }
   std::map<Key, FinishedRequest*> finished;
   for (FinishedRequest& f : outcome.finished) finished[{f.rid, f.index}] = &f;
@@ -96,11 +97,11 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
     auto fin = finished.find(key);
     if (fin != finished.end()) {
       FinishedRequest& f = *fin->second;
-      emit(key, std::move(new_tokens.first), std::move(new_tokens.second), std::move(f.kv_slots), f.reason,
+      emit(key, std::move(new_tokens), std::move(f.kv_slots), f.reason,
            f.cached_tokens, batch.step_id);
       finished.erase(fin);
     } else {
-      emit(key, std::move(new_tokens.first), std::move(new_tokens.second), sequences.at(key)->kv_slots,
+      emit(key, std::move(new_tokens), sequences.at(key)->kv_slots,
            std::nullopt, 0, batch.step_id);
     }
   }
@@ -165,14 +166,13 @@ msg::DetokenizeBatch SchedulerService::take_output() { return std::exchange(outp
 
 void SchedulerService::emit_finished(const std::vector<FinishedRequest>& finished, uint64_t step) {
   for (const FinishedRequest& f : finished)
-    emit({f.rid, f.index}, {}, {}, f.kv_slots, f.reason, f.cached_tokens, step);
+    emit({f.rid, f.index}, {}, f.kv_slots, f.reason, f.cached_tokens, step);
 }
 
-void SchedulerService::emit(const Key& key, std::vector<int32_t> tokens, std::vector<float> logprobs,
-                            std::vector<int32_t> slots, std::optional<msg::FinishReason> finish,
-                            int64_t cached_tokens, uint64_t step) {
+void SchedulerService::emit(const Key& key, NewTokens tokens, std::vector<int32_t> slots,
+                            std::optional<msg::FinishReason> finish, int64_t cached_tokens, uint64_t step) {
   // The version of now: items held for their rows are built later, maybe after a weight update.
-  auto build = [this, key, tokens = std::move(tokens), logprobs = std::move(logprobs), slots = std::move(slots),
+  auto build = [this, key, tokens = std::move(tokens), slots = std::move(slots),
                 finish = std::move(finish), cached_tokens, version = weights_.weight_version]() {
     auto comp = completions_.find(key);
     if (comp == completions_.end()) return;  // ended meanwhile (stop string, failure)
@@ -182,8 +182,9 @@ void SchedulerService::emit(const Key& key, std::vector<int32_t> tokens, std::ve
     item.index = key.second;
     if (!comp->second.options_sent) item.options = info.options;
     comp->second.options_sent = true;
-    item.new_token_ids = tokens;
-    if (info.options.return_logprob) item.new_logprobs = logprobs;
+    item.new_token_ids = tokens.ids;
+    if (info.options.return_logprob) item.new_logprobs = tokens.logprobs;
+    if (info.options.return_logprob && info.options.top_logprobs_num > 0) item.new_top_logprobs = tokens.top;
     const int64_t available = static_cast<int64_t>(slots.size());
     if (info.options.routing.return_routed_experts && tracker_ && available > comp->second.rows_emitted) {
       item.routing = tracker_->gather(slots.data() + comp->second.rows_emitted, available - comp->second.rows_emitted,

@@ -135,10 +135,16 @@ class SchedulerService {
     int64_t rows_emitted = 0;
   };
   using Key = std::pair<std::string, int32_t>;
+  // A completion's tokens of one step, with their logprobs and alternatives (when asked).
+  struct NewTokens {
+    std::vector<int32_t> ids;
+    std::vector<float> logprobs;
+    std::vector<msg::TokenAlternatives> top;
+  };
 
   // Queues the item for (rid, index) with `tokens` new tokens and rows up to `slots.size()`, waiting
   // for the rows of `step` when the request asked for routing.
-  void emit(const Key& key, std::vector<int32_t> tokens, std::vector<float> logprobs, std::vector<int32_t> slots,
+  void emit(const Key& key, NewTokens tokens, std::vector<int32_t> slots,
             std::optional<msg::FinishReason> finish, int64_t cached_tokens, uint64_t step);
   void emit_finished(const std::vector<FinishedRequest>& finished, uint64_t step);
   // Drops the bookkeeping of an ended completion (and of its request once all n have ended).

@@ -86,11 +86,15 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
       tokens[i] = sample_token(logits_.data() + i * vocab, vocab, samplers[i]->sampling);
     }
   });
-  bool any_logprob = false;
-  for (const msg::WorkerSequence* s : samplers) any_logprob |= s->sampling.return_logprob;
-  for (const SampledToken& token : tokens) {
+  bool any_logprob = false, any_top = false;
+  for (const msg::WorkerSequence* s : samplers) {
+    any_logprob |= s->sampling.return_logprob;
+    any_top |= s->sampling.top_logprobs > 0;
+  }
+  for (SampledToken& token : tokens) {
     result.sampled_ids.push_back(token.id);
     if (any_logprob) result.logprobs.push_back(token.logprob);
+    if (any_top) result.top_logprobs.push_back(std::move(token.top));
   }
   result.routing = take_ready_routing();
   result.worker_instance = instance_;
