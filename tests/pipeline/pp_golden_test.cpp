@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/error.h"
 #include "model/model_config.h"
 #include "moe/client.h"
 #include "pipeline_harness.h"
@@ -105,6 +106,64 @@ TEST_P(PpGolden, ThreeCompletionsOfOnePromptEachGolden) {
   for (auto& [index, outputs] : by_index) {
     SCOPED_TRACE("completion " + std::to_string(index));
     expect_golden_reply(golden_, c, join_reply(outputs));
+  }
+}
+
+// What one stage answers, byte for byte, for requests that use every routing option: the last
+// token's row, start_len, router weights, int16 rows, streamed; and the same expert-load counts.
+TEST_P(PpGolden, RoutingOptionsAndExpertLoadAsWithOneStage) {
+  auto serve = [&](int pp_size) {
+    actors::ServeOptions o = options();
+    o.pp_size = pp_size;
+    o.enable_return_router_weights = true;
+    actors::EngineRuntime runtime(o);
+    Client client(runtime.client_endpoint());
+    std::vector<std::vector<msg::TextOutput>> replies;
+    for (size_t i = 0; i < golden_.cases.size(); ++i) {
+      msg::GenerateRequest request = golden_request(golden_, golden_.cases[i], "opt" + std::to_string(i));
+      request.routing.include_last = true;
+      request.routing.start_len = 3;
+      request.routing.return_router_weights = true;
+      request.routing.dtype = "int16";
+      request.stream = i % 2 == 1;
+      replies.push_back(client.generate(request));
+    }
+    return std::make_pair(replies, client.expert_load());
+  };
+  const auto one_stage = serve(1);
+  const auto stages = serve(GetParam().pp_size);
+  ASSERT_EQ(stages.first.size(), one_stage.first.size());
+  for (size_t i = 0; i < one_stage.first.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    ASSERT_TRUE(one_stage.first[i].back().routed_experts && one_stage.first[i].back().router_weights);
+    EXPECT_EQ(stages.first[i], one_stage.first[i]);
+  }
+  EXPECT_EQ(stages.second.counts, one_stage.second.counts);
+  EXPECT_EQ(stages.second.tokens, one_stage.second.tokens);
+  EXPECT_GT(stages.second.tokens, 0u);
+}
+
+// Expert parallelism inside every stage: --pp-size with --ep-size 2.
+TEST_P(PpGolden, ExpertParallelShardsInEveryStage) {
+  actors::ServeOptions o = options();
+  o.ep_size = 2;
+  actors::EngineRuntime runtime(o);
+  Client client(runtime.client_endpoint());
+  expect_all_golden(send_all_cases_at_once(client, golden_, "ep"));
+}
+
+TEST(PpFlags, BadPipelineSplitsStopTheStartNamingTheFlag) {
+  const std::vector<std::pair<int, std::string>> bad = {{5, ""}, {2, "3,2"}, {2, "4"}, {2, "2,x"}, {0, ""}};
+  for (const auto& [pp_size, split] : bad) {
+    actors::ServeOptions o = tiny_serve_options();
+    o.pp_size = pp_size;
+    o.pp_layer_split = split;
+    try {
+      actors::EngineRuntime runtime(o);
+      ADD_FAILURE() << "--pp-size " << pp_size << " --pp-layer-split '" << split << "' was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--pp-"), std::string::npos) << e.what();
+    }
   }
 }
 
