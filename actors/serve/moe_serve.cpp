@@ -53,6 +53,11 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        "int4: input columns per scale (a multiple of 32, e.g. 32 or 128)")
       ("ep-size", po::value(&o.ep_size)->default_value(1), "expert-parallel shards")
       ("expert-placement", po::value(&o.expert_placement), "JSON device_expert_mapping file")
+      ("pp-size", po::value(&o.pp_size)->default_value(1), "pipeline stages the decoder layers are cut into")
+      ("pp-layer-split", po::value(&o.pp_layer_split), "layers per stage, such as 4,4,3 (default: balanced)")
+      ("pp-rank", po::value(&o.pp_rank)->default_value(0), "with --role worker: the pipeline stage this process runs")
+      ("pp-next-endpoint", po::value(&o.pp_next_endpoint),
+       "with --role worker: the next stage's --worker-endpoint, where activations go (none for the last stage)")
       ("disable-radix-cache", po::bool_switch(&o.disable_radix_cache), "turn the prefix cache off")
       ("role", po::value(&role)->default_value("all"), "all | worker (only the model worker, for multi-process)")
       ("worker-endpoint", po::value(&o.worker_endpoint), "the model worker's inbox when it runs in another process")

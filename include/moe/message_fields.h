@@ -131,7 +131,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("sequences", m.sequences);
   visit("capture_routing", m.capture_routing);
   visit("capture_router_weights", m.capture_router_weights);
-  visit("worker_instance", m.worker_instance);
+  visit("stage_instances", m.stage_instances);
 }
 
 template <StructOf<RoutingRows> M, class Visit>
@@ -146,6 +146,7 @@ template <StructOf<StepRouting> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
   visit("step", m.step);
   visit("rows", m.rows);
+  visit("first_layer", m.first_layer);
 }
 
 template <StructOf<WorkerResult> M, class Visit>
@@ -254,6 +255,10 @@ void visit_fields(M& m, Visit&& visit) {
   visit("capture_routing", m.capture_routing);
   visit("capture_router_weights", m.capture_router_weights);
   visit("ep_size", m.ep_size);
+  visit("pp_size", m.pp_size);
+  visit("pp_rank", m.pp_rank);
+  visit("layer_begin", m.layer_begin);
+  visit("layer_end", m.layer_end);
 }
 
 template <StructOf<Heartbeat> M, class Visit>

@@ -163,9 +163,10 @@ struct WorkerBatch {
   std::vector<WorkerSequence> sequences;
   bool capture_routing = false;         // capture is on: every step is captured
   bool capture_router_weights = false;  // capture keeps router weights too
-  // The worker instance the scheduler planned this step for; any other drops it (a restarted
-  // worker must not run a step queued for its predecessor, over KV it does not have).
-  uint64_t worker_instance = 0;
+  // The worker instance of each pipeline stage (one entry without pipeline parallelism) the
+  // scheduler planned this step for; a stage whose instance differs drops it (a restarted stage
+  // must not run a step queued for its predecessor, over KV it does not have).
+  std::vector<uint64_t> stage_instances;
   bool operator==(const WorkerBatch&) const = default;
 };
 
@@ -183,9 +184,12 @@ struct RoutingRows {
 };
 
 // The rows of one step's tokens in its batch order; the copy engine may deliver them a step late.
+// A pipeline stage sends the slice of its own MoE layers: layers [first_layer, first_layer +
+// rows.num_layers) of the full row.
 struct StepRouting {
   uint64_t step = 0;
   RoutingRows rows;
+  int32_t first_layer = 0;
   bool operator==(const StepRouting&) const = default;
 };
 
@@ -322,11 +326,15 @@ struct WorkerSettings {
   bool capture_routing = false;
   bool capture_router_weights = false;
   int32_t ep_size = 1;
+  int32_t pp_size = 1;      // pipeline stages the model is split into
+  int32_t pp_rank = 0;      // which of them this worker runs
+  int32_t layer_begin = 0;  // its decoder layers [layer_begin, layer_end)
+  int32_t layer_end = 0;
   bool operator==(const WorkerSettings&) const = default;
 };
 
-// The model worker saying it is alive, every half second from its own loop. `instance` is drawn
-// at the worker's start: a new value means a new worker, whose KV cache holds nothing the
+// The model worker (each pipeline stage) saying it is alive, every half second from its own loop;
+// settings.pp_rank says which stage. `instance` is drawn at the worker's start: a new value means a new worker, whose KV cache holds nothing the
 // scheduler believes it holds.
 struct Heartbeat {
   static constexpr MessageKind kind = MessageKind::Heartbeat;

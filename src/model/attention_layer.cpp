@@ -9,8 +9,8 @@
 
 namespace moe {
 
-AttentionLayer::AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, int layer)
-    : layer_(layer),
+AttentionLayer::AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, int layer, int kv_layer)
+    : kv_layer_(kv_layer),
       shape_{config.num_attention_heads, config.num_key_value_heads, config.head_dim},
       norm_eps_(static_cast<float>(config.rms_norm_eps)),
       rotary_(config.head_dim, config.rope_theta),
@@ -48,11 +48,11 @@ void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache&
       rotary_.apply(q.data() + t * q_width, shape_.num_heads, pos);
       rotary_.apply(k.data() + t * kv_width, shape_.num_kv_heads, pos);
       const int32_t slot = seq.kv_slots[pos];
-      std::memcpy(kv.key(layer_, slot), k.data() + t * kv_width, kv_width * sizeof(float));
-      std::memcpy(kv.value(layer_, slot), v.data() + t * kv_width, kv_width * sizeof(float));
+      std::memcpy(kv.key(kv_layer_, slot), k.data() + t * kv_width, kv_width * sizeof(float));
+      std::memcpy(kv.value(kv_layer_, slot), v.data() + t * kv_width, kv_width * sizeof(float));
     }
   }
-  causal_attention(q.data(), sequences, kv.key(layer_, 0), kv.value(layer_, 0), kv.row_size(), shape_, attn.data());
+  causal_attention(q.data(), sequences, kv.key(kv_layer_, 0), kv.value(kv_layer_, 0), kv.row_size(), shape_, attn.data());
   linear(attn.data(), T, w_.o_proj, out);
 }
 

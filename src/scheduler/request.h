@@ -36,6 +36,7 @@ struct Request : msg::TokenizedRequest {
   RadixCache::Node* cache_node = nullptr;  // the locked radix node covering those positions
   int64_t prefill_end = 0;          // total_len() when last admitted: chunks below it are prefill
   uint64_t scheduled_step = 0;      // the last step that included this request
+  bool in_flight = false;           // that step has not come back yet
   int64_t cached_tokens = 0;        // prefix-cache hit tokens summed over admissions (meta_info)
   int num_preemptions = 0;
   // A request whose reply includes its last token's routing (routed_experts_include_last) that met

@@ -60,15 +60,15 @@ Request* Scheduler::find(const std::string& rid, int index, uint64_t uid) {
 StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
                                       std::span<const float> logprobs,
                                       std::span<const msg::TokenAlternatives> top) {
-  if (in_flight_step_ == 0 || batch.step_id != in_flight_step_)
-    throw std::logic_error("Scheduler::process_result: not the batch in flight");
+  if (!in_flight_steps_.count(batch.step_id))
+    throw std::logic_error("Scheduler::process_result: not a batch in flight");
   const auto num_sampled = static_cast<size_t>(batch.forward.num_logit_rows());
   if (sampled_ids.size() != num_sampled || (!logprobs.empty() && logprobs.size() != num_sampled) ||
       (!top.empty() && top.size() != num_sampled))
     throw Error("worker result has " + std::to_string(sampled_ids.size()) + " sampled ids and " +
                 std::to_string(logprobs.size()) + " logprobs for a batch that samples " +
                 std::to_string(num_sampled) + " sequences");
-  in_flight_step_ = 0;
+  in_flight_steps_.erase(batch.step_id);
 
   StepOutcome outcome;
   size_t sample = 0;
@@ -79,6 +79,7 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
     if (seq.needs_logits) ++sample;
     Request* request = find(info.rid, info.index, info.uid);
     if (request == nullptr) continue;  // finished or aborted while the batch was in flight
+    request->in_flight = false;
 
     request->num_computed += seq.num_new_tokens;
     if (request->num_computed <= request->prefill_end) kv_.cache_progress(*request);
@@ -103,6 +104,13 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
       outcome.finished.push_back(finish(*request, std::move(*reason)));
   }
   return outcome;
+}
+
+void Scheduler::abandon_in_flight() {
+  in_flight_steps_.clear();
+  for (auto& [rid, group] : groups_)
+    for (auto& request : group)
+      if (request) request->in_flight = false;
 }
 
 std::vector<FinishedRequest> Scheduler::abort(const std::string& rid, const std::string& message) {

@@ -21,9 +21,10 @@ ForwardBatch to_forward_batch(const msg::WorkerBatch& batch) {
   return forward;
 }
 
-msg::StepRouting to_message(StagedRouting&& staged) {
+msg::StepRouting to_message(StagedRouting&& staged, int first_layer) {
   msg::StepRouting out;
   out.step = staged.step;
+  out.first_layer = first_layer;
   out.rows.num_layers = staged.num_moe_layers;
   out.rows.top_k = staged.top_k;
   out.rows.expert_ids = std::move(staged.ids);
@@ -48,17 +49,20 @@ ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions&
       on_routing_ready_(options.on_routing_ready),
       settings_(options.settings),
       instance_(draw_instance()) {
+  first_moe_layer_ = moe_layers_of(model_->config().moe_layer_ids, model_->layers()).begin;
   if (settings_.capture_routing) capturer_ = make_capturer();
 }
 
 std::unique_ptr<RoutedExpertsCapturer> ModelWorker::make_capturer() const {
   const ModelConfig& c = model_->config();
-  const RoutingBufferShape shape{c.num_moe_layers(), settings_.max_batch_tokens, c.num_experts_per_tok,
+  const LayerRange moe_layers = moe_layers_of(c.moe_layer_ids, model_->layers());
+  const RoutingBufferShape shape{moe_layers.size(), settings_.max_batch_tokens, c.num_experts_per_tok,
                                  settings_.capture_router_weights};
   return std::make_unique<RoutedExpertsCapturer>(model_->make_copy_engine(shape, on_routing_ready_));
 }
 
-msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
+void ModelWorker::run_forward(const msg::WorkerBatch& batch,
+                              const std::function<void(const ForwardBatch&, RoutingCapture*)>& run) {
   const ForwardBatch forward = to_forward_batch(batch);
   const bool capture = batch.capture_routing;
   if (capture && !capturer_) throw Error("routing capture asked of a worker started without it");
@@ -66,13 +70,30 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
     throw Error("router weights asked of a worker started without --enable-return-router-weights");
   if (capture) capturer_->begin_step(batch.step, forward.num_tokens());
   try {
-    model_->forward(forward, kv_, logits_, capture ? capturer_.get() : nullptr);
+    run(forward, capture ? capturer_.get() : nullptr);
   } catch (...) {
     if (capture) capturer_->end_step();  // keep the capturer's step sequence consistent
     throw;
   }
   if (capture) capturer_->end_step();
+}
 
+msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
+  run_forward(batch, [&](const ForwardBatch& forward, RoutingCapture* capture) {
+    model_->forward(forward, kv_, logits_, capture);
+  });
+  return sample(batch);
+}
+
+std::optional<msg::WorkerResult> ModelWorker::execute_stage(const msg::WorkerBatch& batch, float* hidden) {
+  run_forward(batch, [&](const ForwardBatch& forward, RoutingCapture* capture) {
+    model_->forward_stage(forward, kv_, hidden, logits_, capture);
+  });
+  if (!model_->is_last_stage()) return std::nullopt;
+  return sample(batch);
+}
+
+msg::WorkerResult ModelWorker::sample(const msg::WorkerBatch& batch) {
   msg::WorkerResult result;
   result.step = batch.step;
   const int64_t vocab = model_->config().vocab_size;
@@ -114,7 +135,7 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
     KvCache kv = model->make_kv_cache(settings_.kv_slots);
     answer.model_fingerprint = model_fingerprint(update.model_path);
     if (capturer_) {
-      for (StagedRouting& staged : capturer_->drain()) drained_routing_.push_back(to_message(std::move(staged)));
+      for (StagedRouting& staged : capturer_->drain()) drained_routing_.push_back(to_message(std::move(staged), first_moe_layer_));
       capturer_.reset();  // before the model its copy engine may run on
     }
     model_ = std::move(model);  // the old model goes now, before its KV cache
@@ -133,7 +154,8 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
 std::vector<msg::StepRouting> ModelWorker::take_ready_routing() {
   std::vector<msg::StepRouting> out = std::exchange(drained_routing_, {});
   if (!capturer_) return out;
-  for (StagedRouting& staged : capturer_->take_ready()) out.push_back(to_message(std::move(staged)));
+  for (StagedRouting& staged : capturer_->take_ready())
+    out.push_back(to_message(std::move(staged), first_moe_layer_));
   return out;
 }
 

@@ -76,7 +76,7 @@ std::vector<msg::Message> sample_messages() {
                          .sequences = {},
                          .capture_routing = true,
                          .capture_router_weights = true,
-                         .worker_instance = 0x1234567890abcdefull};
+                         .stage_instances = {0x1234567890abcdefull, 7}};
   batch.sequences.push_back({.num_new_tokens = 3,
                              .kv_slots = {10, 11, 12},
                              .needs_logits = true,
@@ -99,7 +99,7 @@ std::vector<msg::Message> sample_messages() {
   result.routing.push_back({.step = 99, .rows = sample_rows(2, 3, 2, false)});
   messages.emplace_back(result);
   msg::RoutingUpdate routing_only{.routing = {}, .worker_instance = 77};
-  routing_only.routing.push_back({.step = 100, .rows = sample_rows(1, 3, 2, true)});
+  routing_only.routing.push_back({.step = 100, .rows = sample_rows(1, 3, 2, true), .first_layer = 5});
   messages.emplace_back(routing_only);
 
   msg::DetokenizeBatch detokenize;
@@ -158,7 +158,11 @@ std::vector<msg::Message> sample_messages() {
                                                    .max_batch_tokens = 8192,
                                                    .capture_routing = true,
                                                    .capture_router_weights = false,
-                                                   .ep_size = 4}});
+                                                   .ep_size = 4,
+                                                   .pp_size = 3,
+                                                   .pp_rank = 2,
+                                                   .layer_begin = 8,
+                                                   .layer_end = 11}});
   const msg::UpdateWeights update{
       .id = 3, .model_path = "/ckpt/step-8", .weight_version = "step-8", .abort_all_requests = true, .worker_instance = 5};
   messages.emplace_back(update);
