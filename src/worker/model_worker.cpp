@@ -135,7 +135,8 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
     KvCache kv = model->make_kv_cache(settings_.kv_slots);
     answer.model_fingerprint = model_fingerprint(update.model_path);
     if (capturer_) {
-      for (StagedRouting& staged : capturer_->drain()) drained_routing_.push_back(to_message(std::move(staged), first_moe_layer_));
+      for (StagedRouting& staged : capturer_->drain())
+        drained_routing_.push_back(to_message(std::move(staged), first_moe_layer_));
       capturer_.reset();  // before the model its copy engine may run on
     }
     model_ = std::move(model);  // the old model goes now, before its KV cache
