@@ -96,7 +96,7 @@ void SchedulerActor::on_result(const msg::WorkerResult& result) {
     step_sent_.erase(sent);
   }
   count_capture_bytes(result.routing);
-  if (service_->batch_in_flight())
+  if (service_->step_in_flight(result.step))
     service_->on_worker_result(result);  // stores the rows that rode along too
   else
     spdlog::warn("scheduler: dropping the result of step {}, abandoned after a worker failure", result.step);

@@ -137,10 +137,10 @@ std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& messa
 }
 
 std::vector<msg::ErrorReply> SchedulerService::on_heartbeat(const msg::Heartbeat& heartbeat) {
-  const int rank = heartbeat.settings.pp_rank;
-  // A worker of another pipeline shape is refused in stage 0's place, naming the difference.
-  StageWorker& stage = stages_[rank >= 0 && rank < num_stages() ? rank : 0];
-  const msg::WorkerSettings& expected = options_.expected_stages[rank >= 0 && rank < num_stages() ? rank : 0];
+  // A worker of a rank this pipeline does not have is refused in stage 0's place, naming the difference.
+  const int rank = heartbeat.settings.pp_rank >= 0 && heartbeat.settings.pp_rank < num_stages() ? heartbeat.settings.pp_rank : 0;
+  StageWorker& stage = stages_[rank];
+  const msg::WorkerSettings& expected = options_.expected_stages[rank];
   if (heartbeat.instance == stage.accepted || heartbeat.instance == stage.refused) return {};
   std::vector<msg::ErrorReply> errors = forget_worker_kv();
   if (std::optional<std::string> mismatch = settings_mismatch(expected, heartbeat.settings)) {
