@@ -51,6 +51,8 @@ api::ServerStats HttpFrontend::stats() const {
   stats.step_time_seconds = scheduler.step_time_seconds;
   stats.capture_bytes_total = scheduler.capture_bytes_total;
   stats.capture_host_cache_bytes = scheduler.capture_host_cache_bytes;
+  stats.latencies = tokenizer_.latencies();
+  stats.weight_version = scheduler.weights.weight_version;
   return stats;
 }
 
