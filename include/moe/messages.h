@@ -4,6 +4,8 @@
 // from the front door to the detokenizer, never re-described field by field.
 // The msgpack codec lives in net/transport; this header stays free of msgpack and ZeroMQ so that
 // clients, actors and tests can use the structs without pulling either in.
+// Members that end in `{}` may be left out of a brace initialisation without a warning
+// (-Wmissing-field-initializers): they were added after code that initialises the rest by position.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,7 +54,7 @@ struct DrawSettings {
   float presence_penalty = 0.0f;    // subtracted once from each generated token's logit; in [-2, 2]
   float frequency_penalty = 0.0f;   // subtracted per occurrence among the generated tokens; in [-2, 2]
   float repetition_penalty = 1.0f;  // divides a generated token's positive logit, multiplies a negative one; (0, 2]
-  std::vector<TokenBias> logit_bias;
+  std::vector<TokenBias> logit_bias{};
   bool operator==(const DrawSettings&) const = default;
 };
 
@@ -140,8 +142,8 @@ struct TokenSampling : DrawSettings {
   uint64_t step = 0;
   bool return_logprob = false;
   int32_t top_logprobs = 0;              // also return this many most probable tokens, in [0, 20]
-  std::vector<int32_t> generated_ids;    // the tokens generated so far; sent only when a penalty needs them
-  std::vector<int32_t> suppressed_ids;   // may not be drawn (stop tokens before min_new_tokens)
+  std::vector<int32_t> generated_ids{};    // the tokens generated so far; sent only when a penalty needs them
+  std::vector<int32_t> suppressed_ids{};   // may not be drawn (stop tokens before min_new_tokens)
   bool operator==(const TokenSampling&) const = default;
 };
 
@@ -199,7 +201,7 @@ struct WorkerResult {
   uint64_t step = 0;
   std::vector<int32_t> sampled_ids;
   std::vector<float> logprobs;      // aligned with sampled_ids; empty when nobody asked
-  std::vector<TokenAlternatives> top_logprobs;  // aligned with sampled_ids; empty when nobody asked
+  std::vector<TokenAlternatives> top_logprobs{};  // aligned with sampled_ids; empty when nobody asked
   std::vector<StepRouting> routing;  // rows whose copies completed, oldest step first
   uint64_t worker_instance = 0;      // the Heartbeat's: which worker (and so which KV cache) computed it
   bool operator==(const WorkerResult&) const = default;
@@ -237,12 +239,12 @@ struct DetokenizeItem {
   std::optional<RequestOptions> options;  // present on the completion's first item
   std::vector<int32_t> new_token_ids;
   std::vector<float> new_logprobs;        // aligned with new_token_ids; empty when not asked
-  std::vector<TokenAlternatives> new_top_logprobs;  // aligned with new_token_ids; empty when not asked
+  std::vector<TokenAlternatives> new_top_logprobs{};  // aligned with new_token_ids; empty when not asked
   RoutingRows routing;                    // rows covered since the previous item
   std::optional<FinishReason> finish_reason;  // set on the last item
   int32_t prompt_tokens = 0;
   int32_t cached_tokens = 0;
-  std::string weight_version;  // the weights that computed the request's tokens
+  std::string weight_version{};  // the weights that computed the request's tokens
   bool operator==(const DetokenizeItem&) const = default;
 };
 
@@ -269,15 +271,15 @@ struct TextOutput {
   std::string text;
   std::vector<int32_t> output_ids;
   std::vector<float> output_logprobs;       // aligned with output_ids; empty when not asked
-  std::vector<std::string> output_token_texts;  // each output token decoded alone, when logprobs were asked
-  std::vector<TokenAlternatives> output_top_logprobs;  // aligned with output_ids when top_logprobs_num > 0
+  std::vector<std::string> output_token_texts{};  // each output token decoded alone, when logprobs were asked
+  std::vector<TokenAlternatives> output_top_logprobs{};  // aligned with output_ids when top_logprobs_num > 0
   std::optional<FinishReason> finish_reason;  // set on the final chunk
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;            // total so far
   int32_t cached_tokens = 0;
   std::optional<EncodedArray> routed_experts;
   std::optional<EncodedArray> router_weights;
-  std::string weight_version;  // the weights that computed its tokens (SGLang's meta_info.weight_version)
+  std::string weight_version{};  // the weights that computed its tokens (SGLang's meta_info.weight_version)
   bool operator==(const TextOutput&) const = default;
 };
 
@@ -339,7 +341,7 @@ struct WorkerSettings {
 struct Heartbeat {
   static constexpr MessageKind kind = MessageKind::Heartbeat;
   uint64_t instance = 0;
-  WorkerSettings settings;
+  WorkerSettings settings{};
   bool operator==(const Heartbeat&) const = default;
 };
 

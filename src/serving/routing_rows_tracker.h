@@ -45,7 +45,7 @@ class RoutingRowsTracker {
     std::vector<int32_t> token_slots;
     std::vector<bool> layer_arrived;  // per MoE layer
     int layers_missing = 0;
-    std::vector<std::pair<int, StagedRouting>> slices;  // (first layer, rows), held until stored in order
+    std::vector<std::pair<int, StagedRouting>> slices{};  // (first layer, rows), held until stored in order
   };
   // Stores every whole step at the front, oldest first, each followed by the emissions it unblocks.
   void store_whole_steps();

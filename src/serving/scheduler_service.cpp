@@ -12,8 +12,8 @@ SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const
     : options_(options),
       model_(model),
       scheduler_(options.scheduler, options.seed_source),
-      weights_(options.weights),
-      stages_(options.expected_stages.size()) {
+      stages_(options.expected_stages.size()),
+      weights_(options.weights) {
   if (stages_.empty()) throw Error("SchedulerService: no expected worker settings");
   // With capture on, every step is captured (not only steps with a request that asked): a later
   // request's prefix-cache hit must find real rows for slots computed on behalf of anyone.
