@@ -76,13 +76,16 @@ class CausalLm final : public Model {
     std::vector<float>& branch = scratch_.branch;
     for (std::vector<float>* buffer : {&x, &normed, &branch}) buffer->resize(static_cast<size_t>(T * H));
     for (int64_t t = 0; t < T; ++t) embed_.row_to_float(batch.token_ids[t], x.data() + t * H);
+    // Read from the batch on every forward: the limit is part of each step's plan, never cached.
+    const std::vector<uint8_t> tree_tokens = batch.tree_token_mask();
+    const ExpertLimit limit{batch.max_tree_experts, tree_tokens};
     for (const DecoderLayer& layer : layers_) {
       rms_norm(x.data(), T, H, H, layer.input_norm.data(), eps, normed.data());
       layer.attention->forward(normed.data(), batch, kv, branch.data());
       for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
       rms_norm(x.data(), T, H, H, layer.post_attention_norm.data(), eps, normed.data());
       if (layer.moe)
-        layer.moe->forward(normed.data(), T, *runner_, capture, branch.data());
+        layer.moe->forward(normed.data(), T, *runner_, capture, branch.data(), limit);
       else
         layer.mlp->forward(normed.data(), T, branch.data());
       for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];

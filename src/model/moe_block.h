@@ -21,8 +21,10 @@ ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& con
 class MoeBlock {
  public:
   MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer);
-  // out[T, H] = moe(x[T, H]); out is overwritten.
-  void forward(const float* x, int64_t num_tokens, MoeRunner& runner, RoutingCapture* capture, float* out) const;
+  // out[T, H] = moe(x[T, H]); out is overwritten. `limit` restricts a verify pass's tokens to a
+  // shared pool of experts (off by default); the capture hook sees the routing actually used.
+  void forward(const float* x, int64_t num_tokens, MoeRunner& runner, RoutingCapture* capture, float* out,
+               const ExpertLimit& limit = {}) const;
 
  private:
   int moe_index_;
