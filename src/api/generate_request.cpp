@@ -92,10 +92,12 @@ GenerationCall parse_generate(const json& body) {
   root.read("stream", call.stream);
   msg::GenerateRequest shared;  // the fields every prompt of a batch shares
   root.read("return_logprob", shared.return_logprob);
+  root.read("speculative", shared.speculative);
   read_routing_fields(root, ApiKind::Generate, shared.routing);
   for (msg::GenerateRequest& request : call.requests) {
     request.stream = call.stream;
     request.return_logprob = shared.return_logprob;
+    request.speculative = shared.speculative;
     request.routing = shared.routing;
   }
   read_sampling_params(root, call.requests);

@@ -17,8 +17,16 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                                                  8 * context);
 
   SchedulerServiceOptions& service = sizing.service;
+  SpeculativeConfig speculative{parse_speculative_algorithm(settings.speculative_algorithm),
+                                settings.speculative_num_steps,
+                                settings.speculative_eagle_topk,
+                                settings.speculative_num_draft_tokens,
+                                settings.max_tree_experts,
+                                settings.speculative_draft_model_path};
+  validate(speculative, model.num_experts_per_tok);
   service.scheduler = SchedulerConfig{pool,    settings.max_running_requests, settings.chunked_prefill_size,
-                                      !settings.disable_radix_cache, context, std::move(eos_token_ids)};
+                                      !settings.disable_radix_cache, context, std::move(eos_token_ids),
+                                      std::move(speculative)};
   service.enable_routed_experts = settings.captures_routing();
   service.enable_router_weights = settings.enable_return_router_weights;
   service.seed_source = seed_source;

@@ -43,6 +43,9 @@ class Model {
   // needs_logits, in batch order) into `logits`.
   virtual void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
                        RoutingCapture* capture = nullptr) = 0;
+  // Whether forward runs draft trees (BatchSequence::tree_parents) and expert limits; a model that
+  // does not is never given one (the worker refuses such a step).
+  virtual bool supports_tree_verify() const { return false; }
   // The copy engine behind routing capture: its buffers are where this model's MoE layers write (the
   // host's for the CPU model, whose engine is a ThreadCopyEngine), `on_ready` (optional) is called
   // from the engine's own thread after each copy completes.

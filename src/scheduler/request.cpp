@@ -24,6 +24,15 @@ std::optional<msg::FinishReason> Request::stop_reason(const std::vector<int32_t>
   return std::nullopt;
 }
 
+ScheduledSequence scheduled_sequence(const Request& request) {
+  msg::TokenSampling sampling;
+  static_cast<msg::DrawSettings&>(sampling) = request.sampling;
+  sampling.seed = *request.sampling.seed;
+  sampling.step = request.output_ids.size();
+  sampling.return_logprob = request.return_logprob;
+  return {request.uid, request.rid, request.index, sampling};
+}
+
 std::span<const int32_t> ScheduledBatch::new_token_slots(size_t sequence) const {
   const BatchSequence& seq = forward.sequences.at(sequence);
   const std::span<const int32_t> all(seq.kv_slots);
@@ -47,10 +56,11 @@ msg::WorkerBatch ScheduledBatch::to_message(bool capture_routing, bool capture_r
   out.positions = forward.positions;
   out.capture_routing = capture_routing;
   out.capture_router_weights = capture_router_weights;
+  out.max_tree_experts = forward.max_tree_experts;
   out.sequences.reserve(sequences.size());
   for (size_t i = 0; i < sequences.size(); ++i) {
     const BatchSequence& seq = forward.sequences[i];
-    out.sequences.push_back({seq.num_new_tokens, seq.kv_slots, seq.needs_logits, sequences[i].sampling});
+    out.sequences.push_back({seq.num_new_tokens, seq.kv_slots, seq.needs_logits, sequences[i].sampling, seq.tree_parents});
   }
   return out;
 }

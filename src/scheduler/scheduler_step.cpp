@@ -11,6 +11,7 @@ std::optional<ScheduledBatch> Scheduler::schedule_step() {
   if (in_flight_step_ != 0) throw std::logic_error("Scheduler::schedule_step: the previous batch is still in flight");
   ScheduledBatch batch;
   batch.step_id = ++last_step_id_;
+  batch.forward.max_tree_experts = config_.speculative.max_tree_experts;
   int64_t budget = config_.chunked_prefill_size > 0 ? config_.chunked_prefill_size
                                                     : std::numeric_limits<int64_t>::max();
   bool preempted = false;
@@ -32,6 +33,7 @@ void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& p
       if (request->state != RequestState::Running || request->scheduled_step == batch.step_id) continue;
       const int64_t pending = request->total_len() - request->num_computed;
       if ((pending == 1) != decode_pass) continue;
+      if (decode_pass && add_speculative(batch, *request, budget)) continue;
       const int64_t granted = grant_slots(*request, std::min(pending, budget), !decode_pass, batch, preempted);
       if (granted == 0) continue;  // the request was preempted itself
       add_to_batch(batch, *request, granted);
@@ -115,12 +117,7 @@ void Scheduler::add_to_batch(ScheduledBatch& batch, Request& request, int64_t nu
   // A finishing request feeds its last token only for the routing: nothing more to sample.
   batch.forward.add_sequence(request.tokens(request.num_computed, end), std::move(slots),
                              end == request.total_len() && !request.finishing);
-  msg::TokenSampling sampling;
-  static_cast<msg::DrawSettings&>(sampling) = request.sampling;
-  sampling.seed = *request.sampling.seed;
-  sampling.step = request.output_ids.size();
-  sampling.return_logprob = request.return_logprob;
-  batch.sequences.push_back({request.uid, request.rid, request.index, sampling});
+  batch.sequences.push_back(scheduled_sequence(request));
   request.scheduled_step = batch.step_id;
 }
 

@@ -51,6 +51,11 @@ class ModelWorker {
   }
 
  private:
+  // The tokens of the step's sequences that need logits, in order (a tree's accepted drafts, then one
+  // more); their logprobs when any asked; with a tree in the batch, each sequence's count.
+  std::vector<int32_t> sample(const msg::WorkerBatch& batch, const ForwardBatch& forward, std::vector<float>& logprobs,
+                              std::vector<int32_t>& counts) const;
+
   std::function<std::unique_ptr<Model>(const std::string&)> load_model_;
   std::unique_ptr<Model> model_;
   KvCache kv_;

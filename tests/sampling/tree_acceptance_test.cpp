@@ -1,0 +1,81 @@
+// Acceptance over a verified draft tree: greedy walks follow the argmax through matching children,
+// sampled walks draw what non-speculative sampling draws at each output index.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/error.h"
+#include "sampling/tree_acceptance.h"
+
+namespace moe {
+namespace {
+
+constexpr int64_t kVocab = 16;
+
+// One logits row per node, each peaked at `argmax[node]`.
+std::vector<float> peaked_rows(const std::vector<int32_t>& argmax) {
+  std::vector<float> rows(argmax.size() * kVocab, 0.0f);
+  for (size_t n = 0; n < argmax.size(); ++n) rows[n * kVocab + argmax[n]] = 5.0f;
+  return rows;
+}
+
+// root -> {3 (node 1), 4 (node 2)}; 3 -> 5 (node 3); 4 -> 6 (node 4).
+const std::vector<int32_t> kTokens = {9, 3, 4, 5, 6};
+const std::vector<int32_t> kParents = {-1, 0, 0, 1, 2};
+
+TEST(TreeAcceptance, GreedyFollowsTheMatchingBranchThenAddsOneToken) {
+  msg::TokenSampling greedy;
+  greedy.temperature = 0.0f;
+  // The root predicts 4, node 2 (token 4) predicts 6, node 4 predicts 11: 4 and 6 accepted, then 11.
+  const std::vector<float> rows = peaked_rows({4, 0, 6, 0, 11});
+  const auto drawn = accept_draft_tree(rows.data(), kVocab, kTokens, kParents, greedy);
+  ASSERT_EQ(drawn.size(), 3u);
+  EXPECT_EQ(drawn[0].id, 4);
+  EXPECT_EQ(drawn[1].id, 6);
+  EXPECT_EQ(drawn[2].id, 11);
+  EXPECT_EQ(accepted_path(kTokens, kParents, std::vector<int32_t>{4, 6}), (std::vector<int32_t>{0, 2, 4}));
+}
+
+TEST(TreeAcceptance, NoMatchingChildKeepsOnlyTheRootsToken) {
+  msg::TokenSampling greedy;
+  greedy.temperature = 0.0f;
+  const std::vector<float> rows = peaked_rows({7, 0, 0, 0, 0});
+  const auto drawn = accept_draft_tree(rows.data(), kVocab, kTokens, kParents, greedy);
+  ASSERT_EQ(drawn.size(), 1u);
+  EXPECT_EQ(drawn[0].id, 7);
+}
+
+TEST(TreeAcceptance, SampledWalksDrawWhatEachOutputIndexDrawsAlone) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    std::vector<float> rows(kTokens.size() * kVocab);
+    for (float& v : rows) v = normal(rng);
+    msg::TokenSampling sampling;
+    sampling.temperature = 1.0f;
+    sampling.seed = seed;
+    sampling.step = 5;
+    const auto drawn = accept_draft_tree(rows.data(), kVocab, kTokens, kParents, sampling);
+    // Each drawn token is the plain draw of its node's row at its output index.
+    int32_t node = 0;
+    for (size_t j = 0; j < drawn.size(); ++j) {
+      msg::TokenSampling alone = sampling;
+      alone.step = sampling.step + j;
+      EXPECT_EQ(drawn[j].id, sample_token(rows.data() + node * kVocab, kVocab, alone).id);
+      for (size_t c = 0; c < kTokens.size(); ++c)
+        if (kParents[c] == node && kTokens[c] == drawn[j].id) node = static_cast<int32_t>(c);
+    }
+  }
+}
+
+TEST(TreeAcceptance, MalformedTreesAndResultsAreErrors) {
+  msg::TokenSampling greedy;
+  greedy.temperature = 0.0f;
+  const std::vector<float> rows = peaked_rows({1, 1});
+  EXPECT_THROW(accept_draft_tree(rows.data(), kVocab, std::vector<int32_t>{1, 2}, std::vector<int32_t>{0, 0}, greedy),
+               Error);
+  EXPECT_THROW(accepted_path(kTokens, kParents, std::vector<int32_t>{5}), Error);  // 5 is not a child of the root
+}
+
+}  // namespace
+}  // namespace moe
