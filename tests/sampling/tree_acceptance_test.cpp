@@ -23,26 +23,24 @@ std::vector<float> peaked_rows(const std::vector<int32_t>& argmax) {
 const std::vector<int32_t> kTokens = {9, 3, 4, 5, 6};
 const std::vector<int32_t> kParents = {-1, 0, 0, 1, 2};
 
-TEST(TreeAcceptance, GreedyFollowsTheMatchingBranchThenAddsOneToken) {
+// The greedy walk over kTokens' tree whose node n predicts argmax[n]: the drawn ids.
+std::vector<int32_t> greedy_walk(const std::vector<int32_t>& argmax) {
   msg::TokenSampling greedy;
   greedy.temperature = 0.0f;
+  const std::vector<float> rows = peaked_rows(argmax);
+  std::vector<int32_t> ids;
+  for (const SampledToken& t : accept_draft_tree(rows.data(), kVocab, kTokens, kParents, greedy)) ids.push_back(t.id);
+  return ids;
+}
+
+TEST(TreeAcceptance, GreedyFollowsTheMatchingBranchThenAddsOneToken) {
   // The root predicts 4, node 2 (token 4) predicts 6, node 4 predicts 11: 4 and 6 accepted, then 11.
-  const std::vector<float> rows = peaked_rows({4, 0, 6, 0, 11});
-  const auto drawn = accept_draft_tree(rows.data(), kVocab, kTokens, kParents, greedy);
-  ASSERT_EQ(drawn.size(), 3u);
-  EXPECT_EQ(drawn[0].id, 4);
-  EXPECT_EQ(drawn[1].id, 6);
-  EXPECT_EQ(drawn[2].id, 11);
+  EXPECT_EQ(greedy_walk({4, 0, 6, 0, 11}), (std::vector<int32_t>{4, 6, 11}));
   EXPECT_EQ(accepted_path(kTokens, kParents, std::vector<int32_t>{4, 6}), (std::vector<int32_t>{0, 2, 4}));
 }
 
 TEST(TreeAcceptance, NoMatchingChildKeepsOnlyTheRootsToken) {
-  msg::TokenSampling greedy;
-  greedy.temperature = 0.0f;
-  const std::vector<float> rows = peaked_rows({7, 0, 0, 0, 0});
-  const auto drawn = accept_draft_tree(rows.data(), kVocab, kTokens, kParents, greedy);
-  ASSERT_EQ(drawn.size(), 1u);
-  EXPECT_EQ(drawn[0].id, 7);
+  EXPECT_EQ(greedy_walk({7, 0, 0, 0, 0}), (std::vector<int32_t>{7}));
 }
 
 TEST(TreeAcceptance, SampledWalksDrawWhatEachOutputIndexDrawsAlone) {

@@ -101,15 +101,8 @@ TEST_F(SpeculativeServing, RequestsThatOptOutNeverSpeculate) {
 
 TEST_F(SpeculativeServing, PrefixCacheHitsReturnGoldenRows) {
   auto engine = speculating();
-  engine->service().fill_routing_rows(-7);
-  expect_all_golden(join_outputs(engine->run(all_cases("first"))), "first");
-  const auto second = join_outputs(engine->run(all_cases("again")));
-  for (size_t i = 0; i < golden_.cases.size(); ++i) {
-    const JoinedOutput& out = second.at({"again" + std::to_string(i), 0});
-    EXPECT_EQ(out.cached_tokens, static_cast<int32_t>(golden_.cases[i].prompt_ids.size()) - 1);
-    EXPECT_EQ(std::count(out.rows.begin(), out.rows.end(), -7), 0);
-  }
-  expect_all_golden(second, "again");
+  expect_prefix_hits_golden(*engine);
+  expect_drafts_accepted(*engine);
 }
 
 TEST_F(SpeculativeServing, PreemptionKeepsOutputsAndRowsExact) {
@@ -174,14 +167,7 @@ TEST_F(SpeculativeServing, AStopTokenInsideAcceptedDraftsEndsTheReplyThere) {
     EXPECT_TRUE(engine->errors().empty());
     for (size_t i = 0; i < requests.size(); ++i) {
       SCOPED_TRACE("case " + std::to_string(i) + (include_last ? " include_last" : ""));
-      const JoinedOutput& out = joined.at({"stop" + std::to_string(i), 0});
-      const GoldenCase& c = golden_.cases[i];
-      EXPECT_EQ(out.ids, std::vector<int32_t>(c.output_ids.begin(), c.output_ids.begin() + kept[i]));
-      ASSERT_TRUE(out.finish);
-      EXPECT_EQ(out.finish->kind, msg::FinishKind::Stop);
-      const int64_t rows = static_cast<int64_t>(c.prompt_ids.size() + kept[i]) - (include_last ? 0 : 1);
-      EXPECT_EQ(out.num_rows, rows);
-      expect_routing_matches_golden(golden_, c, out.rows, rows);
+      expect_stopped_golden(joined.at({"stop" + std::to_string(i), 0}), i, kept[i], include_last);
     }
   }
 }
