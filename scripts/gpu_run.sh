@@ -19,7 +19,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release ${MOE_DEPS_CMAKE_FLAGS:-
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOE_BUILD_BENCH=OFF ${MOE_DEPS_CMAKE_FLAGS:-} \
     >>"$logs/cmake.log" 2>&1 || { tail -20 "$logs/cmake.log"; exit 1; }
 start=$(date +%s)
-cmake --build build -j"$(nproc)" --target cuda_tests >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log"; exit 1; }
+cmake --build build -j"$(nproc)" --target cuda_tests cuda_serving_tests >"$logs/build.log" 2>&1 ||
+  { tail -30 "$logs/build.log"; exit 1; }
 cmake --build build -j"$(nproc)" --target bench_cuda >>"$logs/build.log" 2>&1
 echo "== built in $(($(date +%s) - start)) s"
 
@@ -28,7 +29,9 @@ for stage in $stages; do
   case $stage in
     tests) timeout 200 build/tests/cuda_tests >"$logs/cuda_tests.log" 2>&1
            rc=$?
-           grep -E "^\[  (PASSED|FAILED|SKIPPED) |^copies|^  +[0-9]+ |Failure" "$logs/cuda_tests.log" | head -60 ;;
+           grep -E "^\[  (PASSED|FAILED|SKIPPED) |^copies|^  +[0-9]+ |Failure" "$logs/cuda_tests.log" | head -60
+           timeout 200 build/tests/cuda_serving_tests >"$logs/cuda_serving_tests.log" 2>&1 || rc=$?
+           grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure" "$logs/cuda_serving_tests.log" | head -40 ;;
     bench) timeout 240 build/bench/bench_cuda --benchmark_out="$logs/bench_cuda.json" >"$logs/bench_cuda.log" 2>&1
            rc=$?
            cat "$logs/bench_cuda.log" ;;

@@ -21,6 +21,10 @@ using boost::system::error_code;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 // While an answer is pending, bytes of a next (pipelined) request are kept up to this much.
 constexpr size_t kMaxPipelinedBytes = 64 * 1024;
+// The most unparsed bytes a connection may hold. Beast bounds the header (8 KiB) and the body, but
+// not a chunked body's trailer fields, which it keeps until their end arrives: past this bound the
+// read fails with buffer_overflow, answered 400 (without it, the trailer grew until the request timeout).
+constexpr size_t kMaxBufferedBytes = 2 * kMaxPipelinedBytes;
 
 // Errors that mean the bytes received are not HTTP (answered 400), as opposed to a connection
 // that ended or timed out (closed without an answer).
@@ -47,7 +51,10 @@ std::string chunk(const std::string& data) {
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket socket, std::shared_ptr<ServerShared> shared)
-    : socket_(std::move(socket)), deadline_(socket_.get_executor()), shared_(std::move(shared)) {}
+    : socket_(std::move(socket)),
+      deadline_(socket_.get_executor()),
+      buffer_(kMaxBufferedBytes),
+      shared_(std::move(shared)) {}
 
 void HttpSession::start() {
   shared_->sessions.emplace(this, weak_from_this());

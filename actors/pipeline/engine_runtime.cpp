@@ -41,13 +41,27 @@ std::string tokenizer_dir(const ServeOptions& options) {
   return dir;
 }
 
-// The one way this process loads weights: at start (from --model-path) and for weight updates.
-std::unique_ptr<Model> load_model(const ServeOptions& options, const std::string& model_dir) {
+// The layers of each pipeline stage (one stage, the whole model, without --pp-size).
+std::vector<LayerRange> stage_layers(const ServeOptions& options, const ModelConfig& config) {
+  if (options.pp_size > 1 && parse_device(options.device) != Device::Cpu)
+    throw Error("--pp-size runs on the CPU model only (--device cpu)");
+  return split_layers(config.num_hidden_layers, options.pp_size,
+                      options.pp_layer_split.empty() ? std::vector<int>{} : parse_layer_split(options.pp_layer_split));
+}
+
+// The one way this process loads weights: at start (from --model-path) and for weight updates;
+// `layers` for a pipeline stage (none: the whole model).
+std::unique_ptr<Model> load_model(const ServeOptions& options, const std::string& model_dir,
+                                  std::optional<LayerRange> layers = std::nullopt) {
   ModelOptions mo;
+  mo.layers = layers;
   mo.device = parse_device(options.device);
+  mo.cuda_graphs = !options.disable_cuda_graph;
   mo.moe_backend = parse_moe_backend(options.moe_runner_backend);
   mo.ep_size = options.ep_size;
   mo.expert_placement_file = options.expert_placement;
+  mo.quantization = parse_quantization(options.quantization);
+  mo.quantization_group_size = options.quantization_group_size;
   // The files are read front to back first, with progress, so that the load, which copies the
   // half-precision weights into the GEMM's tiled order, reads them from memory.
   int last_percent = -1;
@@ -66,12 +80,21 @@ std::unique_ptr<Model> load_model(const ServeOptions& options, const std::string
 
 
 // What a worker and its scheduler must agree on besides their sizes.
-ModelIdentity identity_of(const ServeOptions& options) { return {model_fingerprint(options.model_path), options.ep_size}; }
+ModelIdentity identity_of(const ServeOptions& options, const ModelConfig& config) {
+  return {model_fingerprint(options.model_path), options.ep_size, stage_layers(options, config)};
+}
+
+// The layers a stage's model loads: none (the whole model) without pipeline parallelism.
+std::optional<LayerRange> layers_of_stage(const ServeOptions& options, const ModelConfig& config, int rank) {
+  if (options.pp_size == 1) return std::nullopt;
+  return stage_layers(options, config).at(static_cast<size_t>(rank));
+}
 
 // Every size, plus how this process loads the weights of an update and what it serves at start.
 EngineSizing sized(const ServeOptions& options, const ModelConfig& config, std::vector<int32_t> eos_token_ids,
                    uint64_t seed_source) {
-  EngineSizing sizing = size_engine(options, config, identity_of(options), std::move(eos_token_ids), seed_source);
+  EngineSizing sizing =
+      size_engine(options, config, identity_of(options, config), std::move(eos_token_ids), seed_source);
   sizing.worker.load_model = [options](const std::string& model_dir) { return load_model(options, model_dir); };
   sizing.service.weights = {options.model_path, options.weight_version};
   return sizing;
@@ -88,18 +111,22 @@ auto run_on(transport::ActorLoop& loop, Task task) {
 }  // namespace
 
 struct EngineRuntime::Actors {
-  std::unique_ptr<transport::ActorLoop> tokenizer_loop, scheduler_loop, worker_loop, heartbeat_loop, detokenizer_loop;
+  std::unique_ptr<transport::ActorLoop> tokenizer_loop, scheduler_loop, heartbeat_loop, detokenizer_loop;
+  std::vector<std::unique_ptr<transport::ActorLoop>> stage_loops;  // one model worker per pipeline stage
   std::unique_ptr<TokenizerActor> tokenizer;
   std::unique_ptr<SchedulerActor> scheduler;
-  std::unique_ptr<WorkerActor> worker;
+  std::vector<std::unique_ptr<WorkerActor>> stages;
   std::unique_ptr<DetokenizerActor> detokenizer;
   std::unique_ptr<HttpFrontend> http_frontend;
   std::unique_ptr<http::HttpServer> http_server;  // after the frontend: destroyed before it
 
   // Front door first, so nothing new enters while the rest winds down.
   void stop_loops() {
-    for (auto* loop : {tokenizer_loop.get(), scheduler_loop.get(), worker_loop.get(), heartbeat_loop.get(),
-                       detokenizer_loop.get()}) {
+    std::vector<transport::ActorLoop*> loops = {tokenizer_loop.get(), scheduler_loop.get()};
+    for (auto& stage : stage_loops) loops.push_back(stage.get());
+    loops.push_back(heartbeat_loop.get());
+    loops.push_back(detokenizer_loop.get());
+    for (auto* loop : loops) {
       if (!loop) continue;
       loop->stop();
       loop->join();
@@ -111,11 +138,14 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     : context_(std::make_unique<transport::Context>()), actors_(std::make_unique<Actors>()) {
   const std::string tok_dir = tokenizer_dir(options);
   tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(tok_dir);
-  const tokenizer::TokenizerConfig tok_config = tokenizer::load_tokenizer_config(tok_dir);
+  tokenizer::TokenizerConfig tok_config = tokenizer::load_tokenizer_config(tok_dir);
+  if (!options.chat_template.empty()) tok_config.chat_template = read_text_file(options.chat_template);
   const bool local_worker = options.worker_endpoint.empty();
   // With the model worker elsewhere, this process needs the model's config, never its weights.
-  std::unique_ptr<Model> model = local_worker ? load_model(options, options.model_path) : nullptr;
-  const ModelConfig config = model ? model->config() : load_model_config(options.model_path);
+  const ModelConfig config = load_model_config(options.model_path);
+  std::vector<std::unique_ptr<Model>> stage_models;
+  for (int rank = 0; local_worker && rank < options.pp_size; ++rank)
+    stage_models.push_back(load_model(options, options.model_path, layers_of_stage(options, config, rank)));
   model_name_ = options.model_path;
 
   PipelineEndpoints endpoints = PipelineEndpoints::in_process("engine");
@@ -181,16 +211,26 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   }
   std::vector<std::string> names = {"tokenizer", "scheduler", "detokenizer"};
   if (local_worker) {
-    a.worker_loop = std::make_unique<transport::ActorLoop>(*context_, "worker");
+    // Stage r's inbox; the stages pass activations down the chain over inproc://.
+    auto stage_inbox = [&](int rank) { return rank == 0 ? endpoints.worker : endpoints.worker + "-stage-" + std::to_string(rank); };
     a.heartbeat_loop = std::make_unique<transport::ActorLoop>(*context_, "worker-heartbeat");
-    a.worker = std::make_unique<WorkerActor>(*a.worker_loop, *a.heartbeat_loop, std::move(model), sizing.worker,
-                                             endpoints.worker, endpoints.scheduler);
-    names.push_back("worker");
+    for (int rank = 0; rank < options.pp_size; ++rank) {
+      const std::string name = rank == 0 ? "worker" : "worker-stage-" + std::to_string(rank);
+      a.stage_loops.push_back(std::make_unique<transport::ActorLoop>(*context_, name));
+      ModelWorkerOptions stage = sizing.worker;
+      stage.settings = sizing.service.expected_stages.at(static_cast<size_t>(rank));
+      a.stages.push_back(std::make_unique<WorkerActor>(
+          *a.stage_loops.back(), *a.heartbeat_loop, std::move(stage_models[rank]), stage, stage_inbox(rank),
+          endpoints.scheduler, rank + 1 < options.pp_size ? stage_inbox(rank + 1) : std::string()));
+      names.push_back(name);
+    }
   }
 
   transport::ReadyBarrier barrier(*context_, endpoints.launcher);
-  for (auto* loop : {a.tokenizer_loop.get(), a.scheduler_loop.get(), a.detokenizer_loop.get(), a.worker_loop.get(),
-                     a.heartbeat_loop.get()}) {
+  std::vector<transport::ActorLoop*> loops = {a.tokenizer_loop.get(), a.scheduler_loop.get(), a.detokenizer_loop.get()};
+  for (auto& stage : a.stage_loops) loops.push_back(stage.get());
+  loops.push_back(a.heartbeat_loop.get());
+  for (auto* loop : loops) {
     if (!loop) continue;
     if (loop->name() != "worker-heartbeat") loop->report_ready(barrier.endpoint());
     loop->start();
@@ -234,21 +274,31 @@ void EngineRuntime::drain(std::chrono::milliseconds timeout) {
 void run_worker_process(const ServeOptions& options) {
   if (options.scheduler_endpoint.empty() || options.worker_endpoint.empty())
     throw Error("a worker process needs --worker-endpoint (to bind) and --scheduler-endpoint (to connect)");
-  std::unique_ptr<Model> model = load_model(options, options.model_path);
+  const ModelConfig config = load_model_config(options.model_path);
+  if (options.pp_rank < 0 || options.pp_rank >= options.pp_size)
+    throw Error("--pp-rank must lie in [0, --pp-size), got " + std::to_string(options.pp_rank));
+  std::unique_ptr<Model> model = load_model(options, options.model_path, layers_of_stage(options, config, options.pp_rank));
   // The worker sizes its KV cache and capture buffer exactly as the front sizes the scheduler's pool.
-  const EngineSizing sizing = sized(options, model->config(), {}, 0);
+  EngineSizing sizing = sized(options, config, {}, 0);
+  sizing.worker.settings = sizing.service.expected_stages.at(static_cast<size_t>(options.pp_rank));
   transport::Context context;
   transport::ActorLoop loop(context, "worker");
   transport::ActorLoop heartbeat(context, "worker-heartbeat");
   WorkerActor worker(loop, heartbeat, std::move(model), sizing.worker, options.worker_endpoint,
-                     options.scheduler_endpoint);
+                     options.scheduler_endpoint, options.pp_next_endpoint);
   boost::asio::signal_set signals(heartbeat.io(), SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int) {
     loop.stop();
     heartbeat.stop();
   });
-  spdlog::info("model worker ready: steps in at {}, results out to {}", options.worker_endpoint,
-               options.scheduler_endpoint);
+  if (options.pp_size > 1)
+    spdlog::info("pipeline stage {} of {} ready: layers [{}, {}), steps in at {}, results out to {}{}{}",
+                 options.pp_rank, options.pp_size, sizing.worker.settings.layer_begin, sizing.worker.settings.layer_end,
+                 options.worker_endpoint, options.scheduler_endpoint,
+                 options.pp_next_endpoint.empty() ? "" : ", activations out to ", options.pp_next_endpoint);
+  else
+    spdlog::info("model worker ready: steps in at {}, results out to {}", options.worker_endpoint,
+                 options.scheduler_endpoint);
   heartbeat.start();
   loop.run();
   heartbeat.stop();

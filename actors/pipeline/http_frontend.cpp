@@ -11,18 +11,7 @@ HttpFrontend::HttpFrontend(TokenizerActor& tokenizer, std::string model_name, En
     : tokenizer_(tokenizer), model_name_(std::move(model_name)), queries_(std::move(queries)) {}
 
 void HttpFrontend::submit(msg::GenerateRequest request, OutputHandler on_output, ErrorHandler on_error) {
-  ++requests_total_;
-  tokenizer_.submit(
-      request,
-      [this, on_output = std::move(on_output)](const msg::TextOutput& output) {
-        generation_tokens_total_ += output.output_ids.size();
-        if (output.finish_reason) {
-          prompt_tokens_total_ += static_cast<uint64_t>(output.prompt_tokens);
-          cached_tokens_total_ += static_cast<uint64_t>(output.cached_tokens);
-        }
-        on_output(output);
-      },
-      std::move(on_error));
+  tokenizer_.submit(request, std::move(on_output), std::move(on_error));
 }
 
 void HttpFrontend::abort(const std::string& rid) { tokenizer_.abort(rid, "client disconnected"); }
@@ -50,10 +39,11 @@ nlohmann::json HttpFrontend::server_info() const { return queries_.server_info()
 api::ServerStats HttpFrontend::stats() const {
   const SchedulerSnapshot scheduler = queries_.snapshot();
   api::ServerStats stats;
-  stats.requests_total = requests_total_;
-  stats.prompt_tokens_total = prompt_tokens_total_;
-  stats.generation_tokens_total = generation_tokens_total_;
-  stats.cached_tokens_total = cached_tokens_total_;
+  const TrafficTotals& traffic = tokenizer_.traffic();  // HTTP and ZeroMQ alike
+  stats.requests_total = traffic.requests;
+  stats.prompt_tokens_total = traffic.prompt_tokens;
+  stats.generation_tokens_total = traffic.generation_tokens;
+  stats.cached_tokens_total = traffic.cached_tokens;
   stats.running_requests = scheduler.stats.num_running;
   stats.waiting_requests = scheduler.stats.num_waiting;
   stats.kv_slots_used = scheduler.stats.kv_slots_used;

@@ -44,10 +44,6 @@ class HttpFrontend final : public http::EngineFrontend {
   TokenizerActor& tokenizer_;
   std::string model_name_;
   EngineQueries queries_;
-  uint64_t requests_total_ = 0;
-  uint64_t prompt_tokens_total_ = 0;
-  uint64_t generation_tokens_total_ = 0;
-  uint64_t cached_tokens_total_ = 0;
 };
 
 }  // namespace moe::actors

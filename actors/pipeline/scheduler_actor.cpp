@@ -20,7 +20,7 @@ SchedulerActor::SchedulerActor(transport::ActorLoop& loop, std::unique_ptr<Sched
                                const SchedulerActorEndpoints& endpoints, std::chrono::milliseconds worker_timeout)
     : service_(std::move(service)),
       worker_timeout_(worker_timeout),
-      last_heard_from_worker_(std::chrono::steady_clock::now()),
+      last_heard_(static_cast<size_t>(service_->num_stages()), std::chrono::steady_clock::now()),
       timer_(std::make_unique<Timer>(loop.io())) {
   to_worker_ = &loop.make<transport::Outbox>(endpoints.worker);
   to_detokenizer_ = &loop.make<transport::Outbox>(endpoints.detokenizer);
@@ -56,9 +56,11 @@ void SchedulerActor::on_message(msg::Message&& message) {
 }
 
 bool SchedulerActor::heard_from_worker(uint64_t instance) {
-  last_heard_from_worker_ = std::chrono::steady_clock::now();
   std::vector<msg::ErrorReply> errors;
-  if (service_->from_accepted_worker(instance, errors)) return true;
+  if (service_->from_accepted_worker(instance, errors)) {
+    last_heard_[*service_->stage_of(instance)] = std::chrono::steady_clock::now();
+    return true;
+  }
   spdlog::error("scheduler: a step was answered by model worker {:x}, not the one it was sent to (it restarted); "
                 "{} live request(s) fail and the prefix cache is cleared",
                 instance, errors.size());
@@ -67,7 +69,8 @@ bool SchedulerActor::heard_from_worker(uint64_t instance) {
 }
 
 void SchedulerActor::on_heartbeat(const msg::Heartbeat& heartbeat) {
-  last_heard_from_worker_ = std::chrono::steady_clock::now();
+  const int rank = heartbeat.settings.pp_rank;
+  if (rank >= 0 && rank < service_->num_stages()) last_heard_[rank] = std::chrono::steady_clock::now();
   const bool was_accepted = service_->worker_accepted();
   const std::string old_refusal = service_->worker_refusal();
   std::vector<msg::ErrorReply> errors = service_->on_heartbeat(heartbeat);
@@ -78,7 +81,8 @@ void SchedulerActor::on_heartbeat(const msg::Heartbeat& heartbeat) {
   if (service_->worker_refusal() != old_refusal && !service_->worker_refusal().empty())
     spdlog::error("scheduler: refusing model worker {:x}: {}", heartbeat.instance, service_->worker_refusal());
   else if (service_->worker_accepted() && !was_accepted)
-    spdlog::info("scheduler: model worker {:x} connected", heartbeat.instance);
+    spdlog::info("scheduler: model worker {:x} connected{}", heartbeat.instance,
+                 service_->num_stages() > 1 ? " (the last pipeline stage to come)" : "");
   send_errors(std::move(errors));
 }
 
@@ -87,7 +91,10 @@ void SchedulerActor::send_errors(std::vector<msg::ErrorReply> errors) {
 }
 
 void SchedulerActor::on_result(const msg::WorkerResult& result) {
-  step_time_seconds_.observe(std::chrono::duration<double>(last_heard_from_worker_ - step_sent_).count());
+  if (auto sent = step_sent_.find(result.step); sent != step_sent_.end()) {
+    step_time_seconds_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - sent->second).count());
+    step_sent_.erase(sent);
+  }
   count_capture_bytes(result.routing);
   if (service_->batch_in_flight())
     service_->on_worker_result(result);  // stores the rows that rode along too
@@ -121,10 +128,29 @@ SchedulerSnapshot SchedulerActor::snapshot() const {
 
 std::string SchedulerActor::worker_problem() const {
   if (!service_->worker_refusal().empty()) return "the model worker was refused: " + service_->worker_refusal();
-  if (!service_->worker_accepted()) return "no model worker is connected";
-  if (std::chrono::steady_clock::now() - last_heard_from_worker_ > worker_timeout_)
-    return "the model worker stopped responding";
+  if (!service_->worker_accepted())
+    return service_->num_stages() > 1 ? "not every pipeline stage's model worker is connected"
+                                      : "no model worker is connected";
+  if (std::optional<int> stage = silent_stage()) return stopped_responding(*stage);
   return {};
+}
+
+std::optional<int> SchedulerActor::silent_stage() const {
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t rank = 0; rank < last_heard_.size(); ++rank)
+    if (now - last_heard_[rank] > worker_timeout_) return static_cast<int>(rank);
+  return std::nullopt;
+}
+
+std::string SchedulerActor::stopped_responding(int stage) const {
+  return service_->num_stages() > 1 ? "the model worker of pipeline stage " + std::to_string(stage) +
+                                          " stopped responding"
+                                    : "the model worker stopped responding";
+}
+
+void SchedulerActor::expect_answers() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& heard : last_heard_) heard = std::max(heard, now);
 }
 
 std::optional<api::ExpertLoad> SchedulerActor::expert_load(bool reset) {
@@ -154,32 +180,40 @@ void SchedulerActor::on_abort(const msg::Abort& abort) {
 void SchedulerActor::pump() {
   msg::DetokenizeBatch items = service_->take_output();
   if (!items.items.empty()) to_detokenizer_->send(items);
-  if (auto batch = service_->next_batch()) {
+  bool sent_step = false;
+  // Up to one micro-batch per pipeline stage in flight.
+  while (auto batch = service_->next_batch()) {
     // The worker's silence is measured from the moment it was given work, not from start-up.
-    step_sent_ = std::chrono::steady_clock::now();
-    last_heard_from_worker_ = std::max(last_heard_from_worker_, step_sent_);
+    expect_answers();
+    step_sent_[batch->step] = std::chrono::steady_clock::now();
     to_worker_->send(*batch);
-  } else if (auto update = service_->next_weight_update()) {
-    last_heard_from_worker_ = std::max(last_heard_from_worker_, std::chrono::steady_clock::now());
-    to_worker_->send(*update);
+    sent_step = true;
+  }
+  if (!sent_step) {
+    if (auto update = service_->next_weight_update()) {
+      expect_answers();
+      to_worker_->send(*update);
+    }
   }
   for (msg::WeightsUpdated& answer : service_->take_weight_update_answers()) to_tokenizer_->send(answer);
 }
 
 void SchedulerActor::fail_all(const std::string& message, int32_t code) {
   spdlog::error("scheduler: failing every live request: {}", message);
+  step_sent_.clear();
   send_errors(service_->fail_all(message, code));
 }
 
 // Every half second: a step in flight with no word from the worker for worker_timeout means the
 // worker is gone (killed, or its host unreachable); requests get an error instead of hanging.
 void SchedulerActor::watch_worker() {
-  const bool silent = std::chrono::steady_clock::now() - last_heard_from_worker_ > worker_timeout_;
+  const std::optional<int> silent_rank = silent_stage();
+  const bool silent = silent_rank.has_value();
   if (silent && service_->batch_in_flight()) {
-    fail_all("the model worker stopped responding");
+    fail_all(stopped_responding(*silent_rank));
   } else if (silent && service_->has_weight_updates()) {
     // A worker that stopped while loading may never answer; it may yet (its answer is applied).
-    service_->fail_weight_updates("the model worker stopped responding");
+    service_->fail_weight_updates(stopped_responding(*silent_rank));
   } else if (!service_->worker_accepted() && (service_->has_unfinished() || service_->has_weight_updates()) &&
              (silent || !service_->worker_refusal().empty())) {
     // Requests and updates would wait for a worker that may never come.

@@ -1,10 +1,12 @@
 #pragma once
 // The scheduler actor: requests and aborts in from the tokenizer, steps out to the model worker and
-// its results back, detokenizer items out. One step is in flight at a time; the next is planned the
-// moment a result arrives. A weight update from the tokenizer goes to the worker between two steps,
+// its results back, detokenizer items out. One step is in flight at a time (one per stage with
+// pipeline parallelism, each stage sending its own heartbeats and routing rows); the next is planned
+// the moment a result arrives. A weight update from the tokenizer goes to the worker between two steps,
 // and its answer back to the tokenizer. A worker that stops sending heartbeats fails every live
 // request (and weight update).
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +69,11 @@ class SchedulerActor {
   void fail_all(const std::string& message, int32_t code = 500);
   // Why no step can run now (see SchedulerSnapshot::worker_problem).
   std::string worker_problem() const;
+  // The first pipeline stage not heard from for worker_timeout, if any.
+  std::optional<int> silent_stage() const;
+  std::string stopped_responding(int stage) const;
+  // Marks every stage as heard from now at the latest (work was just given to them).
+  void expect_answers();
   void watch_worker();
 
   std::unique_ptr<SchedulerService> service_;
@@ -74,8 +81,8 @@ class SchedulerActor {
   transport::Outbox* to_detokenizer_ = nullptr;
   transport::Outbox* to_tokenizer_ = nullptr;
   std::chrono::milliseconds worker_timeout_;
-  std::chrono::steady_clock::time_point last_heard_from_worker_;
-  std::chrono::steady_clock::time_point step_sent_;
+  std::vector<std::chrono::steady_clock::time_point> last_heard_;  // per pipeline stage
+  std::map<uint64_t, std::chrono::steady_clock::time_point> step_sent_;
   api::Histogram step_time_seconds_ = api::step_time_histogram();
   uint64_t capture_bytes_total_ = 0;
   struct Timer;

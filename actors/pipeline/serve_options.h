@@ -19,6 +19,13 @@ struct ServeOptions : EngineOptions {
   std::string worker_endpoint;
   std::string scheduler_endpoint;
   int worker_timeout_ms = 5000;        // a silent worker fails in-flight requests after this long
+  // Pipeline parallelism: the decoder layers cut into pp_size stages (balanced, or pp_layer_split
+  // such as "4,4,3"), each a model worker of its own. A worker process runs stage pp_rank and sends
+  // its activations to pp_next_endpoint (the next stage's --worker-endpoint; none for the last).
+  int pp_size = 1;
+  std::string pp_layer_split;
+  int pp_rank = 0;
+  std::string pp_next_endpoint;
 };
 
 }  // namespace moe::actors

@@ -17,6 +17,8 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"zmq_endpoint", options.zmq_endpoint},
       {"device", options.device},
       {"moe_runner_backend", options.moe_runner_backend},
+      {"quantization", options.quantization},
+      {"quantization_group_size", options.quantization_group_size},
       {"ep_size", options.ep_size},
       {"expert_placement", options.expert_placement},
       {"max_running_requests", options.max_running_requests},

@@ -26,6 +26,7 @@ TokenizerActor::TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<Reque
 
 std::optional<std::string> TokenizerActor::submit(const msg::GenerateRequest& request, OutputHandler on_output,
                                                   ErrorHandler on_error) {
+  ++traffic_.requests;
   if (shutting_down_) {
     on_error(msg::ErrorReply{request.rid, "the server is shutting down", 503, "tokenizer"});
     return std::nullopt;
@@ -38,7 +39,15 @@ std::optional<std::string> TokenizerActor::submit(const msg::GenerateRequest& re
     on_error(msg::ErrorReply{request.rid, e.what(), 400, "tokenizer"});
     return std::nullopt;
   }
-  clients_[tokenized.rid] = Client{std::move(on_output), std::move(on_error), tokenized.sampling.n, std::nullopt};
+  OutputHandler counted = [this, on_output = std::move(on_output)](const msg::TextOutput& output) {
+    traffic_.generation_tokens += output.output_ids.size();
+    if (output.finish_reason) {
+      traffic_.prompt_tokens += static_cast<uint64_t>(output.prompt_tokens);
+      traffic_.cached_tokens += static_cast<uint64_t>(output.cached_tokens);
+    }
+    on_output(output);
+  };
+  clients_[tokenized.rid] = Client{std::move(counted), std::move(on_error), tokenized.sampling.n, std::nullopt};
   to_scheduler_->send(tokenized);
   return tokenized.rid;
 }

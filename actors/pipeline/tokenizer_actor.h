@@ -23,6 +23,14 @@ namespace moe::actors {
 // api::ApiError when the server has none. The one road to them for ZeroMQ and HTTP clients alike.
 using ExpertLoadReader = std::function<api::ExpertLoad(bool reset)>;
 
+// What every front (HTTP, ZeroMQ, the embedding API) has sent through the front door, for /metrics.
+struct TrafficTotals {
+  uint64_t requests = 0;           // generation requests submitted, refused ones included
+  uint64_t prompt_tokens = 0;      // of finished completions
+  uint64_t generation_tokens = 0;  // every output token sent back
+  uint64_t cached_tokens = 0;      // prompt tokens served from the prefix cache, of finished completions
+};
+
 struct TokenizerActorEndpoints {
   std::string inbox, scheduler;
   std::string clients;  // ROUTER endpoint for ZeroMQ clients; empty = none
@@ -56,6 +64,7 @@ class TokenizerActor {
   // The ZeroMQ client endpoint actually bound (port resolved), or empty.
   std::string client_endpoint() const { return router_ ? router_->endpoint() : std::string(); }
   size_t live_requests() const { return clients_.size(); }
+  const TrafficTotals& traffic() const { return traffic_; }
   // From now on new requests are refused with 503; `fail_remaining` ends the live ones with an
   // error, and answers weight updates still out as failed.
   void begin_shutdown() { shutting_down_ = true; }
@@ -88,6 +97,7 @@ class TokenizerActor {
   std::map<uint64_t, WeightsUpdatedHandler> weight_updates_;  // by UpdateWeights::id
   uint64_t next_update_id_ = 1;
   bool shutting_down_ = false;
+  TrafficTotals traffic_;
 };
 
 }  // namespace moe::actors

@@ -21,14 +21,19 @@ struct WorkerActor::Timer {
 
 WorkerActor::WorkerActor(transport::ActorLoop& loop, transport::ActorLoop& heartbeat_loop, std::unique_ptr<Model> model,
                          ModelWorkerOptions options, const std::string& inbox_endpoint,
-                         const std::string& scheduler_endpoint)
+                         const std::string& scheduler_endpoint, const std::string& next_stage_endpoint)
     : loop_(loop), heartbeat_loop_(heartbeat_loop) {
   // The copy thread finishes a step's rows: hand them out from the worker's own loop.
   options.on_routing_ready = [this] { loop_.post([this] { send_ready_routing(); }); };
   worker_ = std::make_unique<ModelWorker>(std::move(model), options);
   results_ = &loop.make<transport::Outbox>(scheduler_endpoint);
-  loop.make<transport::Inbox>(inbox_endpoint, [this](msg::Message&& message) {
-    if (auto* batch = std::get_if<msg::WorkerBatch>(&message)) return on_batch(*batch);
+  if (!worker_->last_stage() && next_stage_endpoint.empty())
+    throw Error("pipeline stage " + std::to_string(worker_->pp_rank()) +
+                " is not the last: it needs the next stage's endpoint (--pp-next-endpoint)");
+  if (!worker_->last_stage()) next_stage_ = &loop.make<transport::Outbox>(next_stage_endpoint);
+  loop.make<transport::StageInbox>(inbox_endpoint, [this](msg::Message&& message,
+                                                          std::optional<transport::ReceivedFrame>&& activations) {
+    if (auto* batch = std::get_if<msg::WorkerBatch>(&message)) return on_batch(*batch, std::move(activations));
     if (auto* update = std::get_if<msg::UpdateWeights>(&message)) return on_update_weights(*update);
     spdlog::warn("worker: ignoring a {} message", msg::kind_name(msg::kind_of(message)));
   });
@@ -45,14 +50,38 @@ bool WorkerActor::meant_for_this_worker(uint64_t instance, const char* what) con
   return false;
 }
 
-void WorkerActor::on_batch(const msg::WorkerBatch& batch) {
-  if (!meant_for_this_worker(batch.worker_instance, "a step")) return;
+void WorkerActor::on_batch(const msg::WorkerBatch& batch, std::optional<transport::ReceivedFrame>&& activations) {
+  const auto rank = static_cast<size_t>(worker_->pp_rank());
+  if (!meant_for_this_worker(rank < batch.stage_instances.size() ? batch.stage_instances[rank] : 0, "a step")) return;
   try {
-    results_->send(worker_->execute(batch));
+    if (worker_->whole_model())
+      results_->send(worker_->execute(batch));
+    else
+      run_stage(batch, std::move(activations));
   } catch (const std::exception& e) {
     spdlog::error("worker: step {} failed: {}", batch.step, e.what());
     results_->send(msg::ErrorReply{"", std::string("model worker failed: ") + e.what(), 500, "worker"});
   }
+}
+
+void WorkerActor::run_stage(const msg::WorkerBatch& batch, std::optional<transport::ReceivedFrame>&& activations) {
+  const size_t bytes = batch.token_ids.size() * worker_->config().hidden_size * sizeof(float);
+  float* hidden = nullptr;
+  if (activations) {
+    if (activations->size() != bytes)
+      throw Error("pipeline stage " + std::to_string(worker_->pp_rank()) + " received " +
+                  std::to_string(activations->size()) + " bytes of activations for a step that needs " +
+                  std::to_string(bytes));
+    hidden = reinterpret_cast<float*>(activations->data());  // computed in place, in ZeroMQ's buffer
+  } else {
+    if (worker_->pp_rank() != 0) throw Error("a later pipeline stage received a step without activations");
+    hidden_.resize(bytes / sizeof(float));
+    hidden = hidden_.data();
+  }
+  if (std::optional<msg::WorkerResult> result = worker_->execute_stage(batch, hidden))
+    results_->send(*result);
+  else
+    next_stage_->send(batch, std::string_view(reinterpret_cast<const char*>(hidden), bytes));
 }
 
 // Runs on the worker's loop, which blocks for the load; the heartbeat's own loop keeps telling the

@@ -3,9 +3,12 @@
 // the worker is idle go out on their own; UpdateWeights in, WeightsUpdated out. A heartbeat loop on its own thread tells the scheduler the
 // process is alive even during a long forward.
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "transport/actor_loop.h"
+#include "transport/async_socket.h"
 #include "worker/model_worker.h"
 
 namespace moe::transport {
@@ -18,15 +21,19 @@ class WorkerActor {
  public:
   // Builds its sockets on `loop` (inbox bound at inbox_endpoint, results to scheduler_endpoint) and
   // its heartbeat on `heartbeat_loop`; run both loops afterwards.
+  // `next_stage_endpoint`: the next pipeline stage's inbox; empty for the last stage (or the whole model).
   WorkerActor(transport::ActorLoop& loop, transport::ActorLoop& heartbeat_loop, std::unique_ptr<Model> model,
-              ModelWorkerOptions options, const std::string& inbox_endpoint, const std::string& scheduler_endpoint);
+              ModelWorkerOptions options, const std::string& inbox_endpoint, const std::string& scheduler_endpoint,
+              const std::string& next_stage_endpoint = {});
   ~WorkerActor();
 
  private:
   // A restarted worker must not run what was planned for its predecessor (over KV it does not hold):
-  // false, logged, for a message addressed to another instance.
+  // false, logged, for a message addressed to another instance (a step: to this stage's rank).
   bool meant_for_this_worker(uint64_t instance, const char* what) const;
-  void on_batch(const msg::WorkerBatch& batch);
+  void on_batch(const msg::WorkerBatch& batch, std::optional<transport::ReceivedFrame>&& activations);
+  // A pipeline stage's share of the step (throws moe::Error when the activations do not fit the batch).
+  void run_stage(const msg::WorkerBatch& batch, std::optional<transport::ReceivedFrame>&& activations);
   void on_update_weights(const msg::UpdateWeights& update);
   void send_ready_routing();
   void schedule_heartbeat();
@@ -35,6 +42,8 @@ class WorkerActor {
   transport::ActorLoop& heartbeat_loop_;
   std::unique_ptr<ModelWorker> worker_;
   transport::Outbox* results_ = nullptr;
+  transport::Outbox* next_stage_ = nullptr;  // null for the last stage
+  std::vector<float> hidden_;                // the first stage's activations
   transport::Outbox* heartbeat_ = nullptr;
   struct Timer;
   std::unique_ptr<Timer> timer_;

@@ -27,6 +27,7 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
   desc.add_options()("help,h", "show this help")
       ("model-path", po::value(&o.model_path)->required(), "Hugging Face model directory")
       ("tokenizer-path", po::value(&o.tokenizer_path), "tokenizer directory (default: the model's)")
+      ("chat-template", po::value(&o.chat_template), "a Jinja chat template file to use instead of the tokenizer's")
       ("served-model-name", po::value(&o.served_model_name), "the model name OpenAI clients use (default: --model-path)")
       ("weight-version", po::value(&o.weight_version)->default_value(o.weight_version),
        "the label of the weights loaded at start, in every reply's meta_info.weight_version")
@@ -45,8 +46,18 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("moe-runner-backend", po::value(&o.moe_runner_backend)->default_value(o.moe_runner_backend),
        "auto | reference | grouped")
       ("device", po::value(&o.device)->default_value(o.device), "cpu | cuda (a build with -DMOE_CUDA=ON)")
+      ("disable-cuda-graph", po::bool_switch(&o.disable_cuda_graph), "cuda: no CUDA graphs for decode steps")
+      ("quantization", po::value(&o.quantization)->default_value(o.quantization),
+       "none | int8 | int4: quantize a bf16/f16/f32 checkpoint's projections at load (GPTQ checkpoints load as they are)")
+      ("quantization-group-size", po::value(&o.quantization_group_size)->default_value(o.quantization_group_size),
+       "int4: input columns per scale (a multiple of 32, e.g. 32 or 128)")
       ("ep-size", po::value(&o.ep_size)->default_value(1), "expert-parallel shards")
       ("expert-placement", po::value(&o.expert_placement), "JSON device_expert_mapping file")
+      ("pp-size", po::value(&o.pp_size)->default_value(1), "pipeline stages the decoder layers are cut into")
+      ("pp-layer-split", po::value(&o.pp_layer_split), "layers per stage, such as 4,4,3 (default: balanced)")
+      ("pp-rank", po::value(&o.pp_rank)->default_value(0), "with --role worker: the pipeline stage this process runs")
+      ("pp-next-endpoint", po::value(&o.pp_next_endpoint),
+       "with --role worker: the next stage's --worker-endpoint, where activations go (none for the last stage)")
       ("disable-radix-cache", po::bool_switch(&o.disable_radix_cache), "turn the prefix cache off")
       ("speculative-algorithm", po::value(&o.speculative_algorithm),
        "speculative decoding: NGRAM (drafts from n-gram matches in the request's own prompt and output)")

@@ -1,6 +1,6 @@
 // The benchmark model on the GPU through ModelWorker::execute, a server's step (forward on the device,
 // logits to the host, greedy sampling there): decode tokens/s at batch 1 to 128 and prefill tokens/s
-// of a 512-token prompt, each beside its HBM bound (the step's float32 weight bytes over the
+// of a 512-token prompt, each beside its HBM bound (the step's bf16 weight bytes over the
 // measured device copy bandwidth), and the cost of routing capture at batch 64, capture on and off
 // alternated in one run. Skipped without a CUDA device. MOE_BENCH_MODEL names the checkpoint (made
 // there when the directory has none yet); without it one is written to a temporary directory.

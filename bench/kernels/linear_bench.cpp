@@ -1,5 +1,6 @@
 // linear() on the benchmark model's projection shapes for 1 to 512 tokens: the half-precision
-// GEMM (bf16 and f16 weights) beside Eigen's float32 GEMM of the same shape, the compute ceiling.
+// GEMM (bf16 and f16 weights) and the quantized one (int8 with a scale per row, int4 with one per
+// 128 columns) beside Eigen's float32 GEMM of the same shape, the compute ceiling.
 // Run with MOE_NUM_THREADS=1 for one core's figures; the GFLOP/s counter is per wall second. The
 // weights (1–4 MB) stay in the last-level cache between iterations, so the 1-token rows overstate
 // a memory-bound GEMV (BM_LmHead in bench_layers streams its weights from memory).
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "kernels/linear.h"
+#include "kernels/quantized_weight.h"
 #include "kernels/weight_tiling.h"
 
 namespace moe {
@@ -24,6 +26,7 @@ namespace {
 struct BenchWeights {
   std::vector<float> f32;
   weight_tiling::TiledWeight bf16, f16;
+  quantized::QuantizedMatrix q8, q4;
 
   BenchWeights(int64_t rows, int64_t cols) {
     std::mt19937 rng(11);
@@ -36,10 +39,22 @@ struct BenchWeights {
     }
     bf16 = weight_tiling::tiled_copy(WeightView{bf16_bits.data(), DType::BF16, rows, cols});
     f16 = weight_tiling::tiled_copy(WeightView{f16_bits.data(), DType::F16, rows, cols});
+    q8 = quantize(DType::Q8, 0, rows, cols);
+    q4 = quantize(DType::Q4, 128, rows, cols);
+  }
+  quantized::QuantizedMatrix quantize(DType dtype, int64_t group, int64_t rows, int64_t cols) const {
+    const int64_t stored = quantized::storage_group_size(group, cols, "bench");
+    std::vector<int8_t> values(static_cast<size_t>(rows * cols));
+    std::vector<float> scales(static_cast<size_t>(rows * quantized::num_groups(cols, stored)));
+    quantized::quantize_symmetric(WeightView{f32.data(), DType::F32, rows, cols}, dtype, stored, values.data(),
+                                  scales.data());
+    return quantized::quantized_copy(dtype, values, rows, cols, std::move(scales), stored);
   }
   WeightView view(DType dtype, int64_t rows, int64_t cols) const {
     if (dtype == DType::BF16) return bf16.view;
     if (dtype == DType::F16) return f16.view;
+    if (dtype == DType::Q8) return q8.view;
+    if (dtype == DType::Q4) return q4.view;
     return WeightView{f32.data(), DType::F32, rows, cols};
   }
 };
@@ -71,7 +86,7 @@ void BM_Linear(benchmark::State& state) {
 void linear_shapes(benchmark::internal::Benchmark* bench) {
   bench->ArgNames({"T", "rows", "cols", "dtype"});
   for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1024, 1024}, {512, 1024}})
-    for (const DType dtype : {DType::BF16, DType::F16, DType::F32})
+    for (const DType dtype : {DType::BF16, DType::F16, DType::Q8, DType::Q4, DType::F32})
       for (const int64_t tokens : {1, 2, 4, 8, 16, 32, 64, 128, 512})
         bench->Args({tokens, rows, cols, static_cast<int64_t>(dtype)});
 }

@@ -29,7 +29,7 @@ struct LayerWeights {
   ExpertWeights experts;
 
   explicit LayerWeights(const std::string& dir)
-      : config(load_model_config(dir)), checkpoint(Checkpoint::open(dir)), attention(checkpoint, config, 0) {
+      : config(load_model_config(dir)), checkpoint(Checkpoint::open(dir)), attention(checkpoint, config, 0, 0) {
     const MoeTensorNames names = find_architecture(config.architecture).moe_tensor_names(0);
     const int64_t H = config.hidden_size;
     router = checkpoint.matrix(names.router, config.num_experts, H);

@@ -1,8 +1,10 @@
 // One decode step (and one prefill) of the whole benchmark model (bench/configs/qwen3-moe-small.json:
 // Qwen3-MoE, hidden 1024, 12 layers, 64 experts, top-8, expert width 512, vocab 151936, bf16).
-// Set MOE_BENCH_MODEL to a checkpoint made by moe-make-checkpoint to skip writing one per run.
+// Set MOE_BENCH_MODEL to a checkpoint made by moe-make-checkpoint to skip writing one per run, and
+// MOE_BENCH_QUANTIZATION to int8 or int4 to run the model quantized at load (--quantization).
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <memory>
 
 #include "model/model.h"
@@ -19,7 +21,10 @@ ForwardBatch make_batch(int sequences, int new_tokens);
 // of the memory-mapped checkpoint is faulted in before anything is timed.
 Model& bench_model() {
   static std::unique_ptr<Model> model = [] {
-    std::unique_ptr<Model> loaded = Model::load(bench::benchmark_checkpoint());
+    ModelOptions options;
+    const char* quantization = std::getenv("MOE_BENCH_QUANTIZATION");
+    options.quantization = parse_quantization(quantization ? quantization : "");
+    std::unique_ptr<Model> loaded = Model::load(bench::benchmark_checkpoint(), options);
     KvCache kv = loaded->make_kv_cache(kContext + 512);
     std::vector<float> logits;
     loaded->forward(make_batch(1, 512), kv, logits);

@@ -1,5 +1,7 @@
 // moe-make-checkpoint: writes a random-weight checkpoint in the Hugging Face hub layout from a
-// config.json, for benchmarks (bench/configs/*.json). The same seed gives the same bytes.
+// config.json, for benchmarks (bench/configs/*.json). The same seed gives the same bytes. With
+// --gptq-bits the projections are written straight in GPTQ form, so a 30B-class checkpoint never
+// needs its bf16 bytes on disk.
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <iostream>
@@ -20,10 +22,12 @@ int main(int argc, char** argv) {
       ("config", po::value(&config_path)->required(), "config.json of the model (e.g. bench/configs/qwen3-moe-small.json)")
       ("out", po::value(&out_dir)->required(), "directory to write")
       ("seed", po::value(&options.seed)->default_value(0), "random seed")
-      ("dtype", po::value(&dtype_name)->default_value("bf16"), "bf16 | f32");
+      ("dtype", po::value(&dtype_name)->default_value("bf16"), "bf16 | f32 (the tensors not in GPTQ form)")
+      ("gptq-bits", po::value(&options.gptq_bits)->default_value(0), "4 | 8: projections as a GPTQ checkpoint (0: float)")
+      ("gptq-group-size", po::value(&options.gptq_group_size)->default_value(128), "GPTQ input columns per scale (-1: one group)");
   try {
     if (!moe::parse_command_line(argc, argv, desc,
-                                 "usage: moe-make-checkpoint --config FILE --out DIR [--seed S] [--dtype bf16|f32]"))
+                                 "usage: moe-make-checkpoint --config FILE --out DIR [--seed S] [--dtype bf16|f32] [--gptq-bits 4|8]"))
       return 0;
     if (dtype_name != "bf16" && dtype_name != "f32") throw moe::Error("--dtype must be bf16 or f32, got " + dtype_name);
     options.dtype = dtype_name == "bf16" ? moe::DType::BF16 : moe::DType::F32;

@@ -11,8 +11,12 @@ namespace moe {
 struct EngineOptions : EngineSettings {
   std::string model_path;
   std::string tokenizer_path;  // default: model_path
+  std::string chat_template;   // a Jinja file that replaces the tokenizer's chat template (--chat-template)
   std::string moe_runner_backend = "auto";
+  std::string quantization = "none";       // none | int8 | int4: projections quantized at load
+  int64_t quantization_group_size = 128;   // int4: input columns per scale
   std::string device = "cpu";  // cpu | cuda (a build with the CUDA backend)
+  bool disable_cuda_graph = false;  // cuda: run decode steps uncaptured (SGLang's --disable-cuda-graph)
   std::string zmq_endpoint;    // also serve ZeroMQ clients here; empty = only this process
   std::string weight_version = "default";  // the label of the weights loaded at start (SGLang's --weight-version)
 };

@@ -22,6 +22,23 @@ void visit_draw_fields(M& m, Visit&& visit) {
   visit("top_p", m.top_p);
   visit("top_k", m.top_k);
   visit("min_p", m.min_p);
+  visit("presence_penalty", m.presence_penalty);
+  visit("frequency_penalty", m.frequency_penalty);
+  visit("repetition_penalty", m.repetition_penalty);
+  visit("logit_bias", m.logit_bias);
+}
+
+template <StructOf<TokenBias> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("id", m.id);
+  visit("bias", m.bias);
+}
+
+template <StructOf<TokenAlternatives> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("ids", m.ids);
+  visit("logprobs", m.logprobs);
+  visit("texts", m.texts);
 }
 
 template <StructOf<SamplingParams> M, class Visit>
@@ -61,6 +78,7 @@ void visit_option_fields(M& m, Visit&& visit) {
   visit("sampling", m.sampling);
   visit("stream", m.stream);
   visit("return_logprob", m.return_logprob);
+  visit("top_logprobs_num", m.top_logprobs_num);
   visit("routing", m.routing);
   visit("speculative", m.speculative);
 }
@@ -76,6 +94,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("text", m.text);
   visit("input_ids", m.input_ids);
   visit("messages", m.messages);
+  visit("chat_template_kwargs", m.chat_template_kwargs);
   visit_option_fields(m, visit);
 }
 
@@ -92,6 +111,9 @@ void visit_fields(M& m, Visit&& visit) {
   visit("seed", m.seed);
   visit("step", m.step);
   visit("return_logprob", m.return_logprob);
+  visit("top_logprobs", m.top_logprobs);
+  visit("generated_ids", m.generated_ids);
+  visit("suppressed_ids", m.suppressed_ids);
 }
 
 template <StructOf<WorkerSequence> M, class Visit>
@@ -112,7 +134,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("capture_routing", m.capture_routing);
   visit("capture_router_weights", m.capture_router_weights);
   visit("max_tree_experts", m.max_tree_experts);
-  visit("worker_instance", m.worker_instance);
+  visit("stage_instances", m.stage_instances);
 }
 
 template <StructOf<RoutingRows> M, class Visit>
@@ -127,6 +149,7 @@ template <StructOf<StepRouting> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
   visit("step", m.step);
   visit("rows", m.rows);
+  visit("first_layer", m.first_layer);
 }
 
 template <StructOf<WorkerResult> M, class Visit>
@@ -136,6 +159,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("logprobs", m.logprobs);
   visit("sampled_counts", m.sampled_counts);
   visit("verify_experts", m.verify_experts);
+  visit("top_logprobs", m.top_logprobs);
   visit("routing", m.routing);
   visit("worker_instance", m.worker_instance);
 }
@@ -161,6 +185,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("options", m.options);
   visit("new_token_ids", m.new_token_ids);
   visit("new_logprobs", m.new_logprobs);
+  visit("new_top_logprobs", m.new_top_logprobs);
   visit("routing", m.routing);
   visit("finish_reason", m.finish_reason);
   visit("prompt_tokens", m.prompt_tokens);
@@ -188,6 +213,8 @@ void visit_fields(M& m, Visit&& visit) {
   visit("text", m.text);
   visit("output_ids", m.output_ids);
   visit("output_logprobs", m.output_logprobs);
+  visit("output_token_texts", m.output_token_texts);
+  visit("output_top_logprobs", m.output_top_logprobs);
   visit("finish_reason", m.finish_reason);
   visit("prompt_tokens", m.prompt_tokens);
   visit("completion_tokens", m.completion_tokens);
@@ -233,6 +260,10 @@ void visit_fields(M& m, Visit&& visit) {
   visit("capture_routing", m.capture_routing);
   visit("capture_router_weights", m.capture_router_weights);
   visit("ep_size", m.ep_size);
+  visit("pp_size", m.pp_size);
+  visit("pp_rank", m.pp_rank);
+  visit("layer_begin", m.layer_begin);
+  visit("layer_end", m.layer_end);
 }
 
 template <StructOf<Heartbeat> M, class Visit>

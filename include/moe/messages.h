@@ -15,7 +15,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 6;
+inline constexpr uint32_t kProtocolVersion = 7;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -35,13 +35,34 @@ enum class MessageKind : uint8_t {
   WeightsUpdated = 16,
 };
 
-// How one token is drawn from a row of logits, as SGLang and vLLM name the settings.
+// A number added to one token's logit before the draw (OpenAI's logit_bias).
+struct TokenBias {
+  int32_t id = 0;
+  float bias = 0.0f;  // in [-100, 100]
+  bool operator==(const TokenBias&) const = default;
+};
+
+// How one token is drawn from a row of logits, as SGLang and vLLM name the settings. The penalties
+// count the tokens generated so far (SGLang's semantics; src/sampling/logit_adjustments.h).
 struct DrawSettings {
   float temperature = 1.0f;  // 0 = greedy
   float top_p = 1.0f;        // keep the smallest most-probable set whose mass reaches top_p; in (0, 1]
   int32_t top_k = -1;        // keep the k most probable tokens; -1 or 0 = off
   float min_p = 0.0f;        // drop tokens less probable than min_p x the top token's probability
+  float presence_penalty = 0.0f;    // subtracted once from each generated token's logit; in [-2, 2]
+  float frequency_penalty = 0.0f;   // subtracted per occurrence among the generated tokens; in [-2, 2]
+  float repetition_penalty = 1.0f;  // divides a generated token's positive logit, multiplies a negative one; (0, 2]
+  std::vector<TokenBias> logit_bias;
   bool operator==(const DrawSettings&) const = default;
+};
+
+// The most probable tokens at one position, most probable first, with their log-probabilities
+// (top_logprobs); `texts` are the tokens decoded alone, filled in by the detokenizer.
+struct TokenAlternatives {
+  std::vector<int32_t> ids;
+  std::vector<float> logprobs;
+  std::vector<std::string> texts;
+  bool operator==(const TokenAlternatives&) const = default;
 };
 
 // The client's sampling settings, named and defaulted as SGLang's /generate sampling_params: how a
@@ -85,6 +106,7 @@ struct RequestOptions {
   SamplingParams sampling;
   bool stream = false;
   bool return_logprob = false;
+  int32_t top_logprobs_num = 0;  // with return_logprob: the most probable alternatives at each output token
   RoutingOptions routing;
   bool speculative = true;  // false: never speculate for this request, even on a speculating server
   bool operator==(const RequestOptions&) const = default;
@@ -97,6 +119,9 @@ struct GenerateRequest : RequestOptions {
   std::optional<std::string> text;
   std::optional<std::vector<int32_t>> input_ids;
   std::optional<std::vector<ChatMessage>> messages;
+  // Further variables for the chat template (OpenAI's chat_template_kwargs, e.g. Qwen3's
+  // {"enable_thinking": false}): the text of a JSON object; empty = none.
+  std::string chat_template_kwargs;
   bool operator==(const GenerateRequest&) const = default;
 };
 
@@ -115,6 +140,9 @@ struct TokenSampling : DrawSettings {
   uint64_t seed = 0;
   uint64_t step = 0;
   bool return_logprob = false;
+  int32_t top_logprobs = 0;              // also return this many most probable tokens, in [0, 20]
+  std::vector<int32_t> generated_ids;    // the tokens generated so far; sent only when a penalty needs them
+  std::vector<int32_t> suppressed_ids;   // may not be drawn (stop tokens before min_new_tokens)
   bool operator==(const TokenSampling&) const = default;
 };
 
@@ -139,9 +167,10 @@ struct WorkerBatch {
   bool capture_routing = false;         // capture is on: every step is captured
   bool capture_router_weights = false;  // capture keeps router weights too
   int32_t max_tree_experts = 0;         // expert limit of the step's verify tokens; 0 = off
-  // The worker instance the scheduler planned this step for; any other drops it (a restarted
-  // worker must not run a step queued for its predecessor, over KV it does not have).
-  uint64_t worker_instance = 0;
+  // The worker instance of each pipeline stage (one entry without pipeline parallelism) the
+  // scheduler planned this step for; a stage whose instance differs drops it (a restarted stage
+  // must not run a step queued for its predecessor, over KV it does not have).
+  std::vector<uint64_t> stage_instances;
   bool operator==(const WorkerBatch&) const = default;
 };
 
@@ -159,9 +188,12 @@ struct RoutingRows {
 };
 
 // The rows of one step's tokens in its batch order; the copy engine may deliver them a step late.
+// A pipeline stage sends the slice of its own MoE layers: layers [first_layer, first_layer +
+// rows.num_layers) of the full row.
 struct StepRouting {
   uint64_t step = 0;
   RoutingRows rows;
+  int32_t first_layer = 0;
   bool operator==(const StepRouting&) const = default;
 };
 
@@ -176,6 +208,7 @@ struct WorkerResult {
   std::vector<int32_t> sampled_counts;
   // Per MoE layer, how many distinct experts the step's draft-tree tokens used; empty without trees.
   std::vector<int32_t> verify_experts;
+  std::vector<TokenAlternatives> top_logprobs;  // aligned with sampled_ids; empty when nobody asked
   std::vector<StepRouting> routing;  // rows whose copies completed, oldest step first
   uint64_t worker_instance = 0;      // the Heartbeat's: which worker (and so which KV cache) computed it
   bool operator==(const WorkerResult&) const = default;
@@ -213,6 +246,7 @@ struct DetokenizeItem {
   std::optional<RequestOptions> options;  // present on the completion's first item
   std::vector<int32_t> new_token_ids;
   std::vector<float> new_logprobs;        // aligned with new_token_ids; empty when not asked
+  std::vector<TokenAlternatives> new_top_logprobs;  // aligned with new_token_ids; empty when not asked
   RoutingRows routing;                    // rows covered since the previous item
   std::optional<FinishReason> finish_reason;  // set on the last item
   int32_t prompt_tokens = 0;
@@ -244,6 +278,8 @@ struct TextOutput {
   std::string text;
   std::vector<int32_t> output_ids;
   std::vector<float> output_logprobs;       // aligned with output_ids; empty when not asked
+  std::vector<std::string> output_token_texts;  // each output token decoded alone, when logprobs were asked
+  std::vector<TokenAlternatives> output_top_logprobs;  // aligned with output_ids when top_logprobs_num > 0
   std::optional<FinishReason> finish_reason;  // set on the final chunk
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;            // total so far
@@ -299,11 +335,15 @@ struct WorkerSettings {
   bool capture_routing = false;
   bool capture_router_weights = false;
   int32_t ep_size = 1;
+  int32_t pp_size = 1;      // pipeline stages the model is split into
+  int32_t pp_rank = 0;      // which of them this worker runs
+  int32_t layer_begin = 0;  // its decoder layers [layer_begin, layer_end)
+  int32_t layer_end = 0;
   bool operator==(const WorkerSettings&) const = default;
 };
 
-// The model worker saying it is alive, every half second from its own loop. `instance` is drawn
-// at the worker's start: a new value means a new worker, whose KV cache holds nothing the
+// The model worker (each pipeline stage) saying it is alive, every half second from its own loop;
+// settings.pp_rank says which stage. `instance` is drawn at the worker's start: a new value means a new worker, whose KV cache holds nothing the
 // scheduler believes it holds.
 struct Heartbeat {
   static constexpr MessageKind kind = MessageKind::Heartbeat;

@@ -60,6 +60,7 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
   boost::asio::posix::stream_descriptor readiness;
   SocketKind kind;
   ReceiveHandler receive_handler;
+  FramesHandler frames_handler;
   UnreachableHandler unreachable_handler;
   // Sends waiting for room, keyed by peer identity for ROUTER (a slow client must not hold up the
   // others) and under "" for the other kinds.
@@ -105,7 +106,7 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
         // which is exactly when queued replies must be tried to learn that their peer is gone.
         if (queued > 0 && ((events & ZMQ_POLLOUT) || kind == SocketKind::Router)) progress |= flush();
         if (closed) return;
-        if ((events & ZMQ_POLLIN) && receive_handler) progress |= receive_batch();
+        if ((events & ZMQ_POLLIN) && (receive_handler || frames_handler)) progress |= receive_batch();
         if (closed) return;
         if (!progress) break;
       }
@@ -175,9 +176,14 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
   // Receives up to a batch of messages and hands each to the handler; true when any arrived.
   bool receive_batch() {
     bool received = false;
-    for (int i = 0; i < kReceiveBatch && receive_handler && !closed; ++i) {
+    for (int i = 0; i < kReceiveBatch && (receive_handler || frames_handler) && !closed; ++i) {
       zmq::message_t frame;
       if (!socket.recv(frame, zmq::recv_flags::dontwait)) break;
+      if (frames_handler) {
+        received = true;
+        deliver_frames(std::move(frame));
+        continue;
+      }
       Multipart message;
       message.emplace_back(static_cast<const char*>(frame.data()), frame.size());
       while (frame.more()) {
@@ -194,6 +200,24 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
     return received;
   }
 
+  // The frames of one message, moved (not copied) out of ZeroMQ, to frames_handler.
+  void deliver_frames(zmq::message_t&& first) {
+    std::vector<ReceivedFrame> frames;
+    bool more = first.more();
+    frames.emplace_back(std::move(first));
+    while (more) {
+      zmq::message_t frame;
+      (void)socket.recv(frame);  // the rest of a message has arrived with its first frame
+      more = frame.more();
+      frames.emplace_back(std::move(frame));
+    }
+    try {
+      frames_handler(std::move(frames));
+    } catch (const std::exception& e) {
+      spdlog::error("zmq socket: a receive handler failed: {}", e.what());
+    }
+  }
+
   // Idempotent; after it no handler of this socket runs again.
   void close() {
     if (closed) return;
@@ -204,6 +228,13 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
     socket.close();
   }
 };
+
+ReceivedFrame::ReceivedFrame(zmq::message_t&& frame) : frame_(std::make_unique<zmq::message_t>(std::move(frame))) {}
+ReceivedFrame::~ReceivedFrame() = default;
+ReceivedFrame::ReceivedFrame(ReceivedFrame&&) noexcept = default;
+ReceivedFrame& ReceivedFrame::operator=(ReceivedFrame&&) noexcept = default;
+char* ReceivedFrame::data() { return static_cast<char*>(frame_->data()); }
+size_t ReceivedFrame::size() const { return frame_->size(); }
 
 AsyncSocket::AsyncSocket(boost::asio::io_context& io, Context& context, SocketKind kind, const SocketOptions& options)
     : impl_(std::make_shared<Impl>(io, context, kind, options)) {
@@ -234,6 +265,12 @@ void AsyncSocket::connect(const std::string& endpoint) {
 void AsyncSocket::on_receive(ReceiveHandler handler) {
   impl_->receive_handler = std::move(handler);
   impl_->schedule_pump();  // messages may already be waiting
+}
+
+void AsyncSocket::on_receive_frames(FramesHandler handler) {
+  impl_->receive_handler = nullptr;
+  impl_->frames_handler = std::move(handler);
+  impl_->schedule_pump();
 }
 
 void AsyncSocket::on_unreachable(UnreachableHandler handler) { impl_->unreachable_handler = std::move(handler); }

@@ -14,6 +14,9 @@
 namespace boost::asio {
 class io_context;
 }
+namespace zmq {
+class message_t;
+}
 
 namespace moe::transport {
 
@@ -36,9 +39,25 @@ struct SocketOptions {
   int64_t max_message_bytes = -1;
 };
 
+// One received frame left in ZeroMQ's own buffer: nothing is copied, and the bytes are writable (a
+// pipeline stage computes in place in the activations it received).
+class ReceivedFrame {
+ public:
+  explicit ReceivedFrame(zmq::message_t&& frame);
+  ~ReceivedFrame();
+  ReceivedFrame(ReceivedFrame&&) noexcept;
+  ReceivedFrame& operator=(ReceivedFrame&&) noexcept;
+  char* data();
+  size_t size() const;
+
+ private:
+  std::unique_ptr<zmq::message_t> frame_;
+};
+
 class AsyncSocket {
  public:
   using ReceiveHandler = std::function<void(Multipart&&)>;
+  using FramesHandler = std::function<void(std::vector<ReceivedFrame>&&)>;
   // For ROUTER: a message whose peer (first frame) is no longer connected; it was not sent.
   using UnreachableHandler = std::function<void(Multipart&&)>;
 
@@ -56,6 +75,8 @@ class AsyncSocket {
   // Handles every message received from now on. An exception it throws is logged, not propagated.
   // Do not replace the handler from inside itself.
   void on_receive(ReceiveHandler handler);
+  // As on_receive, with the frames left in ZeroMQ's buffers (for large payloads); replaces it.
+  void on_receive_frames(FramesHandler handler);
   void on_unreachable(UnreachableHandler handler);
 
   // Queues `message`; it leaves as soon as ZeroMQ takes it, in order (per peer for ROUTER).

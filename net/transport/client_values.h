@@ -20,10 +20,12 @@ void visit_client_fields(M& r, Visit&& visit) {
   visit("text", r.text);
   visit("input_ids", r.input_ids);
   visit("messages", r.messages);
+  visit("chat_template_kwargs", r.chat_template_kwargs);  // the JSON text of an object
   visit("sampling_params", r.sampling);
   visit("stream", r.stream);
   visit("return_logprob", r.return_logprob);
   visit("speculative", r.speculative);
+  visit("top_logprobs_num", r.top_logprobs_num);
   visit("return_routed_experts", r.routing.return_routed_experts);
   visit("routed_experts_start_len", r.routing.start_len);
   visit("routed_experts_dtype", r.routing.dtype);
@@ -37,6 +39,12 @@ void visit_client_fields(M& r, Visit&& visit) {
 template <StructOf<SamplingParams> M, class Visit>
 void visit_client_fields(M& params, Visit&& visit) {
   visit_fields(params, visit);
+}
+
+// One logit_bias entry: {"id", "bias"} (a list of them, as msgpack maps need no string keys).
+template <StructOf<TokenBias> M, class Visit>
+void visit_client_fields(M& bias, Visit&& visit) {
+  visit_fields(bias, visit);
 }
 
 // A chat turn: {"role", "content"}.

@@ -26,6 +26,27 @@ Inbox::Inbox(boost::asio::io_context& io, Context& context, const std::string& b
   });
 }
 
+StageInbox::StageInbox(boost::asio::io_context& io, Context& context, const std::string& bind_endpoint,
+                       Handler on_message, const SocketOptions& options)
+    : socket_(io, context, SocketKind::Pull, options), endpoint_(socket_.bind(bind_endpoint)) {
+  socket_.on_receive_frames([this, on_message = std::move(on_message)](std::vector<ReceivedFrame>&& frames) {
+    if (frames.size() != 1 && frames.size() != 2) {
+      spdlog::warn("stage inbox {}: dropped a message of {} frames (expected 1 or 2)", endpoint_, frames.size());
+      return;
+    }
+    msg::Message message;
+    try {
+      message = decode_message(std::string_view(frames[0].data(), frames[0].size()));
+    } catch (const Error& e) {
+      spdlog::warn("stage inbox {}: dropped a frame: {}", endpoint_, e.what());
+      return;
+    }
+    std::optional<ReceivedFrame> payload;
+    if (frames.size() == 2) payload.emplace(std::move(frames[1]));
+    on_message(std::move(message), std::move(payload));
+  });
+}
+
 Outbox::Outbox(boost::asio::io_context& io, Context& context, const std::string& connect_endpoint,
                const SocketOptions& options)
     : socket_(io, context, SocketKind::Push, options) {
@@ -33,6 +54,10 @@ Outbox::Outbox(boost::asio::io_context& io, Context& context, const std::string&
 }
 
 void Outbox::send(const msg::Message& message) { socket_.send({encode_message(message)}); }
+
+void Outbox::send(const msg::Message& header, std::string_view payload) {
+  socket_.send({encode_message(header), std::string(payload)});
+}
 
 RouterEndpoint::RouterEndpoint(boost::asio::io_context& io, Context& context, const std::string& bind_endpoint,
                                RequestHandler on_request, GoneHandler on_gone, const SocketOptions& options)

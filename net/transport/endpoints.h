@@ -1,11 +1,15 @@
 #pragma once
 // The sockets actors and clients use, one class per role:
 //   Inbox  — an actor's PULL socket (bound): decodes every frame into a msg::Message;
+//   StageInbox — a pipeline stage's PULL socket (bound): a message plus, optionally, a raw
+//            payload frame (the activations) handed over in ZeroMQ's buffer, without a copy;
 //   Outbox — a PUSH socket (connected) to the next actor's Inbox;
 //   RouterEndpoint — the ROUTER socket clients talk to: payloads with the address to reply to;
 //   DealerEndpoint — a client's DEALER socket: requests out, replies in, any number in flight.
 // Each runs on an io_context (see AsyncSocket for the threading rules).
 #include <functional>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -28,11 +32,26 @@ class Inbox {
   std::string endpoint_;
 };
 
+class StageInbox {
+ public:
+  using Handler = std::function<void(msg::Message&&, std::optional<ReceivedFrame>&& payload)>;
+  StageInbox(boost::asio::io_context& io, Context& context, const std::string& bind_endpoint, Handler on_message,
+             const SocketOptions& options = {});
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  AsyncSocket socket_;
+  std::string endpoint_;
+};
+
 class Outbox {
  public:
   Outbox(boost::asio::io_context& io, Context& context, const std::string& connect_endpoint,
          const SocketOptions& options = {});
   void send(const msg::Message& message);
+  // The message as a small header frame, then `payload` as raw bytes in a frame of its own (for a
+  // StageInbox): no per-element encoding.
+  void send(const msg::Message& header, std::string_view payload);
   size_t queued_messages() const { return socket_.queued_messages(); }
 
  private:

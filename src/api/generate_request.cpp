@@ -82,6 +82,16 @@ void read_rids(const FieldReader& root, bool batched, std::vector<msg::GenerateR
   }
 }
 
+// SGLang's logprob_start_len asks for the prompt tokens' logprobs from that position; the engine
+// computes logits only where it samples, so only -1 (none, SGLang's default) is accepted.
+void read_logprob_start_len(const FieldReader& root) {
+  int32_t start = -1;
+  if (root.read("logprob_start_len", start) && start != -1) {
+    throw ApiError::invalid_field("logprob_start_len", "must be -1: prompt tokens' logprobs are not computed, got " +
+                                                           std::to_string(start));
+  }
+}
+
 }  // namespace
 
 GenerationCall parse_generate(const json& body) {
@@ -93,11 +103,16 @@ GenerationCall parse_generate(const json& body) {
   msg::GenerateRequest shared;  // the fields every prompt of a batch shares
   root.read("return_logprob", shared.return_logprob);
   root.read("speculative", shared.speculative);
+  if (root.read("top_logprobs_num", shared.top_logprobs_num))
+    check_top_logprobs(root, "top_logprobs_num", shared.top_logprobs_num);
+  root.read("return_text_in_logprobs", call.text_in_logprobs);
+  read_logprob_start_len(root);
   read_routing_fields(root, ApiKind::Generate, shared.routing);
   for (msg::GenerateRequest& request : call.requests) {
     request.stream = call.stream;
     request.return_logprob = shared.return_logprob;
     request.speculative = shared.speculative;
+    request.top_logprobs_num = shared.top_logprobs_num;
     request.routing = shared.routing;
   }
   read_sampling_params(root, call.requests);

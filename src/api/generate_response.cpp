@@ -7,18 +7,33 @@ namespace {
 
 using nlohmann::json;
 
-// SGLang's output_token_logprobs: [logprob, token id, token text] triples; the text is not kept.
-json logprob_triples(const CompletionState& completion) {
+// One of SGLang's logprob triples: [logprob, token id, token text or null].
+json triple(float logprob, int32_t id, const std::string& text, bool with_text) {
+  return {logprob, id, with_text ? json(text) : json()};
+}
+
+// SGLang's output_token_logprobs ([logprob, id, text] per token) and, when asked, output_top_logprobs
+// (per token, a list of such triples, most probable first).
+void put_logprobs(json& meta, const CompletionState& completion, bool with_text) {
   json triples = json::array();
-  for (size_t i = 0; i < completion.logprobs.size(); ++i) {
-    triples.push_back({completion.logprobs[i], completion.output_ids.at(i), nullptr});
+  for (size_t i = 0; i < completion.logprobs.size(); ++i)
+    triples.push_back(
+        triple(completion.logprobs[i], completion.output_ids.at(i), completion.token_texts.at(i), with_text));
+  meta["output_token_logprobs"] = std::move(triples);
+  if (completion.top_logprobs.empty()) return;
+  json top_lists = json::array();
+  for (const msg::TokenAlternatives& top : completion.top_logprobs) {
+    json list = json::array();
+    for (size_t k = 0; k < top.ids.size(); ++k)
+      list.push_back(triple(top.logprobs.at(k), top.ids[k], top.texts.at(k), with_text));
+    top_lists.push_back(std::move(list));
   }
-  return triples;
+  meta["output_top_logprobs"] = std::move(top_lists);
 }
 
 // One completion's object; `experts` and `weights` are the rows to send (all, or one chunk's).
-json generate_object(const CompletionState& completion, bool return_logprob, const RawRows* experts,
-                     const RawRows* weights) {
+json generate_object(const CompletionState& completion, bool return_logprob, bool text_in_logprobs,
+                     const RawRows* experts, const RawRows* weights) {
   json meta = {{"id", completion.rid},
                {"index", completion.index},
                {"finish_reason", sglang_finish_reason(completion.finish_reason, completion.completion_tokens)},
@@ -26,7 +41,7 @@ json generate_object(const CompletionState& completion, bool return_logprob, con
                {"completion_tokens", completion.completion_tokens},
                {"cached_tokens", completion.cached_tokens},
                {"weight_version", completion.weight_version}};
-  if (return_logprob) meta["output_token_logprobs"] = logprob_triples(completion);
+  if (return_logprob) put_logprobs(meta, completion, text_in_logprobs);
   if (experts != nullptr) put_base64(meta, "routed_experts", *experts);
   if (weights != nullptr) put_base64(meta, "router_weights", *weights);
   return {{"text", completion.text}, {"output_ids", completion.output_ids}, {"meta_info", std::move(meta)}};
@@ -35,7 +50,8 @@ json generate_object(const CompletionState& completion, bool return_logprob, con
 // Gathers the outputs of a /generate call into SGLang objects.
 class GenerateResponseBuilder final : public ResponseBuilder {
  public:
-  explicit GenerateResponseBuilder(const GenerationCall& call) : ResponseBuilder(call), batched_(call.batched) {
+  explicit GenerateResponseBuilder(const GenerationCall& call)
+      : ResponseBuilder(call), batched_(call.batched), text_in_logprobs_(call.text_in_logprobs) {
     for (const msg::GenerateRequest& request : call.requests) {
       return_logprob_.push_back(request.return_logprob);
       completions_ += static_cast<size_t>(request.sampling.n);
@@ -47,7 +63,7 @@ class GenerateResponseBuilder final : public ResponseBuilder {
     if (!stream_) return {};
     const std::optional<RawRows> experts = chunk_rows(output.routed_experts);
     const std::optional<RawRows> weights = chunk_rows(output.router_weights);
-    return {generate_object(completion, return_logprob_[prompt], experts ? &*experts : nullptr,
+    return {generate_object(completion, return_logprob_[prompt], text_in_logprobs_, experts ? &*experts : nullptr,
                             weights ? &*weights : nullptr)};
   }
 
@@ -55,7 +71,7 @@ class GenerateResponseBuilder final : public ResponseBuilder {
     json list = json::array();
     for (size_t prompt = 0; prompt < grid_.num_prompts(); ++prompt) {
       for (const CompletionState& completion : grid_.completions(prompt)) {
-        list.push_back(generate_object(completion, return_logprob_[prompt],
+        list.push_back(generate_object(completion, return_logprob_[prompt], text_in_logprobs_,
                                        completion.routed_experts ? &*completion.routed_experts : nullptr,
                                        completion.router_weights ? &*completion.router_weights : nullptr));
       }
@@ -71,6 +87,7 @@ class GenerateResponseBuilder final : public ResponseBuilder {
   }
 
   bool batched_;
+  bool text_in_logprobs_;
   std::vector<bool> return_logprob_;
   size_t completions_ = 0;
 };

@@ -28,6 +28,8 @@ struct GenerationCall {
   std::string model;                  // OpenAI: the served model's name
   bool include_usage = false;         // OpenAI streaming: a final chunk with `usage`
   RoutingFormat routing_format = RoutingFormat::Base64;
+  bool tokens_as_ids = false;     // OpenAI logprobs name tokens "token_id:N" (vLLM's return_tokens_as_token_ids)
+  bool text_in_logprobs = false;  // /generate logprob triples carry token texts (SGLang's return_text_in_logprobs)
 };
 
 // Parses a request body; malformed JSON is an ApiError (400) quoting the parser's complaint.

@@ -1,6 +1,7 @@
 // OpenAI's /v1/completions and /v1/chat/completions requests, with vLLM's extra sampling fields
-// (top_k, min_p, ignore_eos, stop_token_ids, skip_special_tokens, min_tokens) and the routed-experts
-// extras return_routed_experts, routed_experts_dtype, routed_experts_format.
+// (top_k, min_p, repetition_penalty, ignore_eos, stop_token_ids, skip_special_tokens, min_tokens,
+// return_tokens_as_token_ids, chat_template_kwargs) and the routed-experts extras
+// return_routed_experts, routed_experts_dtype, routed_experts_format.
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -22,17 +23,12 @@ struct UnsupportedField {
 };
 
 bool is_false(const json& v) { return v == false; }
-bool is_zero(const json& v) { return v.is_number() && v.get<double>() == 0.0; }
 bool is_empty(const json& v) { return v.empty() || v == ""; }
-bool is_one(const json& v) { return v == 1; }
 bool is_text_format(const json& v) { return v.is_object() && v.value("type", "") == "text"; }
 
-constexpr UnsupportedField kUnsupportedEverywhere[] = {
-    {"presence_penalty", is_zero}, {"frequency_penalty", is_zero}, {"repetition_penalty", is_one},
-    {"logit_bias", is_empty}};
 constexpr UnsupportedField kUnsupportedInCompletions[] = {{"echo", is_false}, {"suffix", is_empty}};
 constexpr UnsupportedField kUnsupportedInChat[] = {
-    {"tools", is_empty}, {"response_format", is_text_format}, {"chat_template_kwargs", is_empty}};
+    {"tools", is_empty}, {"response_format", is_text_format}};
 
 template <size_t N>
 void reject_unsupported(const FieldReader& root, const UnsupportedField (&fields)[N]) {
@@ -64,11 +60,16 @@ std::string checked_routing_format(const FieldReader& root) {
   return format;
 }
 
+// What a request asks of logprobs: the chosen tokens' (`wanted`), and this many alternatives.
+struct LogprobsAsk {
+  bool wanted = false;
+  int32_t top = 0;
+};
+
 // What both endpoints share: model, sampling, stream options, routing; `prompts` are filled in.
 GenerationCall read_common(const FieldReader& root, ApiKind api, const std::string& served_model,
                            std::vector<msg::GenerateRequest> prompts, msg::SamplingParams sampling,
-                           bool return_logprob) {
-  reject_unsupported(root, kUnsupportedEverywhere);
+                           LogprobsAsk logprobs) {
   GenerationCall call;
   call.api = api;
   call.model = checked_model(root, served_model);
@@ -80,10 +81,12 @@ GenerationCall read_common(const FieldReader& root, ApiKind api, const std::stri
   msg::RoutingOptions routing;
   read_routing_fields(root, api, routing);
   call.routing_format = checked_routing_format(root) == "list" ? RoutingFormat::List : RoutingFormat::Base64;
+  root.read("return_tokens_as_token_ids", call.tokens_as_ids);
   for (msg::GenerateRequest& request : prompts) {
     request.sampling = sampling;
     request.stream = call.stream;
-    request.return_logprob = return_logprob;
+    request.return_logprob = logprobs.wanted;
+    request.top_logprobs_num = logprobs.top;
     request.routing = routing;
   }
   call.requests = std::move(prompts);
@@ -119,17 +122,13 @@ std::vector<msg::GenerateRequest> completion_prompts(const FieldReader& root) {
   return requests;
 }
 
-// `logprobs` (an integer) asks for the sampled tokens' logprobs; the engine computes no
-// alternatives, so only 0 is accepted.
-bool completion_logprobs(const FieldReader& root) {
-  int32_t logprobs = -1;
-  if (!root.read("logprobs", logprobs)) return false;
-  if (logprobs != 0) {
-    throw ApiError::invalid_field("logprobs",
-                                  "must be 0: the sampled token's logprob is returned, top alternatives are not "
-                                  "computed; got " + std::to_string(logprobs));
-  }
-  return true;
+// `logprobs` (an integer) asks for the sampled tokens' logprobs and that many alternatives.
+LogprobsAsk completion_logprobs(const FieldReader& root) {
+  LogprobsAsk ask;
+  if (!root.read("logprobs", ask.top)) return ask;
+  check_top_logprobs(root, "logprobs", ask.top);
+  ask.wanted = true;
+  return ask;
 }
 
 // A message's content: a string, null, or a list of {"type": "text", "text": ...} parts.
@@ -170,16 +169,23 @@ std::vector<msg::ChatMessage> chat_messages(const FieldReader& root) {
   return result;
 }
 
-// `logprobs` (a bool) with `top_logprobs`, which must be 0: no alternatives are computed.
-bool chat_logprobs(const FieldReader& root) {
-  bool logprobs = false;
-  root.read("logprobs", logprobs);
-  int32_t top_logprobs = 0;
-  if (root.read("top_logprobs", top_logprobs) && top_logprobs != 0) {
-    throw ApiError::invalid_field("top_logprobs", "must be 0: top alternatives are not computed; got " +
-                                                      std::to_string(top_logprobs));
+// `logprobs` (a bool) with `top_logprobs`, the alternatives at each token, which needs logprobs.
+LogprobsAsk chat_logprobs(const FieldReader& root) {
+  LogprobsAsk ask;
+  root.read("logprobs", ask.wanted);
+  if (root.read("top_logprobs", ask.top)) {
+    check_top_logprobs(root, "top_logprobs", ask.top);
+    if (ask.top > 0 && !ask.wanted) throw ApiError::invalid_field("top_logprobs", "needs \"logprobs\": true");
   }
-  return logprobs;
+  return ask;
+}
+
+// `chat_template_kwargs`: further variables for the chat template (Qwen3's enable_thinking), an object.
+std::string chat_template_kwargs(const FieldReader& root) {
+  const json* kwargs = root.find("chat_template_kwargs");
+  if (kwargs == nullptr) return {};
+  if (!kwargs->is_object()) throw ApiError::invalid_field("chat_template_kwargs", "must be an object");
+  return kwargs->dump();
 }
 
 }  // namespace
@@ -204,6 +210,7 @@ GenerationCall parse_chat_completion(const json& body, const std::string& served
   reject_unsupported(root, kUnsupportedInChat);
   msg::GenerateRequest prompt;
   prompt.messages = chat_messages(root);
+  prompt.chat_template_kwargs = chat_template_kwargs(root);
   msg::SamplingParams sampling;
   // No limit by default, as OpenAI: the scheduler clamps it to what the context and KV pool hold.
   sampling.max_new_tokens = std::numeric_limits<int32_t>::max();

@@ -27,22 +27,61 @@ json stop_reason(const std::optional<msg::FinishReason>& reason) {
   return nullptr;
 }
 
-// How a token is named in logprobs: its id, as vLLM's return_tokens_as_token_ids.
-std::string token_name(int32_t id) { return "token_id:" + std::to_string(id); }
+// The logprobs of some output tokens: ids[i] with logprobs[i], texts[i] (the token decoded alone)
+// and, when asked, top[i] (the most probable tokens at that position).
+struct LogprobsPart {
+  const std::vector<int32_t>& ids;
+  const std::vector<float>& logprobs;
+  const std::vector<std::string>& texts;
+  const std::vector<msg::TokenAlternatives>& top;
+};
 
-// The logprobs of tokens [0, logprobs.size()), in the completions or the chat form.
-json logprobs_json(bool chat, const std::vector<int32_t>& ids, const std::vector<float>& logprobs) {
+// How logprobs name a token: its text, as vLLM, or "token_id:N" (vLLM's return_tokens_as_token_ids).
+std::string token_name(int32_t id, const std::string& text, bool as_ids) {
+  return as_ids ? "token_id:" + std::to_string(id) : text;
+}
+
+// A chat logprob entry: the token, its logprob and its UTF-8 bytes (none when named by id).
+json chat_token(int32_t id, const std::string& text, float logprob, bool as_ids) {
+  json bytes = nullptr;
+  if (!as_ids) {
+    bytes = json::array();
+    for (unsigned char byte : text) bytes.push_back(byte);
+  }
+  return {{"token", token_name(id, text, as_ids)}, {"logprob", logprob}, {"bytes", std::move(bytes)}};
+}
+
+// The logprobs of `part`'s tokens, in the completions or the chat form.
+json logprobs_json(bool chat, const LogprobsPart& part, bool as_ids) {
+  const size_t count = part.logprobs.size();
   if (chat) {
     json content = json::array();
-    for (size_t i = 0; i < logprobs.size(); ++i) {
-      content.push_back(
-          {{"token", token_name(ids.at(i))}, {"logprob", logprobs[i]}, {"bytes", nullptr}, {"top_logprobs", json::array()}});
+    for (size_t i = 0; i < count; ++i) {
+      json entry = chat_token(part.ids.at(i), part.texts.at(i), part.logprobs[i], as_ids);
+      entry["top_logprobs"] = json::array();
+      if (i < part.top.size()) {
+        const msg::TokenAlternatives& top = part.top[i];
+        for (size_t k = 0; k < top.ids.size(); ++k)
+          entry["top_logprobs"].push_back(chat_token(top.ids[k], top.texts.at(k), top.logprobs.at(k), as_ids));
+      }
+      content.push_back(std::move(entry));
     }
     return {{"content", std::move(content)}};
   }
   json tokens = json::array();
-  for (size_t i = 0; i < logprobs.size(); ++i) tokens.push_back(token_name(ids.at(i)));
-  return {{"tokens", std::move(tokens)}, {"token_logprobs", logprobs}};
+  for (size_t i = 0; i < count; ++i) tokens.push_back(token_name(part.ids.at(i), part.texts.at(i), as_ids));
+  json result = {{"tokens", std::move(tokens)}, {"token_logprobs", part.logprobs}};
+  if (!part.top.empty()) {
+    json top_logprobs = json::array();
+    for (const msg::TokenAlternatives& top : part.top) {
+      json alternatives = json::object();
+      for (size_t k = 0; k < top.ids.size(); ++k)
+        alternatives[token_name(top.ids[k], top.texts.at(k), as_ids)] = top.logprobs.at(k);
+      top_logprobs.push_back(std::move(alternatives));
+    }
+    result["top_logprobs"] = std::move(top_logprobs);
+  }
+  return result;
 }
 
 // Gathers the outputs of an OpenAI call into its objects and chunks.
@@ -57,6 +96,7 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
         include_usage_(call.include_usage),
         list_form_(call.routing_format == RoutingFormat::List),
         logprobs_(call.requests.front().return_logprob),
+        tokens_as_ids_(call.tokens_as_ids),
         n_(static_cast<size_t>(call.requests.front().sampling.n)),
         rows_sent_(call.requests.size() * n_, 0),
         role_sent_(call.requests.size() * n_, false) {}
@@ -73,8 +113,10 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
                                 {"logprobs", nullptr},
                                 {"finish_reason", nullptr}}));
     }
-    json payload = chunk(
-        choice_json(choice, output.text, output.output_ids, output.output_logprobs, completion.finish_reason, true));
+    json payload = chunk(choice_json(
+        choice, output.text,
+        {output.output_ids, output.output_logprobs, output.output_token_texts, output.output_top_logprobs},
+        completion.finish_reason, true));
     payload["metadata"] = metadata(output.weight_version);
     if (output.routed_experts) add_chunk_rows(payload, choice, output);
     payloads.push_back(std::move(payload));
@@ -94,8 +136,10 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
     body["choices"] = json::array();
     for (size_t prompt = 0; prompt < grid_.num_prompts(); ++prompt) {
       for (const CompletionState& completion : grid_.completions(prompt)) {
-        json choice = choice_json(prompt * n_ + static_cast<size_t>(completion.index), completion.text,
-                                  completion.output_ids, completion.logprobs, completion.finish_reason, false);
+        json choice = choice_json(
+            prompt * n_ + static_cast<size_t>(completion.index), completion.text,
+            {completion.output_ids, completion.logprobs, completion.token_texts, completion.top_logprobs},
+            completion.finish_reason, false);
         if (completion.routed_experts) {
           const RawRows& rows = *completion.routed_experts;
           put_rows(choice, "routed_experts", rows.slice(completion.prompt_tokens, rows.rows()));
@@ -128,11 +172,10 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
   }
 
   // A choice with `text`; chat puts it in the assistant's `message`, or its `delta` when streaming.
-  json choice_json(size_t choice, const std::string& text, const std::vector<int32_t>& ids,
-                   const std::vector<float>& logprobs, const std::optional<msg::FinishReason>& reason,
-                   bool delta) const {
+  json choice_json(size_t choice, const std::string& text, const LogprobsPart& logprobs,
+                   const std::optional<msg::FinishReason>& reason, bool delta) const {
     json result = {{"index", choice},
-                   {"logprobs", logprobs_ ? logprobs_json(chat_, ids, logprobs) : json()},
+                   {"logprobs", logprobs_ ? logprobs_json(chat_, logprobs, tokens_as_ids_) : json()},
                    {"finish_reason", finish_reason(reason)},
                    {"stop_reason", stop_reason(reason)}};
     if (!chat_) {
@@ -205,6 +248,7 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
   bool include_usage_;
   bool list_form_;
   bool logprobs_;
+  bool tokens_as_ids_;
   size_t n_;
   std::vector<int64_t> rows_sent_;  // per choice: routing rows streamed so far
   std::vector<bool> role_sent_;     // per choice: the chat role chunk went out

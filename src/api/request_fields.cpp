@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "api/api_error.h"
+#include "api/json_error_path.h"
 #include "capture/routing_encoding.h"
 #include "moe/message_fields.h"
 #include "sampling/sampler.h"
@@ -118,6 +120,24 @@ void read_value(const json& value, const std::string& path, std::vector<std::str
   for (size_t i = 0; i < out.size(); ++i) read_value(value[i], element_path(path, i), out[i]);
 }
 
+void read_value(const json& value, const std::string& path, std::vector<msg::TokenBias>& out) {
+  if (!value.is_object()) wrong_type(value, path, "an object from token ids to biases");
+  out.clear();
+  for (const auto& [key, bias] : value.items()) {
+    const std::string entry = path + "." + key;
+    msg::TokenBias& token = out.emplace_back();
+    size_t used = 0;
+    try {
+      const long id = std::stol(key, &used);
+      if (used != key.size() || id < 0 || id > std::numeric_limits<int32_t>::max()) throw std::invalid_argument(key);
+      token.id = static_cast<int32_t>(id);
+    } catch (const std::logic_error&) {
+      throw ApiError::invalid_field(path, "keys must be token ids, got \"" + key + "\"");
+    }
+    read_value(bias, entry, token.bias);
+  }
+}
+
 std::string element_path(const std::string& path, size_t index) { return path + "[" + std::to_string(index) + "]"; }
 
 FieldReader::FieldReader(const json& object, std::string path) : object_(object), path_(std::move(path)) {
@@ -142,6 +162,10 @@ nlohmann::json parse_json_body(std::string_view body) {
     return nlohmann::json::parse(body);
   } catch (const nlohmann::json::parse_error& e) {
     throw ApiError::bad_request(std::string("the request body is not valid JSON: ") + e.what());
+  } catch (const nlohmann::json::out_of_range&) {  // valid JSON text, but a number beyond a double (1e999)
+    const std::string path = json_error_path(body);
+    if (path.empty()) throw ApiError::bad_request("the request body is a number too large to represent");
+    throw ApiError::invalid_field(path, "is a number too large to represent");
   }
 }
 
@@ -161,9 +185,19 @@ void read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, ms
   check_sampler_range(reader.path_of("top_p"), {.top_p = params.top_p});
   check_sampler_range(reader.path_of("top_k"), {.top_k = params.top_k});
   check_sampler_range(reader.path_of("min_p"), {.min_p = params.min_p});
+  check_sampler_range(reader.path_of("presence_penalty"), {.presence_penalty = params.presence_penalty});
+  check_sampler_range(reader.path_of("frequency_penalty"), {.frequency_penalty = params.frequency_penalty});
+  check_sampler_range(reader.path_of("repetition_penalty"), {.repetition_penalty = params.repetition_penalty});
+  check_sampler_range(reader.path_of("logit_bias"), {.logit_bias = params.logit_bias});
   require_at_least(reader, sampling_field_name(dialect, "max_new_tokens"), params.max_new_tokens, 1);
   require_at_least(reader, sampling_field_name(dialect, "min_new_tokens"), params.min_new_tokens, 0);
   require_at_least(reader, "n", params.n, 1);
+}
+
+void check_top_logprobs(const FieldReader& reader, std::string_view name, int32_t value) {
+  if (value < 0 || value > kMaxTopLogprobs)
+    throw ApiError::invalid_field(reader.path_of(name), "must be in [0, " + std::to_string(kMaxTopLogprobs) +
+                                                            "], got " + std::to_string(value));
 }
 
 void read_routing_fields(const FieldReader& reader, ApiKind api, msg::RoutingOptions& routing) {

@@ -27,6 +27,8 @@ void read_value(const nlohmann::json& value, const std::string& path, std::strin
 void read_value(const nlohmann::json& value, const std::string& path, std::vector<int32_t>& out);
 // A string or a list of strings (SGLang's and OpenAI's `"stop": "\n"`).
 void read_value(const nlohmann::json& value, const std::string& path, std::vector<std::string>& out);
+// OpenAI's logit_bias: an object from token ids (decimal strings) to numbers.
+void read_value(const nlohmann::json& value, const std::string& path, std::vector<msg::TokenBias>& out);
 
 template <class T>
 void read_value(const nlohmann::json& value, const std::string& path, std::optional<T>& out) {
@@ -74,6 +76,9 @@ std::string_view sampling_field_name(SamplingDialect dialect, std::string_view n
 // Reads every SamplingParams field present in `reader` and checks the values' ranges, naming the
 // field in the ApiError. `params` keeps its values (the endpoint's defaults) for absent fields.
 void read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, msg::SamplingParams& params);
+
+// The most alternatives `top_logprobs` (or top_logprobs_num) may ask for, checked with the field's name.
+void check_top_logprobs(const FieldReader& reader, std::string_view name, int32_t value);
 
 // Reads the routed-experts request fields at the top level of `reader`: return_routed_experts,
 // routed_experts_dtype, routed_experts_include_last; on /generate also routed_experts_start_len,

@@ -20,6 +20,8 @@ void CompletionState::append(const msg::TextOutput& output) {
   text += output.text;
   output_ids.insert(output_ids.end(), output.output_ids.begin(), output.output_ids.end());
   logprobs.insert(logprobs.end(), output.output_logprobs.begin(), output.output_logprobs.end());
+  token_texts.insert(token_texts.end(), output.output_token_texts.begin(), output.output_token_texts.end());
+  top_logprobs.insert(top_logprobs.end(), output.output_top_logprobs.begin(), output.output_top_logprobs.end());
   append_rows(routed_experts, output.routed_experts);
   append_rows(router_weights, output.router_weights);
   if (output.finish_reason) finish_reason = output.finish_reason;

@@ -26,6 +26,8 @@ struct CompletionState {
   std::string text;
   std::vector<int32_t> output_ids;
   std::vector<float> logprobs;
+  std::vector<std::string> token_texts;            // each output token decoded alone, with logprobs
+  std::vector<msg::TokenAlternatives> top_logprobs;  // with top_logprobs_num > 0
   std::optional<RawRows> routed_experts;
   std::optional<RawRows> router_weights;
   std::optional<msg::FinishReason> finish_reason;
@@ -101,8 +103,8 @@ std::unique_ptr<ResponseBuilder> make_generate_builder(const GenerationCall& cal
 // level; a list aligned with the prompts when several were sent) and `routed_experts` per choice,
 // holding only that completion's own rows. Each completion's engine rows start at position 0, so
 // its first prompt_tokens rows are the prompt's. Choice i of prompt p has index p * n + i. Logprobs
-// name tokens as "token_id:<id>" (vLLM's return_tokens_as_token_ids form): the engine does not send
-// per-token text. The weight version that computed the tokens is SGLang's extra field
+// name tokens by their text decoded alone with its UTF-8 bytes, as vLLM, or as "token_id:<id>" with
+// return_tokens_as_token_ids; top_logprobs follow the same form. The weight version that computed the tokens is SGLang's extra field
 // `metadata.weight_version`, on the response and on every streamed chunk.
 
 // The response model list of GET /v1/models; max_model_len is vLLM's: the longest prompt + output.

@@ -30,8 +30,9 @@ class RoutingHostCache {
   int64_t bytes() const;
   int64_t bytes_per_token() const;
 
-  // Row t of `staged` goes to slot token_slots[t].
-  void store(const StagedRouting& staged, const std::vector<int32_t>& token_slots);
+  // Row t of `staged` goes to slot token_slots[t], at MoE layers [first_layer, first_layer +
+  // staged.num_moe_layers) of the slot's row (a pipeline stage's slice; the whole row by default).
+  void store(const StagedRouting& staged, const std::vector<int32_t>& token_slots, int first_layer = 0);
   // Rows of `slots`, in order, appended to ids_out (and weights_out when weights are kept).
   void gather(const int32_t* slots, int64_t count, std::vector<int16_t>& ids_out, std::vector<float>* weights_out) const;
   // Sets every id to `value` (tests prove no stale or unset row is ever returned).
@@ -53,9 +54,10 @@ class ExpertLoadCounter {
  public:
   ExpertLoadCounter(int num_moe_layers, int num_experts);
 
-  // Counts rows [num_rows, num_moe_layers, top_k] of expert ids; an id outside [0, num_experts) is a
-  // moe::Error (the rows are corrupt).
-  void add(const int16_t* ids, int64_t num_rows, int top_k);
+  // Counts rows [num_rows, num_layers, top_k] of expert ids of MoE layers [first_layer, first_layer +
+  // num_layers) (a pipeline stage's slice); an id outside [0, num_experts) is a moe::Error (the rows
+  // are corrupt). The slice holding layer 0 counts the rows (tokens).
+  void add(const int16_t* ids, int64_t num_rows, int top_k, int first_layer, int num_layers);
   // counts[layer][expert] at this moment.
   std::vector<std::vector<uint64_t>> snapshot() const;
   // Rows counted so far (each row is one token at every MoE layer).

@@ -21,10 +21,11 @@ namespace po = boost::program_options;
 
 struct GenerateArgs {
   std::string model_path, tokenizer_path, prompt, prompt_ids, backend = "auto", device = "cpu", placement, stop_ids;
+  std::string quantization = "none";
   int max_new_tokens = 16, ep_size = 1;
-  int64_t chunk = 0;
+  int64_t chunk = 0, group_size = 128;
   uint64_t seed = 0;
-  bool routed = false, include_last = false, json = false, ignore_eos = false;
+  bool routed = false, include_last = false, json = false, ignore_eos = false, disable_cuda_graph = false;
   msg::DrawSettings draw{0.0f, 1.0f, -1, 0.0f};
 };
 
@@ -64,6 +65,9 @@ int run_generate(int argc, char** argv) {
       ("chunked-prefill-size", po::value(&a.chunk)->default_value(0), "tokens per step (0 = no limit)")
       ("moe-runner-backend", po::value(&a.backend)->default_value("auto"), "auto | reference | grouped")
       ("device", po::value(&a.device)->default_value("cpu"), "cpu | cuda (a build with -DMOE_CUDA=ON)")
+      ("disable-cuda-graph", po::bool_switch(&a.disable_cuda_graph), "cuda: no CUDA graphs for decode steps")
+      ("quantization", po::value(&a.quantization)->default_value("none"), "none | int8 | int4 (at load)")
+      ("quantization-group-size", po::value(&a.group_size)->default_value(128), "int4: input columns per scale")
       ("ep-size", po::value(&a.ep_size)->default_value(1), "expert-parallel shards")
       ("expert-placement", po::value(&a.placement), "JSON file of device_expert_mapping")
       ("json", po::bool_switch(&a.json), "print one JSON object");
@@ -91,9 +95,12 @@ int run_generate(int argc, char** argv) {
 
   ModelOptions mo;
   mo.device = parse_device(a.device);
+  mo.cuda_graphs = !a.disable_cuda_graph;
   mo.moe_backend = parse_moe_backend(a.backend);
   mo.ep_size = a.ep_size;
   mo.expert_placement_file = a.placement;
+  mo.quantization = parse_quantization(a.quantization);
+  mo.quantization_group_size = a.group_size;
   EngineCoreOptions options;
   options.settings.chunked_prefill_size = a.chunk;
   options.settings.enable_return_routed_experts = a.routed;

@@ -14,7 +14,7 @@ template <typename Json>
 Json parse_json_file(const std::string& path) {
   try {
     return Json::parse(read_text_file(path));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // out_of_range too: a number beyond a double (1e999)
     throw Error(path + " is not valid JSON: " + e.what());
   }
 }

@@ -13,7 +13,8 @@ namespace {
 
 constexpr int kWarpSize = 32;
 constexpr unsigned kFullWarp = 0xffffffffu;
-constexpr int kWarps = 4;
+constexpr int kWarps = 16;  // a decode token is one block per head: its positions are split over many warps
+constexpr int kUnroll = 4;  // positions a warp loads at once
 constexpr int kPerLane = kMaxHeadDim / kWarpSize;  // head_dim elements each lane holds, at most
 
 __global__ void store_kv_kernel(const float* k, const float* v, const int32_t* slots, int64_t tokens,
@@ -44,29 +45,47 @@ __global__ void attention_kernel(const float* q, AttentionTables tables, const f
     query[j] = d < head_dim ? q[q_offset + d] : 0.0f;
     acc[j] = 0.0f;
   }
+  // Each warp takes kUnroll positions kWarps apart at a time: their key and value rows are loaded
+  // together, so a decode token waits for memory once per group, not once per position.
   float max_score = -INFINITY, sum = 0.0f;
-  for (int p = warp; p < visible; p += kWarps) {
-    const int64_t row = static_cast<int64_t>(slots[p]) * row_size + kv_offset;
-    const float* key = key_pool + row;
-    float dot = 0.0f;
+  for (int base = warp; base < visible; base += kWarps * kUnroll) {
+    int64_t rows[kUnroll];
+    float scores[kUnroll];
 #pragma unroll
-    for (int j = 0; j < kPerLane; ++j) {
-      const int d = lane + j * kWarpSize;
-      if (d < head_dim) dot += query[j] * key[d];
-    }
-    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarp, dot, offset);
-    const float score = dot * scale;
-    const float new_max = fmaxf(max_score, score);
-    const float rescale = expf(max_score - new_max);  // 0 for the first position (max was -inf)
-    const float weight = expf(score - new_max);
-    sum = sum * rescale + weight;
-    const float* value = value_pool + row;
+    for (int u = 0; u < kUnroll; ++u) {
+      const int p = base + u * kWarps;
+      rows[u] = p < visible ? static_cast<int64_t>(slots[p]) * row_size + kv_offset : -1;
+      float dot = 0.0f;
+      if (rows[u] >= 0) {
+        const float* key = key_pool + rows[u];
 #pragma unroll
-    for (int j = 0; j < kPerLane; ++j) {
-      const int d = lane + j * kWarpSize;
-      if (d < head_dim) acc[j] = acc[j] * rescale + weight * value[d];
+        for (int j = 0; j < kPerLane; ++j) {
+          const int d = lane + j * kWarpSize;
+          if (d < head_dim) dot += query[j] * key[d];
+        }
+      }
+      scores[u] = dot;
     }
-    max_score = new_max;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+        scores[u] += __shfl_xor_sync(kFullWarp, scores[u], offset);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (rows[u] < 0) break;  // positions run in order: the rest of the group is past the end too
+      const float score = scores[u] * scale;
+      const float new_max = fmaxf(max_score, score);
+      const float rescale = expf(max_score - new_max);  // 0 for the first position (max was -inf)
+      const float weight = expf(score - new_max);
+      sum = sum * rescale + weight;
+      const float* value = value_pool + rows[u];
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j) {
+        const int d = lane + j * kWarpSize;
+        if (d < head_dim) acc[j] = acc[j] * rescale + weight * value[d];
+      }
+      max_score = new_max;
+    }
   }
 
   // Each warp's (max, sum, weighted values), then every head_dim element merged over the warps. A

@@ -1,16 +1,24 @@
 #include "cuda/blas.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "common/error.h"
 
 namespace moe::cuda {
 
-Blas::Blas(cudaStream_t stream) {
+namespace {
+// Weights widened per SGEMM at most: 64 MB of scratch, allocated once, on the first large bf16 linear.
+constexpr int64_t kWidenedElements = int64_t{16} << 20;
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+}  // namespace
+
+Blas::Blas(cudaStream_t stream) : stream_(stream), workspace_(kWorkspaceBytes) {
   check(cublasCreate(&handle_), "cublasCreate");
   try {
     check(cublasSetStream(handle_, stream), "cublasSetStream");
     check(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    check(cublasSetWorkspace(handle_, workspace_.data(), workspace_.size()), "cublasSetWorkspace");
   } catch (...) {
     cublasDestroy(handle_);
     throw;
@@ -23,11 +31,24 @@ void Blas::linear(const float* x, int64_t rows, const DeviceMatrix& w, float* y)
   if (rows == 0) return;
   constexpr int64_t kMax = std::numeric_limits<int>::max();
   if (rows > kMax || w.rows > kMax || w.cols > kMax) throw Error("CUDA linear: a dimension exceeds cuBLAS's int range");
-  // cuBLAS is column-major: row-major y[rows, n] is column-major yᵀ[n, rows] = W·xᵀ, where row-major
-  // W[n, k] read column-major is Wᵀ (hence CUBLAS_OP_T) and row-major x[rows, k] is xᵀ.
-  const int m = static_cast<int>(w.rows), n = static_cast<int>(rows), k = static_cast<int>(w.cols);
+  if (!w.is_bf16()) return sgemm(x, rows, w.f32.data(), w.rows, w.cols, y, w.rows);
+  if (rows <= kSmallRows) return small_linear(x, rows, w.ref(), y, stream_);
+  const int64_t chunk_rows = std::max<int64_t>(1, std::min(w.rows, kWidenedElements / w.cols));
+  float* widened = widened_.reserve(static_cast<size_t>(std::max(chunk_rows * w.cols, kWidenedElements)));
+  for (int64_t first = 0; first < w.rows; first += chunk_rows) {
+    const int64_t m = std::min(chunk_rows, w.rows - first);
+    widen_bf16(w.bf16.data() + first * w.cols, m * w.cols, widened, stream_);
+    sgemm(x, rows, widened, m, w.cols, y + first, w.rows);
+  }
+}
+
+void Blas::sgemm(const float* x, int64_t rows, const float* w, int64_t m, int64_t k, float* y, int64_t ldy) const {
+  // cuBLAS is column-major: row-major y[rows, ldy] is column-major yᵀ[ldy, rows] = W·xᵀ, where
+  // row-major W[m, k] read column-major is Wᵀ (hence CUBLAS_OP_T) and row-major x[rows, k] is xᵀ.
   const float one = 1.0f, zero = 0.0f;
-  check(cublasSgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, w.data.data(), k, x, k, &zero, y, m),
+  check(cublasSgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(rows),
+                    static_cast<int>(k), &one, w, static_cast<int>(k), x, static_cast<int>(k), &zero, y,
+                    static_cast<int>(ldy)),
         "cublasSgemm");
 }
 

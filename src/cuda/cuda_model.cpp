@@ -11,6 +11,9 @@
 namespace moe::cuda {
 namespace {
 
+static_assert(DecodeGraphs::kMaxBatch <= CudaMoeBlock::kGroupedOnDeviceTokens,
+              "a captured step's MoE layers must find their experts' rows on the device");
+
 ModelConfig checked_config(const std::string& model_dir, const ModelOptions& options) {
   if (options.ep_size != 1 || !options.expert_placement_file.empty())
     throw Error("--ep-size and --expert-placement are not supported with --device cuda (the CPU's expert shards)");
@@ -28,7 +31,7 @@ ModelConfig checked_config(const std::string& model_dir, const ModelOptions& opt
 
 // The options are checked before the stream and cuBLAS handle exist: a refused load allocates nothing.
 CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
-    : config_(checked_config(model_dir, options)), blas_(stream_.get()) {
+    : config_(checked_config(model_dir, options)), blas_(stream_.get()), use_graphs_(options.cuda_graphs) {
   // The checkpoint is read here and unmapped when the constructor returns: the device holds the weights.
   const Checkpoint checkpoint = Checkpoint::open(model_dir);
   const Architecture& arch = find_architecture(config_.architecture);
@@ -66,48 +69,76 @@ void CudaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<floa
     throw Error("CUDA forward: the KV cache is not this model's device pool (make_kv_cache made a pool of " +
                 std::to_string(kv_pool_.num_slots) + " slots)");
   validate_forward_batch(batch, config_.vocab_size, kv.num_slots());
-  const int64_t T = batch.num_tokens(), H = config_.hidden_size;
-  if (T == 0) {
+  if (batch.num_tokens() == 0) {
     logits.clear();
     return;
   }
+  cudaStream_t stream = stream_.get();
+  const int64_t padded = graph_batch_size(batch, capture);
+  if (padded == 0) {
+    batch_.upload(batch, stream);
+    queue_step(capture, true);
+  } else {
+    batch_.upload_padded(batch, padded, kv_pool_.pad_slot(), stream);
+    const DeviceRoutingRows rows = capture ? capture->device_rows(0) : DeviceRoutingRows{};
+    graphs_.run({padded, rows.ids, rows.weights}, stream, [&] { queue_step(capture, false); });
+    // After the graph rather than after the last MoE layer inside it: the copy then also waits for
+    // lm_head, and still overlaps the next step.
+    if (capture) capture->device_rows_queued();
+  }
+  copy_logits(batch.num_logit_rows(), logits);
+}
+
+int64_t CudaModel::graph_batch_size(const ForwardBatch& batch, RoutingCapture* capture) const {
+  if (!use_graphs_ || config_.num_moe_layers() == 0) return 0;
+  for (const BatchSequence& seq : batch.sequences)
+    if (seq.num_new_tokens != 1 || !seq.needs_logits) return 0;  // not a decode batch
+  const int64_t padded = DecodeGraphs::padded_batch(batch.num_tokens());
+  if (capture && padded > capture->device_rows(0).capacity) return 0;
+  return padded;
+}
+
+void CudaModel::queue_step(RoutingCapture* capture, bool notify_rows_queued) {
+  const int64_t T = batch_.num_tokens(), H = config_.hidden_size;
   const float eps = static_cast<float>(config_.rms_norm_eps);
   cudaStream_t stream = stream_.get();
-  batch_.upload(batch, stream);
   const StepContext step{stream, blas_, batch_};
   float* x = scratch_.hidden.reserve(static_cast<size_t>(T * H));
   float* normed = scratch_.normed.reserve(static_cast<size_t>(T * H));
   float* branch = scratch_.branch.reserve(static_cast<size_t>(T * H));
-  gather_rows(embed_.data.data(), batch_.token_ids(), 1, T, H, x, stream);
+  gather_weight_rows(embed_.ref(), batch_.token_ids(), T, x, stream);
+  rms_norm(x, T, H, layers_[0].input_norm.data(), eps, normed, stream);
+  // Each residual add is fused into the norm that follows it (the next layer's input norm).
   for (int l = 0; l < config_.num_hidden_layers; ++l) {
     const DecoderLayer& layer = layers_[l];
-    rms_norm(x, T, H, layer.input_norm.data(), eps, normed, stream);
     layer.attention->forward(normed, step, kv_pool_, scratch_.attention, branch);
-    add_in_place(x, branch, T * H, stream);
-    rms_norm(x, T, H, layer.post_attention_norm.data(), eps, normed, stream);
+    add_rms_norm(x, branch, T, H, layer.post_attention_norm.data(), eps, normed, stream);
     if (layer.moe)
       layer.moe->forward(normed, step, capture, scratch_.moe, scratch_.mlp, branch);
     else
       layer.mlp->forward(normed, T, blas_, stream, scratch_.mlp, branch);
-    if (capture && l == last_moe_layer_) capture->device_rows_queued();
-    add_in_place(x, branch, T * H, stream);
+    if (capture && notify_rows_queued && l == last_moe_layer_) capture->device_rows_queued();
+    if (l + 1 < config_.num_hidden_layers)
+      add_rms_norm(x, branch, T, H, layers_[l + 1].input_norm.data(), eps, normed, stream);
+    else
+      add_in_place(x, branch, T * H, stream);
   }
-  compute_logits(x, logits);
+  const int64_t n = batch_.num_logit_rows(), V = config_.vocab_size;
+  if (n == 0) return;
+  float* rows = scratch_.last_rows.reserve(static_cast<size_t>(n * H));
+  float* out = scratch_.logits.reserve(static_cast<size_t>(n * V));
+  gather_rows(x, batch_.logit_tokens(), 1, n, H, rows, stream);
+  rms_norm(rows, n, H, final_norm_.data(), eps, rows, stream);
+  blas_.linear(rows, n, untied_lm_head_ ? *untied_lm_head_ : embed_, out);
 }
 
-void CudaModel::compute_logits(float* hidden, std::vector<float>& logits) {
-  const int64_t n = batch_.num_logit_rows(), H = config_.hidden_size, V = config_.vocab_size;
+void CudaModel::copy_logits(int64_t rows, std::vector<float>& logits) {
   cudaStream_t stream = stream_.get();
-  logits.resize(static_cast<size_t>(n * V));
-  if (n > 0) {
-    float* rows = scratch_.last_rows.reserve(static_cast<size_t>(n * H));
-    float* out = scratch_.logits.reserve(static_cast<size_t>(n * V));
-    gather_rows(hidden, batch_.logit_tokens(), 1, n, H, rows, stream);
-    rms_norm(rows, n, H, final_norm_.data(), static_cast<float>(config_.rms_norm_eps), rows, stream);
-    blas_.linear(rows, n, untied_lm_head_ ? *untied_lm_head_ : embed_, out);
-    check(cudaMemcpyAsync(logits.data(), out, logits.size() * sizeof(float), cudaMemcpyDeviceToHost, stream),
+  logits.resize(static_cast<size_t>(rows * config_.vocab_size));
+  if (rows > 0)
+    check(cudaMemcpyAsync(logits.data(), scratch_.logits.data(), logits.size() * sizeof(float),
+                          cudaMemcpyDeviceToHost, stream),
           "cudaMemcpyAsync (logits)");
-  }
   // The step ends here, logits or not: they must be on the host when forward returns, and a fault
   // of any of the step's kernels surfaces in this call rather than in a later one.
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (step)");

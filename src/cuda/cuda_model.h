@@ -1,7 +1,9 @@
 #pragma once
 // The model on a CUDA device: the same checkpoints, architectures and Model interface as the CPU's
-// CausalLm, with weights, K/V and activations in device memory and every step computed in float32
-// (cuBLAS SGEMM without TF32 plus the kernels of kernels.h), so the goldens hold as on the CPU.
+// CausalLm, with weights (bf16 as stored, or float32), K/V and activations in device memory and
+// every step computed in float32 (weights widened as read, cuBLAS SGEMM without TF32), so the
+// goldens hold as on the CPU. Decode steps of up to DecodeGraphs::kMaxBatch sequences replay CUDA
+// graphs (options.cuda_graphs, on by default), padded to the next power of two.
 //
 // The K/V pool lives on the device, inside the model: make_kv_cache(num_slots) allocates it there
 // (replacing any earlier pool) and returns KvCache::placeholder(num_slots), which holds no data and
@@ -15,6 +17,7 @@
 #include "cuda/cuda_attention.h"
 #include "cuda/cuda_mlp.h"
 #include "cuda/cuda_moe_block.h"
+#include "cuda/decode_graphs.h"
 #include "cuda/stream.h"
 #include "model/model.h"
 
@@ -37,6 +40,8 @@ class CudaModel final : public Model {
                                                std::function<void()> on_ready) const override;
   // The stream every step is queued on (tests record events on it).
   cudaStream_t stream() const { return stream_.get(); }
+  // The decode graphs captured so far (tests check replays reuse them).
+  int64_t graphs_captured() const { return graphs_.captures(); }
 
  private:
   struct DecoderLayer {
@@ -45,12 +50,19 @@ class CudaModel final : public Model {
     std::optional<CudaMoeBlock> moe;
     std::optional<CudaMlp> mlp;
   };
-  // The final norm and lm_head over the rows that need logits, copied into `logits`.
-  void compute_logits(float* hidden, std::vector<float>& logits);
+  // The padded size of a decode batch a CUDA graph runs, or 0 when this batch runs uncaptured.
+  int64_t graph_batch_size(const ForwardBatch& batch, RoutingCapture* capture) const;
+  // Queues the step of the batch uploaded into batch_: the layers, then the final norm and lm_head
+  // over the rows that need logits, into scratch_.logits. Never waits for the device, so it can be
+  // captured. notify_rows_queued: tell `capture` when the last MoE layer is queued.
+  void queue_step(RoutingCapture* capture, bool notify_rows_queued);
+  // The first `rows` rows of scratch_.logits into `logits`, once the step has finished.
+  void copy_logits(int64_t rows, std::vector<float>& logits);
 
   ModelConfig config_;
   Stream stream_;  // before the device members, so it is destroyed after them: their work is queued on it
   Blas blas_;
+  bool use_graphs_;
   DeviceMatrix embed_;
   std::optional<DeviceMatrix> untied_lm_head_;  // empty when lm_head is the embedding
   DeviceArray<float> final_norm_;
@@ -65,6 +77,7 @@ class CudaModel final : public Model {
     CudaMoeBlock::Scratch moe;
     CudaMlp::Scratch mlp;
   } scratch_;
+  DecodeGraphs graphs_;  // after the buffers its graphs point at, so it is destroyed first
 };
 
 // The model behind load_model's Device::Cuda (worker/load_model.h).

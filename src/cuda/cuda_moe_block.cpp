@@ -20,6 +20,20 @@ CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, co
   for (int e = 0; e < num_experts_; ++e)
     experts_.push_back(CudaMlp::load(ckpt, names.expert_prefix + std::to_string(e) + ".", names.gate, names.up,
                                      names.down, hidden_, expert_width_));
+  std::vector<const void*> gates, ups, downs;
+  for (const CudaMlp& expert : experts_) {
+    if (expert.gate.is_bf16() != experts_[0].gate.is_bf16() || expert.up.is_bf16() != expert.gate.is_bf16() ||
+        expert.down.is_bf16() != expert.gate.is_bf16())
+      throw Error("CUDA MoE layer " + std::to_string(layer) + ": the experts' matrices differ in dtype");
+    gates.push_back(expert.gate.ref().data);
+    ups.push_back(expert.up.ref().data);
+    downs.push_back(expert.down.ref().data);
+  }
+  gate_table_ = DeviceArray<const void*>::from_host(gates);
+  up_table_ = DeviceArray<const void*>::from_host(ups);
+  down_table_ = DeviceArray<const void*>::from_host(downs);
+  tables_ = {gate_table_.data(), up_table_.data(), down_table_.data(), experts_[0].gate.is_bf16(), num_experts_,
+             hidden_, expert_width_};
   if (!names.shared_expert_prefix.empty() && config.shared_expert_intermediate_size > 0) {
     shared_expert_ = CudaMlp::load(ckpt, names.shared_expert_prefix, "gate_proj", "up_proj", "down_proj", hidden_,
                                    config.shared_expert_intermediate_size);
@@ -46,19 +60,28 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
 
   const DeviceRoutingRows captured = capture_rows(capture, T);
   step.blas.linear(x, T, router_, logits);
-  route_top_k(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids, captured.weights, stream);
-  group_by_expert(ids, pairs, num_experts_, offsets, cursor, order, slot_of_pair, stream);
+  if (T <= kFusedRoutingTokens) {
+    route_and_group(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids, captured.weights,
+                    offsets, cursor, order, slot_of_pair, stream);
+  } else {
+    route_top_k(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids, captured.weights,
+                stream);
+    group_by_expert(ids, pairs, num_experts_, offsets, cursor, order, slot_of_pair, stream);
+  }
   gather_rows(x, order, top_k_, pairs, H, gathered, stream);
-  scratch.host_offsets.resize(static_cast<size_t>(num_experts_ + 1));
-  check(cudaMemcpyAsync(scratch.host_offsets.data(), offsets, scratch.host_offsets.size() * sizeof(int32_t),
-                        cudaMemcpyDeviceToHost, stream),
-        "cudaMemcpyAsync (expert offsets)");
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (expert offsets)");
-
-  for (int e = 0; e < num_experts_; ++e) {
-    const int64_t begin = scratch.host_offsets[e], rows = scratch.host_offsets[e + 1] - begin;
-    if (rows > 0)
-      experts_[e].forward(gathered + begin * H, rows, step.blas, stream, mlp_scratch, expert_out + begin * H);
+  if (T <= kGroupedOnDeviceTokens) {
+    grouped_expert_mlp(gathered, T, offsets, tables_, mlp_scratch.gate.data(), expert_out, stream);
+  } else {
+    scratch.host_offsets.resize(static_cast<size_t>(num_experts_ + 1));
+    check(cudaMemcpyAsync(scratch.host_offsets.data(), offsets, scratch.host_offsets.size() * sizeof(int32_t),
+                          cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync (expert offsets)");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (expert offsets)");
+    for (int e = 0; e < num_experts_; ++e) {
+      const int64_t begin = scratch.host_offsets[e], rows = scratch.host_offsets[e + 1] - begin;
+      if (rows > 0)
+        experts_[e].forward(gathered + begin * H, rows, step.blas, stream, mlp_scratch, expert_out + begin * H);
+    }
   }
   combine_experts(expert_out, slot_of_pair, weights, T, top_k_, H, out, stream);
   if (!shared_expert_) return;

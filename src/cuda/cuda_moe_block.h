@@ -1,8 +1,10 @@
 #pragma once
 // One decoder layer's MoE block on the device, as model/moe_block.h on the CPU: the router's top-k
 // (written by the router kernel straight into the capture's device buffer when routing is captured),
-// the routed experts grouped by expert (each runs its SwiGLU as GEMMs over the rows routed to it), the
-// weighted sum per token in top-k order, and Qwen2-MoE's sigmoid-gated shared expert.
+// the routed experts grouped by expert, the weighted sum per token in top-k order, and Qwen2-MoE's
+// sigmoid-gated shared expert. Up to kGroupedOnDeviceTokens tokens the experts run as two grouped
+// kernels that read each expert's row range on the device (no host round trip: such steps can be
+// captured in a CUDA graph); larger steps read the row counts back and run each expert's GEMMs.
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -33,10 +35,15 @@ class CudaMoeBlock {
     std::vector<int32_t> host_offsets;            // [E + 1], read back each step
   };
 
+  static constexpr int64_t kGroupedOnDeviceTokens = 256;
+  // Up to this many tokens one block routes and groups them in a single launch; larger steps route
+  // with a warp per token over many blocks (one block of 512 threads made batch 128 ~15% slower).
+  static constexpr int64_t kFusedRoutingTokens = 64;
+
   CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer);
   // out[T, H] = moe(x[T, H]); out is overwritten. With `capture`, the router also writes the layer's
-  // rows into the capture's device buffer (no copy to the host here). Waits for the device once, to
-  // learn how many rows each expert got: the host launches each expert's GEMMs with its row count.
+  // rows into the capture's device buffer (no copy to the host here). Above kGroupedOnDeviceTokens,
+  // waits for the device once, to learn how many rows each expert got.
   void forward(const float* x, const StepContext& step, RoutingCapture* capture, Scratch& scratch,
                CudaMlp::Scratch& mlp_scratch, float* out) const;
 
@@ -51,6 +58,9 @@ class CudaMoeBlock {
   int64_t hidden_, expert_width_;
   DeviceMatrix router_;  // [E, H]
   std::vector<CudaMlp> experts_;
+  // Device arrays of the experts' gate/up/down pointers, and the grouped kernels' view of them.
+  DeviceArray<const void*> gate_table_, up_table_, down_table_;
+  ExpertTables tables_{};
   std::optional<CudaMlp> shared_expert_;
   DeviceMatrix shared_expert_gate_;  // [1, H]
 };

@@ -1,8 +1,10 @@
 #include "cuda/device.h"
 
+#include <atomic>
 #include <string>
 
 #include "common/error.h"
+#include "cuda/device_array.h"
 
 namespace moe::cuda {
 
@@ -16,6 +18,13 @@ void check(cublasStatus_t status, const char* what) {
     throw Error(std::string(what) + " failed: " + cublasGetStatusName(status) + " (" + cublasGetStatusString(status) +
                 ")");
 }
+
+namespace {
+std::atomic<uint64_t> device_allocations{0};
+}  // namespace
+
+uint64_t device_allocation_count() { return device_allocations.load(std::memory_order_relaxed); }
+void count_device_allocation() { device_allocations.fetch_add(1, std::memory_order_relaxed); }
 
 int device_count() {
   int count = 0;

@@ -3,6 +3,7 @@
 // memory (DeviceArray) holds weights and activations; page-locked host memory (PinnedArray) is what
 // an asynchronous device-to-host copy may land in.
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -10,10 +11,16 @@
 
 namespace moe::cuda {
 
+// Counts device allocations in this process. A CUDA graph holds the addresses of the buffers it was
+// captured with; one captured at an earlier count may name memory that has since moved.
+uint64_t device_allocation_count();
+void count_device_allocation();
+
 struct DeviceMemory {
   static void* allocate(size_t bytes) {
     void* p = nullptr;
     check(cudaMalloc(&p, bytes), "cudaMalloc");
+    count_device_allocation();
     return p;
   }
   static void release(void* p) { cudaFree(p); }
@@ -50,11 +57,12 @@ class CudaArray {
   }
 
   // A copy of `host` (synchronous: weights are uploaded once, at load).
-  static CudaArray from_host(const std::vector<T>& host) {
-    CudaArray array(host.size());
-    check(cudaMemcpy(array.data_, host.data(), host.size() * sizeof(T), cudaMemcpyDefault), "cudaMemcpy (upload)");
+  static CudaArray from_host(const T* host, size_t count) {
+    CudaArray array(count);
+    check(cudaMemcpy(array.data_, host, count * sizeof(T), cudaMemcpyDefault), "cudaMemcpy (upload)");
     return array;
   }
+  static CudaArray from_host(const std::vector<T>& host) { return from_host(host.data(), host.size()); }
 
   // Room for at least `count` elements. Activations are kept from step to step and grow to the
   // largest step seen; growing drops the contents (cudaFree waits for the device, so no kernel

@@ -1,13 +1,18 @@
 #include "cuda/device_batch.h"
 
+#include <numeric>
+
 namespace moe::cuda {
 
 void DeviceBatch::upload(const ForwardBatch& batch, cudaStream_t stream) {
-  num_tokens_ = batch.num_tokens();
-  const std::vector<int64_t> logit_tokens = batch.logit_tokens();
-  num_logit_rows_ = static_cast<int64_t>(logit_tokens.size());
+  upload_padded(batch, batch.num_tokens(), 0, stream);
+}
 
-  std::vector<int32_t> own_slots, slot_offsets, slot_table;
+void DeviceBatch::upload_padded(const ForwardBatch& batch, int64_t padded, int32_t pad_slot, cudaStream_t stream) {
+  const int64_t real = batch.num_tokens();
+  const bool padding = padded > real;
+  std::vector<int32_t> token_ids(batch.token_ids), positions(batch.positions), own_slots, slot_offsets, slot_table;
+  std::vector<int64_t> logit_tokens = batch.logit_tokens();
   int64_t t = 0;
   for (const BatchSequence& seq : batch.sequences) {
     const auto offset = static_cast<int32_t>(slot_table.size());
@@ -17,19 +22,33 @@ void DeviceBatch::upload(const ForwardBatch& batch, cudaStream_t stream) {
     }
     slot_table.insert(slot_table.end(), seq.kv_slots.begin(), seq.kv_slots.end());
   }
+  if (padding) {
+    const auto pad_offset = static_cast<int32_t>(slot_table.size());
+    slot_table.push_back(pad_slot);
+    token_ids.resize(static_cast<size_t>(padded), 0);
+    positions.resize(static_cast<size_t>(padded), 0);
+    own_slots.resize(static_cast<size_t>(padded), pad_slot);
+    slot_offsets.resize(static_cast<size_t>(padded), pad_offset);
+    logit_tokens.resize(static_cast<size_t>(padded));
+    std::iota(logit_tokens.begin(), logit_tokens.end(), int64_t{0});
+  }
+  num_tokens_ = padded;
+  num_logit_rows_ = static_cast<int64_t>(logit_tokens.size());
 
   host_.clear();
   auto append = [&](Table table, const auto& values) {
     starts_[table] = host_.size();
     for (auto v : values) host_.push_back(static_cast<int32_t>(v));
   };
-  append(kTokenIds, batch.token_ids);
-  append(kPositions, batch.positions);
+  append(kTokenIds, token_ids);
+  append(kPositions, positions);
   append(kOwnSlots, own_slots);
   append(kSlotOffsets, slot_offsets);
   append(kLogitTokens, logit_tokens);
   append(kSlotTable, slot_table);
-  device_.reserve(host_.size());
+  // Grown by doubling: the slot tables lengthen every decode step, and each growth moves the
+  // buffer, which retires the CUDA graphs that read it.
+  if (host_.size() > device_.size()) device_.reserve(std::max(host_.size(), 2 * device_.size()));
   check(cudaMemcpyAsync(device_.data(), host_.data(), host_.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream),
         "cudaMemcpyAsync (batch tables)");
 }

@@ -15,6 +15,10 @@ class DeviceBatch {
  public:
   // Queues the copy on `stream`; the host side is kept, so the copy may finish after this returns.
   void upload(const ForwardBatch& batch, cudaStream_t stream);
+  // A decode batch (one new token per sequence, each needing logits) padded to `padded` tokens for a
+  // CUDA graph: padding tokens are token 0 at position 0 writing and reading only `pad_slot`, and
+  // every token's row gets logits (the caller reads the first batch.num_tokens()).
+  void upload_padded(const ForwardBatch& batch, int64_t padded, int32_t pad_slot, cudaStream_t stream);
 
   int64_t num_tokens() const { return num_tokens_; }
   int64_t num_logit_rows() const { return num_logit_rows_; }

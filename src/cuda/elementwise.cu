@@ -1,17 +1,17 @@
 // Element-wise kernels: gathers, residual and bias adds, SwiGLU, the gated shared expert.
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
+#include "cuda/weight_access.cuh"
 
 namespace moe::cuda {
 namespace {
 
-__device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-__global__ void gather_rows_kernel(const float* src, const int32_t* index, int divisor, int64_t rows, int64_t width,
+template <typename Source>
+__global__ void gather_rows_kernel(const Source* src, const int32_t* index, int divisor, int64_t rows, int64_t width,
                                    float* out) {
   MOE_GRID_STRIDE(i, rows * width) {
     const int64_t r = i / width;
-    out[i] = src[static_cast<int64_t>(index[r] / divisor) * width + i % width];
+    out[i] = widen(src[static_cast<int64_t>(index[r] / divisor) * width + i % width]);
   }
 }
 
@@ -39,6 +39,17 @@ void gather_rows(const float* src, const int32_t* index, int index_divisor, int6
   if (rows == 0) return;
   gather_rows_kernel<<<blocks_for(rows * width), kThreads, 0, stream>>>(src, index, index_divisor, rows, width, out);
   check_launch("gather_rows");
+}
+
+void gather_weight_rows(const WeightRef& src, const int32_t* index, int64_t rows, float* out, cudaStream_t stream) {
+  if (rows == 0) return;
+  if (src.bf16)
+    gather_rows_kernel<<<blocks_for(rows * src.cols), kThreads, 0, stream>>>(
+        static_cast<const uint16_t*>(src.data), index, 1, rows, src.cols, out);
+  else
+    gather_rows_kernel<<<blocks_for(rows * src.cols), kThreads, 0, stream>>>(static_cast<const float*>(src.data),
+                                                                            index, 1, rows, src.cols, out);
+  check_launch("gather_weight_rows");
 }
 
 void add_in_place(float* x, const float* y, int64_t n, cudaStream_t stream) {

@@ -9,11 +9,46 @@
 
 namespace moe::cuda {
 
+// A weight matrix's device data in its stored type (bf16 bits or float32), [rows, cols] row-major.
+struct WeightRef {
+  const void* data;
+  bool bf16;
+  int64_t rows;
+  int64_t cols;
+};
+
 // out[r] = src[index[r] / index_divisor] for r < rows, rows of `width` floats: the embedding (index =
 // token ids), the rows that need logits (index = token indices) and the tokens routed to each expert
 // (index = routed pair t·K + k, divisor K).
 void gather_rows(const float* src, const int32_t* index, int index_divisor, int64_t rows, int64_t width, float* out,
                  cudaStream_t stream);
+// The same from a weight matrix in its stored type (the embedding), widened to float32.
+void gather_weight_rows(const WeightRef& src, const int32_t* index, int64_t rows, float* out, cudaStream_t stream);
+
+// y[t, n] = x[t, :] · w[n, :] for t < tokens, in float32 with w widened as read: one warp per output
+// column, tokens in tiles, so the weights are read once per tile. For few tokens (decode), where a
+// step is bound by reading the weights.
+void small_linear(const float* x, int64_t tokens, const WeightRef& w, float* y, cudaStream_t stream);
+// dst[i] = widened src[i], bf16 bits to float32 (exact).
+void widen_bf16(const uint16_t* src, int64_t n, float* dst, cudaStream_t stream);
+
+// The routed experts of one MoE layer, every expert's matrices of one stored type: device arrays of
+// num_experts pointers to gate/up [width, hidden] and down [hidden, width].
+struct ExpertTables {
+  const void* const* gate;
+  const void* const* up;
+  const void* const* down;
+  bool bf16;
+  int num_experts;
+  int64_t hidden;
+  int64_t width;
+};
+// The rows sorted by expert (expert e's are rows offsets[e] .. offsets[e+1]-1 of x, offsets on the
+// device) through their expert's SwiGLU MLP, with no host round trip: act[r] = silu(gate_e·x[r]) ·
+// (up_e·x[r]) of `width`, then out[r] = down_e·act[r] of `hidden`. Experts with no rows cost an
+// empty block; a row count any size runs in tiles. `tokens`: the step's, which bounds an expert's rows.
+void grouped_expert_mlp(const float* x, int64_t tokens, const int32_t* offsets, const ExpertTables& experts,
+                        float* act, float* out, cudaStream_t stream);
 // x[i] += y[i] for i < n.
 void add_in_place(float* x, const float* y, int64_t n, cudaStream_t stream);
 // x[r, c] += bias[c].
@@ -27,6 +62,9 @@ void add_sigmoid_gated(float* out, const float* gate, const float* shared, int64
 // out[r] = weight · x[r] / rms(x[r]) over rows of `dim` floats; out may be x.
 void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* out,
               cudaStream_t stream);
+// x += branch, then rms_norm of the sum into out: a decoder layer's residual add and the next norm.
+void add_rms_norm(float* x, const float* branch, int64_t rows, int64_t dim, const float* weight, float eps, float* out,
+                  cudaStream_t stream);
 
 // Rotates each token's `num_heads` heads of `head_dim` floats in place by its position: the pair
 // (i, i + head_dim/2) by position · inv_freq[i] (kernels/rotary.h's convention and frequencies).
@@ -52,16 +90,21 @@ void causal_attention(const float* q, int64_t tokens, const AttentionTables& tab
                       const float* value_pool, int num_heads, int num_kv_heads, int head_dim, float* out,
                       cudaStream_t stream);
 
-// The router's top-k per token from logits [tokens, num_experts] (overwritten by the softmax):
+// The router's top-k per token from logits [tokens, num_experts]:
 // descending probability, ties to the lower id, weights renormalised over the k when `normalize`
 // (moe/routing.cpp's rules). ids, weights: [tokens, top_k]. Where routing is captured, the same ids
 // as int16 and weights also go to capture_ids and capture_weights (each may be null).
-void route_top_k(float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
+void route_top_k(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
                  float* weights, int16_t* capture_ids, float* capture_weights, cudaStream_t stream);
 // Sorts the routed pairs p = t·K + k by expert: expert e's pairs take slots offsets[e] ..
 // offsets[e + 1] - 1 of `order` (order[slot] = p, slot_of_pair[p] = slot). offsets: [E + 1];
 // cursor: [E] scratch.
 void group_by_expert(const int32_t* ids, int64_t pairs, int num_experts, int32_t* offsets, int32_t* cursor,
+                     int32_t* order, int32_t* slot_of_pair, cudaStream_t stream);
+// route_top_k and group_by_expert in one launch of one block, for steps of a few hundred tokens at
+// most (the block routes them a warp at a time).
+void route_and_group(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
+                     float* weights, int16_t* capture_ids, float* capture_weights, int32_t* offsets, int32_t* cursor,
                      int32_t* order, int32_t* slot_of_pair, cudaStream_t stream);
 // out[t] = Σ_k weights[t, k] · expert_out[slot_of_pair[t·K + k]], added in top-k order.
 void combine_experts(const float* expert_out, const int32_t* slot_of_pair, const float* weights, int64_t tokens,

@@ -1,4 +1,4 @@
-// Per-row kernels of the attention's inputs: RMSNorm (a warp per row) and rotary embeddings.
+// Per-row kernels: RMSNorm (a block per row) and rotary embeddings.
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
 
@@ -8,19 +8,30 @@ namespace {
 constexpr int kWarpSize = 32;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
-__global__ void rms_norm_kernel(const float* x, int64_t rows, int64_t dim, const float* weight, float eps,
+// One block per row: a decode step has a handful of rows, each a few thousand floats, and a warp
+// alone would read its row one latency at a time.
+// kAdd: x += branch first (the residual add before a norm), in the same pass.
+template <bool kAdd>
+__global__ void rms_norm_kernel(float* x, const float* branch, int64_t dim, const float* weight, float eps,
                                 float* out) {
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
-  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
-  if (row >= rows) return;
-  const float* in = x + row * dim;
+  __shared__ float warp_sums[kThreads / kWarpSize];
+  const int64_t row = blockIdx.x;
+  const int warp = static_cast<int>(threadIdx.x / kWarpSize), lane = static_cast<int>(threadIdx.x % kWarpSize);
+  float* in = x + row * dim;
   float* o = out + row * dim;
   float sum = 0.0f;
-  for (int64_t i = lane; i < dim; i += kWarpSize) sum += in[i] * in[i];
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+    if constexpr (kAdd) in[i] += branch[row * dim + i];
+    sum += in[i] * in[i];
+  }
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullWarp, sum, offset);
-  const float scale = 1.0f / sqrtf(sum / static_cast<float>(dim) + eps);
-  // Each lane writes only the elements it read, so out may be x.
-  for (int64_t i = lane; i < dim; i += kWarpSize) o[i] = weight[i] * (in[i] * scale);
+  if (lane == 0) warp_sums[warp] = sum;
+  __syncthreads();
+  float total = 0.0f;
+  for (int w = 0; w < static_cast<int>(blockDim.x / kWarpSize); ++w) total += warp_sums[w];
+  const float scale = 1.0f / sqrtf(total / static_cast<float>(dim) + eps);
+  // Each thread writes only the elements it read, so out may be x.
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) o[i] = weight[i] * (in[i] * scale);
 }
 
 __global__ void rotary_kernel(float* heads, const int32_t* positions, int64_t tokens, int num_heads, int head_dim,
@@ -38,15 +49,28 @@ __global__ void rotary_kernel(float* heads, const int32_t* positions, int64_t to
   }
 }
 
+// Whole warps, no more than a row's elements (q/k norms have rows of head_dim).
+unsigned norm_threads(int64_t dim) {
+  return static_cast<unsigned>(std::min<int64_t>(kThreads, (dim + kWarpSize - 1) / kWarpSize * kWarpSize));
+}
+
 }  // namespace
 
 void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* out,
               cudaStream_t stream) {
   if (rows == 0) return;
-  constexpr int64_t kRowsPerBlock = kThreads / kWarpSize;
-  const auto blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  rms_norm_kernel<<<blocks, kThreads, 0, stream>>>(x, rows, dim, weight, eps, out);
+  // Without kAdd the kernel only reads x.
+  rms_norm_kernel<false><<<static_cast<unsigned>(rows), norm_threads(dim), 0, stream>>>(
+      const_cast<float*>(x), nullptr, dim, weight, eps, out);
   check_launch("rms_norm");
+}
+
+void add_rms_norm(float* x, const float* branch, int64_t rows, int64_t dim, const float* weight, float eps, float* out,
+                  cudaStream_t stream) {
+  if (rows == 0) return;
+  rms_norm_kernel<true><<<static_cast<unsigned>(rows), norm_threads(dim), 0, stream>>>(x, branch, dim, weight, eps,
+                                                                                      out);
+  check_launch("add_rms_norm");
 }
 
 void rotary(float* heads, const int32_t* positions, int64_t tokens, int num_heads, int head_dim,

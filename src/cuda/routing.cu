@@ -1,65 +1,134 @@
 // The router's softmax and top-k, and the grouping of routed (token, k) pairs by expert that lets
 // every expert run as GEMMs over its own tokens, then the weighted sum back per token.
+#include <string>
+
+#include "common/error.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
 
 namespace moe::cuda {
 namespace {
 
-// One thread per token, in moe/routing.cpp's order of operations: the softmax sums in expert order,
-// the k picks are strictly descending in (probability, then lower id first), the kept weights are
-// summed in rank order and divided (not multiplied by a reciprocal).
-__global__ void route_kernel(float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
-                             float* weights, int16_t* capture_ids, float* capture_weights) {
-  MOE_GRID_STRIDE(t, tokens) {
-    float* probs = logits + t * num_experts;
-    float max_logit = probs[0];
-    for (int e = 1; e < num_experts; ++e) max_logit = fmaxf(max_logit, probs[e]);
-    float sum = 0.0f;
-    for (int e = 0; e < num_experts; ++e) {
-      probs[e] = expf(probs[e] - max_logit);
-      sum += probs[e];
-    }
-    for (int e = 0; e < num_experts; ++e) probs[e] /= sum;
-    // Pick j is the largest expert ranked below pick j - 1, so nothing needs marking as taken.
-    float previous = INFINITY, kept = 0.0f;
-    int previous_id = -1;
-    for (int j = 0; j < top_k; ++j) {
-      int best = -1;
-      float best_prob = 0.0f;
-      for (int e = 0; e < num_experts; ++e) {
-        const float p = probs[e];
-        const bool ranked_below = p < previous || (p == previous && e > previous_id);
-        if (ranked_below && (best < 0 || p > best_prob)) {
-          best = e;
-          best_prob = p;
-        }
-      }
-      ids[t * top_k + j] = best;
-      weights[t * top_k + j] = best_prob;
-      kept += best_prob;
-      previous = best_prob;
-      previous_id = best;
-    }
-    if (normalize)
-      for (int j = 0; j < top_k; ++j) weights[t * top_k + j] /= kept;
-    if (capture_ids)
-      for (int j = 0; j < top_k; ++j) capture_ids[t * top_k + j] = static_cast<int16_t>(ids[t * top_k + j]);
-    if (capture_weights)
-      for (int j = 0; j < top_k; ++j) capture_weights[t * top_k + j] = weights[t * top_k + j];
+constexpr int kWarpSize = 32;
+constexpr unsigned kFullWarp = 0xffffffffu;
+constexpr int kExpertsPerLane = 16;  // up to 512 experts, held in registers
+
+// One warp per token, each lane holding experts lane, lane + 32, ...: the softmax's max and sum by
+// warp reductions, then each of the k picks as a warp arg-max over the experts ranked below the
+// previous pick, strictly descending in (probability, then lower id first) as moe/routing.cpp
+// orders them. The kept weights are summed in rank order and divided (not multiplied by a
+// reciprocal).
+__device__ void route_token(const float* logits, int64_t t, int num_experts, int top_k, bool normalize, int32_t* ids,
+                            float* weights, int16_t* capture_ids, float* capture_weights) {
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  const float* row = logits + t * num_experts;
+  float probs[kExpertsPerLane];
+  float max_logit = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kExpertsPerLane; ++j) {
+    const int e = lane + j * kWarpSize;
+    probs[j] = e < num_experts ? row[e] : -INFINITY;
+    max_logit = fmaxf(max_logit, probs[j]);
   }
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    max_logit = fmaxf(max_logit, __shfl_xor_sync(kFullWarp, max_logit, offset));
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kExpertsPerLane; ++j) {
+    const bool present = lane + j * kWarpSize < num_experts;
+    probs[j] = present ? expf(probs[j] - max_logit) : 0.0f;
+    sum += probs[j];
+  }
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullWarp, sum, offset);
+#pragma unroll
+  for (int j = 0; j < kExpertsPerLane; ++j) probs[j] /= sum;
+
+  // Pick j is the largest expert ranked below pick j - 1, so nothing needs marking as taken.
+  float previous = INFINITY, kept = 0.0f;
+  int previous_id = -1;
+  for (int k = 0; k < top_k; ++k) {
+    int best = -1;
+    float best_prob = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kExpertsPerLane; ++j) {
+      const int e = lane + j * kWarpSize;
+      const float p = probs[j];
+      const bool ranked_below = p < previous || (p == previous && e > previous_id);
+      if (e < num_experts && ranked_below && (best < 0 || p > best_prob)) {
+        best = e;
+        best_prob = p;
+      }
+    }
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+      const int other = __shfl_xor_sync(kFullWarp, best, offset);
+      const float other_prob = __shfl_xor_sync(kFullWarp, best_prob, offset);
+      if (other >= 0 && (best < 0 || other_prob > best_prob || (other_prob == best_prob && other < best))) {
+        best = other;
+        best_prob = other_prob;
+      }
+    }
+    if (lane == 0) {
+      ids[t * top_k + k] = best;
+      weights[t * top_k + k] = best_prob;
+    }
+    kept += best_prob;
+    previous = best_prob;
+    previous_id = best;
+  }
+  if (lane != 0) return;
+  if (normalize)
+    for (int k = 0; k < top_k; ++k) weights[t * top_k + k] /= kept;
+  if (capture_ids)
+    for (int k = 0; k < top_k; ++k) capture_ids[t * top_k + k] = static_cast<int16_t>(ids[t * top_k + k]);
+  if (capture_weights)
+    for (int k = 0; k < top_k; ++k) capture_weights[t * top_k + k] = weights[t * top_k + k];
+}
+
+__global__ void route_kernel(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
+                             int32_t* ids, float* weights, int16_t* capture_ids, float* capture_weights) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
+  if (t < tokens) route_token(logits, t, num_experts, top_k, normalize, ids, weights, capture_ids, capture_weights);
 }
 
 __global__ void count_kernel(const int32_t* ids, int64_t pairs, int32_t* counts) {
   MOE_GRID_STRIDE(p, pairs) atomicAdd(&counts[ids[p]], 1);
 }
 
-// offsets[1..E] hold the counts on entry; a single thread turns them into starts (E is small).
-__global__ void scan_kernel(int32_t* offsets, int num_experts, int32_t* cursor) {
-  for (int e = 0; e < num_experts; ++e) {
-    offsets[e + 1] += offsets[e];
-    cursor[e] = offsets[e];
+// offsets[1..E] hold the counts on entry; one warp turns them into starts: each lane reads its run
+// of consecutive experts' counts (all reads before any write), a warp scan gives every run its
+// start, and each lane writes its run's starts. At most kExpertsPerLane experts a lane.
+__device__ void scan_counts(int32_t* offsets, int num_experts, int32_t* cursor) {
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  const int per_lane = (num_experts + kWarpSize - 1) / kWarpSize;
+  const int first = lane * per_lane;
+  int32_t counts[kExpertsPerLane];
+  int32_t run = 0;
+#pragma unroll
+  for (int i = 0; i < kExpertsPerLane; ++i) {
+    const int e = first + i;
+    counts[i] = i < per_lane && e < num_experts ? offsets[e + 1] : 0;
+    run += counts[i];
   }
+  int32_t inclusive = run;
+  for (int offset = 1; offset < kWarpSize; offset *= 2) {
+    const int32_t before = __shfl_up_sync(kFullWarp, inclusive, offset);
+    if (lane >= offset) inclusive += before;
+  }
+  int32_t start = inclusive - run;
+#pragma unroll
+  for (int i = 0; i < kExpertsPerLane; ++i) {
+    const int e = first + i;
+    if (i < per_lane && e < num_experts) {
+      offsets[e] = start;
+      cursor[e] = start;
+      start += counts[i];
+    }
+  }
+  if (lane == kWarpSize - 1) offsets[num_experts] = inclusive;
+}
+
+__global__ void scan_kernel(int32_t* offsets, int num_experts, int32_t* cursor) {
+  scan_counts(offsets, num_experts, cursor);
 }
 
 // The order of pairs within an expert's slots varies from run to run, but no result depends on it:
@@ -68,6 +137,32 @@ __global__ void scan_kernel(int32_t* offsets, int num_experts, int32_t* cursor) 
 __global__ void fill_kernel(const int32_t* ids, int64_t pairs, int32_t* cursor, int32_t* order,
                             int32_t* slot_of_pair) {
   MOE_GRID_STRIDE(p, pairs) {
+    const int32_t slot = atomicAdd(&cursor[ids[p]], 1);
+    order[slot] = static_cast<int32_t>(p);
+    slot_of_pair[p] = slot;
+  }
+}
+
+// route_kernel, then count, scan and fill, in one block: a decode step's routing is a few dozen
+// tokens, and five launches of it cost more than the work.
+// 512 threads leave each up to 128 registers (route_token keeps a lane's probabilities in registers).
+constexpr int kRouteAndGroupThreads = 512;
+
+__global__ void __launch_bounds__(kRouteAndGroupThreads) route_and_group_kernel(const float* logits, int64_t tokens, int num_experts, int top_k,
+                                       bool normalize, int32_t* ids, float* weights, int16_t* capture_ids,
+                                       float* capture_weights, int32_t* offsets, int32_t* cursor, int32_t* order,
+                                       int32_t* slot_of_pair) {
+  const int warp = static_cast<int>(threadIdx.x / kWarpSize), warps = static_cast<int>(blockDim.x / kWarpSize);
+  const int64_t pairs = tokens * top_k;
+  for (int e = static_cast<int>(threadIdx.x); e <= num_experts; e += static_cast<int>(blockDim.x)) offsets[e] = 0;
+  for (int64_t t = warp; t < tokens; t += warps)
+    route_token(logits, t, num_experts, top_k, normalize, ids, weights, capture_ids, capture_weights);
+  __syncthreads();  // the block's ids and zeroed counts are visible to all of it from here
+  for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) atomicAdd(&offsets[ids[p] + 1], 1);
+  __syncthreads();
+  if (warp == 0) scan_counts(offsets, num_experts, cursor);
+  __syncthreads();
+  for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
     const int32_t slot = atomicAdd(&cursor[ids[p]], 1);
     order[slot] = static_cast<int32_t>(p);
     slot_of_pair[p] = slot;
@@ -87,24 +182,44 @@ __global__ void combine_kernel(const float* expert_out, const int32_t* slot_of_p
   }
 }
 
+// Routing and grouping keep a lane's run of experts in registers.
+void check_expert_count(int num_experts) {
+  if (num_experts > kExpertsPerLane * kWarpSize)
+    throw Error("CUDA routing supports up to " + std::to_string(kExpertsPerLane * kWarpSize) + " experts, not " +
+                std::to_string(num_experts));
+}
+
 }  // namespace
 
-void route_top_k(float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
+void route_top_k(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
                  float* weights, int16_t* capture_ids, float* capture_weights, cudaStream_t stream) {
   if (tokens == 0) return;
-  route_kernel<<<blocks_for(tokens), kThreads, 0, stream>>>(logits, tokens, num_experts, top_k, normalize, ids,
-                                                            weights, capture_ids, capture_weights);
+  check_expert_count(num_experts);
+  constexpr int64_t kTokensPerBlock = kThreads / kWarpSize;
+  const auto blocks = static_cast<unsigned>((tokens + kTokensPerBlock - 1) / kTokensPerBlock);
+  route_kernel<<<blocks, kThreads, 0, stream>>>(logits, tokens, num_experts, top_k, normalize, ids, weights,
+                                                capture_ids, capture_weights);
   check_launch("route_top_k");
+}
+
+void route_and_group(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
+                     float* weights, int16_t* capture_ids, float* capture_weights, int32_t* offsets, int32_t* cursor,
+                     int32_t* order, int32_t* slot_of_pair, cudaStream_t stream) {
+  check_expert_count(num_experts);
+  route_and_group_kernel<<<1, kRouteAndGroupThreads, 0, stream>>>(logits, tokens, num_experts, top_k, normalize, ids, weights,
+                                                 capture_ids, capture_weights, offsets, cursor, order, slot_of_pair);
+  check_launch("route_and_group");
 }
 
 void group_by_expert(const int32_t* ids, int64_t pairs, int num_experts, int32_t* offsets, int32_t* cursor,
                      int32_t* order, int32_t* slot_of_pair, cudaStream_t stream) {
+  check_expert_count(num_experts);
   check(cudaMemsetAsync(offsets, 0, sizeof(int32_t) * (num_experts + 1), stream), "cudaMemsetAsync (expert counts)");
   if (pairs > 0) {
     count_kernel<<<blocks_for(pairs), kThreads, 0, stream>>>(ids, pairs, offsets + 1);
     check_launch("group_by_expert (count)");
   }
-  scan_kernel<<<1, 1, 0, stream>>>(offsets, num_experts, cursor);
+  scan_kernel<<<1, kWarpSize, 0, stream>>>(offsets, num_experts, cursor);
   check_launch("group_by_expert (scan)");
   if (pairs > 0) {
     fill_kernel<<<blocks_for(pairs), kThreads, 0, stream>>>(ids, pairs, cursor, order, slot_of_pair);

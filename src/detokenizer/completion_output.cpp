@@ -8,7 +8,8 @@ namespace moe {
 
 CompletionOutput::CompletionOutput(std::string rid, int32_t index, const tokenizer::Tokenizer& tokenizer,
                                    const msg::RequestOptions& options, int num_experts)
-    : rid_(std::move(rid)),
+    : tokenizer_(tokenizer),
+      rid_(std::move(rid)),
       index_(index),
       options_(options),
       routing_(options.routing),
@@ -28,7 +29,14 @@ std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem
   if (held_finish_) return release_held(item.finish_reason.has_value());  // later tokens are past the stop
   for (size_t i = 0; i < item.new_token_ids.size(); ++i) {
     ids_.push_back(item.new_token_ids[i]);
-    if (i < item.new_logprobs.size()) logprobs_.push_back(item.new_logprobs[i]);
+    if (i < item.new_logprobs.size()) {
+      logprobs_.push_back(item.new_logprobs[i]);
+      token_texts_.push_back(token_text(item.new_token_ids[i]));
+    }
+    if (i < item.new_top_logprobs.size()) {
+      msg::TokenAlternatives& top = top_logprobs_.emplace_back(item.new_top_logprobs[i]);
+      for (int32_t id : top.ids) top.texts.push_back(token_text(id));
+    }
     ++completion_tokens_;
     const tokenizer::StopScan scan = stops_.feed(detokenizer_.push(item.new_token_ids[i]));
     text_ += scan.text;
@@ -106,7 +114,11 @@ msg::TextOutput CompletionOutput::take_pending(std::optional<msg::FinishReason> 
   out.index = index_;
   out.text = std::move(text_);
   out.output_ids = std::move(ids_);
-  if (options_.return_logprob) out.output_logprobs = std::move(logprobs_);
+  if (options_.return_logprob) {
+    out.output_logprobs = std::move(logprobs_);
+    out.output_token_texts = std::move(token_texts_);
+    out.output_top_logprobs = std::move(top_logprobs_);
+  }
   out.finish_reason = std::move(finish);
   out.prompt_tokens = prompt_tokens_;
   out.completion_tokens = completion_tokens_;
@@ -117,6 +129,8 @@ msg::TextOutput CompletionOutput::take_pending(std::optional<msg::FinishReason> 
   text_.clear();
   ids_.clear();
   logprobs_.clear();
+  token_texts_.clear();
+  top_logprobs_.clear();
   return out;
 }
 

@@ -40,7 +40,10 @@ class CompletionOutput {
   msg::EncodedArray to_array(const std::string& bytes, size_t values, const char* dtype) const;
   std::optional<msg::EncodedArray> encode_ids();
   std::optional<msg::EncodedArray> encode_weights();
+  // A token decoded alone (U+FFFD for a part of a UTF-8 character), as logprobs name tokens.
+  std::string token_text(int32_t id) const { return tokenizer_.decode({id}); }
 
+  const tokenizer::Tokenizer& tokenizer_;
   std::string rid_;
   int32_t index_;
   msg::RequestOptions options_;
@@ -60,6 +63,8 @@ class CompletionOutput {
   std::string text_;
   std::vector<int32_t> ids_;
   std::vector<float> logprobs_;
+  std::vector<std::string> token_texts_;
+  std::vector<msg::TokenAlternatives> top_logprobs_;
   int32_t row_layers_ = 0, row_top_k_ = 0;
   std::vector<int16_t> row_ids_;
   std::vector<float> row_weights_;

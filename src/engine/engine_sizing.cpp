@@ -23,7 +23,9 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                                 settings.speculative_num_draft_tokens,
                                 settings.max_tree_experts,
                                 settings.speculative_draft_model_path};
-  validate(speculative, model.num_experts_per_tok);
+  const std::vector<LayerRange> stages =
+      identity.stages.empty() ? std::vector<LayerRange>{{0, model.num_hidden_layers}} : identity.stages;
+  validate(speculative, model.num_experts_per_tok, static_cast<int>(stages.size()));
   service.scheduler = SchedulerConfig{pool,    settings.max_running_requests, settings.chunked_prefill_size,
                                       !settings.disable_radix_cache, context, std::move(eos_token_ids),
                                       std::move(speculative)};
@@ -38,7 +40,16 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
   worker.capture_routing = settings.captures_routing();
   worker.capture_router_weights = settings.enable_return_router_weights;
   worker.ep_size = identity.ep_size;
-  service.expected_worker = worker;
+  worker.pp_size = static_cast<int32_t>(stages.size());
+  for (size_t rank = 0; rank < stages.size(); ++rank) {
+    msg::WorkerSettings stage = worker;
+    stage.pp_rank = static_cast<int32_t>(rank);
+    stage.layer_begin = stages[rank].begin;
+    stage.layer_end = stages[rank].end;
+    service.expected_stages.push_back(stage);
+  }
+  service.scheduler.max_in_flight = worker.pp_size;  // one micro-batch per stage
+  worker = service.expected_stages.front();
 
   sizing.limits = RequestLimits{model.vocab_size,
                                 context,

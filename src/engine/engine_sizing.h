@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "frontend/request_preparer.h"
+#include "model/layer_range.h"
 #include "model/model_config.h"
 #include "moe/engine_settings.h"
 #include "serving/scheduler_service.h"
@@ -19,10 +20,11 @@ namespace moe {
 struct ModelIdentity {
   uint64_t fingerprint = 0;
   int ep_size = 1;
+  std::vector<LayerRange> stages;  // the pipeline stages' layers; empty = one stage, the whole model
 };
 
 struct EngineSizing {
-  SchedulerServiceOptions service;  // its expected_worker equals worker.settings
+  SchedulerServiceOptions service;  // its expected_stages[0] equals worker.settings
   ModelWorkerOptions worker;
   RequestLimits limits;
   int64_t kv_bytes_per_token = 0;  // K and V of every layer, float32

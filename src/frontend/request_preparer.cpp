@@ -12,6 +12,33 @@ namespace {
 // than max_sequence_len of them cannot fit.
 constexpr size_t kMaxBytesPerToken = 256;
 
+// Every stop string and stop token is checked against every generated token of the request, so
+// their number is what one request can make the detokenizer and sampler spend per token.
+constexpr size_t kMaxStopStrings = 64;
+constexpr size_t kMaxStopStringBytes = 1024;
+constexpr size_t kMaxStopTokenIds = 1024;
+
+void check_stops(const msg::SamplingParams& s) {
+  if (s.stop.size() > kMaxStopStrings)
+    throw Error("sampling_params.stop has " + std::to_string(s.stop.size()) + " strings; at most " +
+                std::to_string(kMaxStopStrings) + " are allowed");
+  for (const std::string& stop : s.stop)
+    if (stop.size() > kMaxStopStringBytes)
+      throw Error("sampling_params.stop: a stop string of " + std::to_string(stop.size()) + " bytes; at most " +
+                  std::to_string(kMaxStopStringBytes) + " are allowed");
+  if (s.stop_token_ids.size() > kMaxStopTokenIds)
+    throw Error("sampling_params.stop_token_ids has " + std::to_string(s.stop_token_ids.size()) + " ids; at most " +
+                std::to_string(kMaxStopTokenIds) + " are allowed");
+}
+
+// A request's chat_template_kwargs (the text of a JSON object) as the template's extra variables.
+nlohmann::ordered_json template_kwargs(const std::string& text) {
+  if (text.empty()) return nlohmann::ordered_json::object();
+  nlohmann::ordered_json kwargs = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!kwargs.is_object()) throw Error("chat_template_kwargs must be a JSON object");
+  return kwargs;
+}
+
 }  // namespace
 
 RequestPreparer::RequestPreparer(tokenizer::Tokenizer tokenizer, const PromptFormat& format,
@@ -44,6 +71,7 @@ std::vector<int32_t> RequestPreparer::prompt_ids(const msg::GenerateRequest& req
   inputs.add_generation_prompt = true;
   inputs.bos_token = bos_token_;
   inputs.eos_token = eos_token_;
+  inputs.extra_variables = template_kwargs(request.chat_template_kwargs);
   return tokenizer_.encode(chat_template_->render(inputs));
 }
 
@@ -81,6 +109,14 @@ msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& reque
   if (s.n > limits_.max_n)
     throw Error("sampling_params.n is " + std::to_string(s.n) + "; this server runs at most " +
                 std::to_string(limits_.max_n) + " completions at once (--max-running-requests)");
+  check_stops(s);
+  for (const msg::TokenBias& bias : s.logit_bias)
+    if (bias.id < 0 || bias.id >= limits_.vocab_size)
+      throw Error("logit_bias: token id " + std::to_string(bias.id) + " is outside the vocabulary [0, " +
+                  std::to_string(limits_.vocab_size) + ")");
+  if (request.top_logprobs_num < 0 || request.top_logprobs_num > kMaxTopLogprobs)
+    throw Error("top_logprobs_num must be in [0, " + std::to_string(kMaxTopLogprobs) + "], got " +
+                std::to_string(request.top_logprobs_num));
   if (request.routing.start_len < 0) throw Error("routed_experts_start_len must be >= 0");
   if (request.routing.return_routed_experts && !limits_.routed_experts)
     throw Error("return_routed_experts needs a server started with --enable-return-routed-experts");

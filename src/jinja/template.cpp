@@ -28,6 +28,9 @@ template <typename... Handlers>
 struct Overloaded : Handlers... {
   using Handlers::operator()...;
 };
+// Spelled out for clang before 17, which does not deduce an aggregate's template arguments.
+template <typename... Handlers>
+Overloaded(Handlers...) -> Overloaded<Handlers...>;
 
 // Jinja's `loop` object for iteration `index` of `items`.
 Value loop_object(const std::vector<Value>& items, size_t index) {

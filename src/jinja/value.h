@@ -50,7 +50,7 @@ class Dict {
   // Inserts `key`, or replaces its value while keeping its original position.
   void set(std::string key, Value value);
   const std::vector<Entry>& entries() const { return entries_; }
-  size_t size() const { return entries_.size(); }
+  size_t size() const;  // defined below Value: clang needs Value complete to instantiate the vector's size()
 
  private:
   std::vector<Entry> entries_;
@@ -130,6 +130,8 @@ class Value {
 
   Storage data_;
 };
+
+inline size_t Dict::size() const { return entries_.size(); }
 
 // Throws a RenderFailure naming what was undefined when `value` is Undefined (Jinja's default
 // Undefined fails on arithmetic, attribute access and calls).

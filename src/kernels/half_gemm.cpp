@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "kernels/half_gemm_kernels.h"
+#include "kernels/quantized_weight.h"
 
 namespace moe {
 
@@ -13,50 +14,21 @@ using half_gemm_kernels::TileSet;
 
 namespace {
 
-// Tokens whose packed activations stay in L2/L3 while every row block passes over them (a prefill
-// of thousands of tokens would otherwise stream them from memory once per row block).
-constexpr int64_t kTokenSlab = 192;
-
 const TileSet& tiles_for(GemmIsa isa, DType dtype) {
   return isa == GemmIsa::Avx512 ? half_gemm_kernels::avx512_tiles(dtype) : half_gemm_kernels::avx2_tiles(dtype);
 }
 
-// The size of the next token group when `remaining` tokens are left: as few groups as tiles of
-// max_tokens allow, of sizes that differ by at most one (so a group of one only for one token).
-int token_group_size(int64_t remaining, int max_tokens) {
-  const int64_t groups = (remaining + max_tokens - 1) / max_tokens;
-  return static_cast<int>((remaining + groups - 1) / groups);
-}
-
-// Within a slab of tokens and a block of rows, every token group passes over the block while it
-// is in cache. Slabs end on group boundaries, so the groups are the same as without slabs. Blocks
-// start on the tiled weights' row groups (except where the range starts inside one), and a tile
-// either starts on a row group or ends inside the group it starts in.
 void gemm_rows(const TileSet& tiles, const PackedActivations& x, const WeightView& weight, int64_t row_begin,
                int64_t row_end, float* y, int64_t out_stride) {
   const uint16_t* weights = static_cast<const uint16_t*>(weight.data);
   const int64_t group_stride = weight_tiling::group_stride(weight.cols);
-  const int64_t num_tokens = x.num_tokens;
-  for (int64_t slab = 0, slab_end = 0; slab < num_tokens; slab = slab_end) {
-    while (slab_end < num_tokens && slab_end - slab < kTokenSlab)
-      slab_end += token_group_size(num_tokens - slab_end, tiles.max_tokens);
-    for (int64_t block = row_begin, block_end = 0; block < row_end; block = block_end) {
-      block_end = std::min(row_end, (block / half_gemm_kernels::kRowBlock + 1) * half_gemm_kernels::kRowBlock);
-      for (int64_t first_token = slab, tokens = 0; first_token < slab_end; first_token += tokens) {
-        tokens = token_group_size(num_tokens - first_token, tiles.max_tokens);
-        const float* x_group = x.values.data() + first_token * x.stride;
-        float* y_group = y + first_token * out_stride;
-        for (int64_t r = block, rows = 0; r < block_end; r += rows) {
-          rows = std::min<int64_t>(tiles.rows_for_tokens[tokens], block_end - r);
-          if (const int64_t lane = r % weight_tiling::kGroupRows; lane != 0)
-            rows = std::min(rows, weight_tiling::kGroupRows - lane);
-          const auto tile = tiles.tile(static_cast<int>(rows), static_cast<int>(tokens));
-          tile(weights + weight_tiling::row_offset(r, weight.cols), group_stride, x_group, x.stride, x.stride,
-               y_group + (r - row_begin), out_stride);
-        }
-      }
-    }
-  }
+  half_gemm_kernels::for_each_tile(
+      tiles.max_tokens, tiles.rows_for_tokens, x.num_tokens, row_begin, row_end,
+      [&](int64_t r, int rows, int64_t first_token, int tokens) {
+        tiles.tile(rows, tokens)(weights + weight_tiling::row_offset(r, weight.cols), group_stride,
+                                 x.values.data() + first_token * x.stride, x.stride, x.stride,
+                                 y + first_token * out_stride + (r - row_begin), out_stride);
+      });
 }
 
 // Copies x into out's layout: whole chunks of `chunk` columns, each in column order or as its even
@@ -116,17 +88,20 @@ GemmIsa preferred_gemm_isa() {
 
 void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dtype, PackedActivations& out,
                       GemmIsa isa) {
-  if (dtype == DType::F32) throw Error("pack_activations: the half-precision GEMM takes BF16 or F16 weights, not F32");
+  if (dtype != DType::BF16 && dtype != DType::F16 && !quantized::is_quantized(dtype))
+    throw Error(std::string("pack_activations: the GEMM takes BF16, F16, Q8 or Q4 weights, not ") + dtype_name(dtype));
   if (!gemm_isa_supported(isa)) throw Error(std::string("pack_activations: this CPU has no ") + gemm_isa_name(isa));
-  const TileSet& tiles = tiles_for(isa, dtype);
-  const int64_t chunk = tiles.chunk;
+  // The quantized tiles read whole chunks in column order.
+  const bool quantized_weights = quantized::is_quantized(dtype);
+  const int64_t chunk = quantized_weights ? quantized::kChunkCols : tiles_for(isa, dtype).chunk;
+  const bool interleaved = !quantized_weights && tiles_for(isa, dtype).interleaved;
   out.num_tokens = num_tokens;
   out.cols = cols;
   out.stride = (cols + chunk - 1) / chunk * chunk;
   out.dtype = dtype;
   out.isa = isa;
   out.values.resize(static_cast<size_t>(num_tokens * out.stride));
-  pack(x, chunk, tiles.interleaved, out);
+  pack(x, chunk, interleaved, out);
 }
 
 void half_gemm_rows(const PackedActivations& x, const WeightView& weight, int64_t row_begin, int64_t row_end,

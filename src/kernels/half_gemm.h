@@ -37,8 +37,8 @@ struct PackedActivations {
   GemmIsa isa = GemmIsa::Avx2;  // the kernels the order was made for
 };
 
-// Packs x[num_tokens, cols] for weights of `dtype` (BF16 or F16) and the kernels of `isa` into
-// `out`, reusing its storage.
+// Packs x[num_tokens, cols] for weights of `dtype` (BF16, F16, or Q8/Q4 for quantized_gemm_rows)
+// and the kernels of `isa` into `out`, reusing its storage.
 void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dtype, PackedActivations& out,
                       GemmIsa isa = preferred_gemm_isa());
 

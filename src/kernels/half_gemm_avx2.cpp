@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include "kernels/half_gemm_kernels.h"
+#include "kernels/quantized_weight.h"
 #include "kernels/simd.h"
 
 namespace moe::half_gemm_kernels {
@@ -41,10 +42,36 @@ struct F16Weights {
   static __m256 second_half(const uint16_t* p) { return first_half(p + 8); }
 };
 
+// int8 values sign-extended, 8 a conversion, times the scale.
+struct Q8Values {
+  static constexpr int64_t kChunkBytes = 32;
+  using Scale = float;
+  static float scale(float s) { return s; }
+  static __m256 widen(const uint8_t* p, int part, float s) {
+    const __m256 values = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * part))));
+    return _mm256_mul_ps(values, _mm256_set1_ps(s));
+  }
+};
+
+// int4 values: 8 bytes of the chunk-row sign-extended (parts 0 and 2 the first 8, 1 and 3 the
+// last), then the low nibbles (columns 0..15, parts 0 and 1) or the high ones (16..31) shifted to
+// the top and arithmetically back down.
+struct Q4Values {
+  static constexpr int64_t kChunkBytes = 16;
+  using Scale = float;
+  static float scale(float s) { return s; }
+  static __m256 widen(const uint8_t* p, int part, float s) {
+    const __m256i bytes = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * (part % 2))));
+    const __m256 values = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(bytes, part < 2 ? 28 : 24), 28));
+    return _mm256_mul_ps(values, _mm256_set1_ps(s));
+  }
+};
+
 // AVX2's vectors: 8 floats, 16 half-precision columns a step.
 struct Vec {
   using type = __m256;
   static constexpr int64_t kChunk = 16;
+  static constexpr int64_t kLanes = 8;
   static __m256 zero() { return _mm256_setzero_ps(); }
   static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
   static __m256 fma(__m256 a, __m256 b, __m256 acc) { return _mm256_fmadd_ps(a, b, acc); }
@@ -60,6 +87,7 @@ struct Vec {
 }  // namespace moe::half_gemm_kernels
 
 #include "kernels/half_gemm_tile.inc"
+#include "kernels/quantized_gemm_tile.inc"
 
 namespace moe::half_gemm_kernels {
 namespace {
@@ -68,10 +96,18 @@ template <class Weights>
 constexpr TileSet kTileSet = {Vec::kChunk, Weights::kInterleaved, kMaxTokens, {0, 4, 4},
                               TileTable<Tiles<Vec, Weights>, kMaxRows, kMinTokens, kMaxTokens>::at};
 
+template <class Values>
+constexpr QuantizedTileSet kQuantizedTileSet = {
+    kMaxTokens, {0, 4, 4}, TileTable<QuantizedTiles<Vec, Values>, kMaxRows, kMinTokens, kMaxTokens, QuantizedTileFn>::at};
+
 }  // namespace
 
 const TileSet& avx2_tiles(DType dtype) {
   return dtype == DType::BF16 ? kTileSet<Bf16Weights> : kTileSet<F16Weights>;
+}
+
+const QuantizedTileSet& avx2_quantized_tiles(DType dtype) {
+  return dtype == DType::Q8 ? kQuantizedTileSet<Q8Values> : kQuantizedTileSet<Q4Values>;
 }
 
 }  // namespace moe::half_gemm_kernels

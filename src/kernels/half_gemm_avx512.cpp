@@ -13,8 +13,15 @@
 #include <immintrin.h>
 
 #include "kernels/half_gemm_kernels.h"
+#include "kernels/quantized_weight.h"
 
+// Clang ignores GCC's target pragma; its own attribute pragma does the same for every function
+// defined up to the pop at the end of the file.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))), apply_to = function)
+#else
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
+#endif
 
 namespace moe::half_gemm_kernels {
 namespace {
@@ -49,10 +56,39 @@ struct F16Weights {
   static __m512 second_half(const uint16_t* p) { return first_half(p + 16); }
 };
 
+// int8 values sign-extended, 16 a conversion, times the scale.
+struct Q8Values {
+  static constexpr int64_t kChunkBytes = 32;
+  using Scale = float;
+  static float scale(float s) { return s; }
+  static __m512 widen(const uint8_t* p, int part, float s) {
+    const __m512 values = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * part))));
+    return _mm512_mul_ps(values, _mm512_set1_ps(s));
+  }
+};
+
+// int4 values looked up: each row and group gets the 16 products nibble-value × scale in one
+// register, and a permute picks them by nibble (it reads only each lane's low 4 bits), so the low
+// nibbles (columns 0..15) need no mask and the high ones (16..31) one shift. Three shuffles and a
+// shift for 32 values, against two conversions, four shifts and two multiplications.
+struct Q4Values {
+  static constexpr int64_t kChunkBytes = 16;
+  using Scale = __m512;
+  static __m512 scale(float s) {
+    const __m512 nibble_values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
+    return _mm512_mul_ps(nibble_values, _mm512_set1_ps(s));
+  }
+  static __m512 widen(const uint8_t* p, int part, __m512 table) {
+    const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm512_permutexvar_ps(part == 0 ? bytes : _mm512_srli_epi32(bytes, 4), table);
+  }
+};
+
 // AVX-512's vectors: 16 floats, 32 half-precision columns a step.
 struct Vec {
   using type = __m512;
   static constexpr int64_t kChunk = 32;
+  static constexpr int64_t kLanes = 16;
   static __m512 zero() { return _mm512_setzero_ps(); }
   static __m512 load(const float* p) { return _mm512_loadu_ps(p); }
   static __m512 fma(__m512 a, __m512 b, __m512 acc) { return _mm512_fmadd_ps(a, b, acc); }
@@ -70,6 +106,7 @@ struct Vec {
 }  // namespace moe::half_gemm_kernels
 
 #include "kernels/half_gemm_tile.inc"
+#include "kernels/quantized_gemm_tile.inc"
 
 namespace moe::half_gemm_kernels {
 namespace {
@@ -78,10 +115,23 @@ template <class Weights>
 constexpr TileSet kTileSet = {Vec::kChunk, Weights::kInterleaved, kMaxTokens, {0, 8, 8, 4, 4, 4, 4},
                               TileTable<Tiles<Vec, Weights>, kMaxRows, kMinTokens, kMaxTokens>::at};
 
+template <class Values>
+constexpr QuantizedTileSet kQuantizedTileSet = {
+    kMaxTokens, {0, 8, 8, 4, 4, 4, 4},
+    TileTable<QuantizedTiles<Vec, Values>, kMaxRows, kMinTokens, kMaxTokens, QuantizedTileFn>::at};
+
 }  // namespace
 
 const TileSet& avx512_tiles(DType dtype) {
   return dtype == DType::BF16 ? kTileSet<Bf16Weights> : kTileSet<F16Weights>;
 }
 
+const QuantizedTileSet& avx512_quantized_tiles(DType dtype) {
+  return dtype == DType::Q8 ? kQuantizedTileSet<Q8Values> : kQuantizedTileSet<Q4Values>;
+}
+
 }  // namespace moe::half_gemm_kernels
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif

@@ -1,9 +1,10 @@
 #pragma once
-// Internal to src/kernels: the half-precision GEMM's register-tile kernels of each instruction
-// set, which half_gemm.cpp's tiling loop (token slabs, row blocks, token groups) calls, and the
+// Internal to src/kernels: the half-precision and quantized GEMMs' register-tile kernels of each
+// instruction set, the tiling loop (token slabs, row blocks, token groups) that calls them, and the
 // tiles' prefetch distance, which linear.cpp's prefetch_leading_rows matches. Each instruction set
 // lives in its own file, compiled for it (half_gemm_avx512.cpp under a target pragma), so nothing
 // here may be inline code that uses vector registers.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -42,17 +43,32 @@ struct TileSet {
   TileFn (*tile)(int rows, int tokens);     // rows ≤ rows_for_tokens[tokens]
 };
 
+// The quantized tiles (kernels/quantized_weight.h): as TileFn, w being the tile's first row's
+// chunk-rows in bytes and group_stride in bytes; scales the first row's scales (scale_stride apart
+// from row to row), one per group_size columns.
+using QuantizedTileFn = void (*)(const uint8_t* w, int64_t group_stride, const float* scales, int64_t scale_stride,
+                                 int64_t group_size, const float* x, int64_t x_stride, int64_t cols, float* y,
+                                 int64_t out_stride);
+
+// One instruction set's quantized tiles for one quantized dtype; activations are packed in column
+// order in whole 32-column chunks.
+struct QuantizedTileSet {
+  int max_tokens;
+  int rows_for_tokens[kMaxTileTokens + 1];  // as TileSet's
+  QuantizedTileFn (*tile)(int rows, int tokens);
+};
+
 // Every tile shape of a kernel family, rows 1..MaxRows (so row remainders have their own) by
 // tokens MinTokens..MaxTokens, built at compile time from the family's
-// `template <int R, int T> static void tile(...)`, which must match TileFn.
-template <class Family, int MaxRows, int MinTokens, int MaxTokens>
+// `template <int R, int T> static void tile(...)`, which must match Fn.
+template <class Family, int MaxRows, int MinTokens, int MaxTokens, class Fn = TileFn>
 class TileTable {
  public:
-  static TileFn at(int rows, int tokens) { return kTable[rows - 1][tokens - MinTokens]; }
+  static Fn at(int rows, int tokens) { return kTable[rows - 1][tokens - MinTokens]; }
 
  private:
   static constexpr int kTokenCounts = MaxTokens - MinTokens + 1;
-  using Row = std::array<TileFn, kTokenCounts>;
+  using Row = std::array<Fn, kTokenCounts>;
   template <int R, size_t... TokenIndex>
   static constexpr Row row(std::index_sequence<TokenIndex...>) {
     return {&Family::template tile<R, static_cast<int>(TokenIndex) + MinTokens>...};
@@ -66,5 +82,45 @@ class TileTable {
 
 const TileSet& avx2_tiles(DType dtype);
 const TileSet& avx512_tiles(DType dtype);
+const QuantizedTileSet& avx2_quantized_tiles(DType dtype);
+const QuantizedTileSet& avx512_quantized_tiles(DType dtype);
+
+// Tokens whose packed activations stay in L2/L3 while every row block passes over them (a prefill
+// of thousands of tokens would otherwise stream them from memory once per row block).
+constexpr int64_t kTokenSlab = 192;
+
+// The size of the next token group when `remaining` tokens are left: as few groups as tiles of
+// max_tokens allow, of sizes that differ by at most one (so a group of one only for one token).
+inline int token_group_size(int64_t remaining, int max_tokens) {
+  const int64_t groups = (remaining + max_tokens - 1) / max_tokens;
+  return static_cast<int>((remaining + groups - 1) / groups);
+}
+
+// Cuts rows [row_begin, row_end) x num_tokens tokens into tiles and calls
+// tile(first_row, rows, first_token, tokens) for each. Within a slab of tokens and a block of rows,
+// every token group passes over the block while it is in cache. Slabs end on group boundaries, so
+// the groups are the same as without slabs. Blocks start on the tiled weights' row groups (except
+// where the range starts inside one), and a tile either starts on a row group or ends inside the
+// group it starts in.
+template <class Tile>
+void for_each_tile(int max_tokens, const int (&rows_for_tokens)[kMaxTileTokens + 1], int64_t num_tokens,
+                   int64_t row_begin, int64_t row_end, Tile&& tile) {
+  for (int64_t slab = 0, slab_end = 0; slab < num_tokens; slab = slab_end) {
+    while (slab_end < num_tokens && slab_end - slab < kTokenSlab)
+      slab_end += token_group_size(num_tokens - slab_end, max_tokens);
+    for (int64_t block = row_begin, block_end = 0; block < row_end; block = block_end) {
+      block_end = std::min(row_end, (block / kRowBlock + 1) * kRowBlock);
+      for (int64_t first_token = slab, tokens = 0; first_token < slab_end; first_token += tokens) {
+        tokens = token_group_size(num_tokens - first_token, max_tokens);
+        for (int64_t r = block, rows = 0; r < block_end; r += rows) {
+          rows = std::min<int64_t>(rows_for_tokens[tokens], block_end - r);
+          if (const int64_t lane = r % weight_tiling::kGroupRows; lane != 0)
+            rows = std::min(rows, weight_tiling::kGroupRows - lane);
+          tile(r, static_cast<int>(rows), first_token, static_cast<int>(tokens));
+        }
+      }
+    }
+  }
+}
 
 }  // namespace moe::half_gemm_kernels

@@ -7,6 +7,8 @@
 
 #include "kernels/half_gemm.h"
 #include "kernels/half_gemm_kernels.h"
+#include "kernels/quantized_gemm.h"
+#include "kernels/quantized_weight.h"
 #include "kernels/thread_pool.h"
 
 namespace moe {
@@ -47,21 +49,24 @@ void linear_rows(const float* x, int64_t num_tokens, const WeightView& weight, i
     });
     return;
   }
-  // Half-precision weights at any token count: the register-blocked GEMM matched widening blocks
-  // to float32 for Eigen even at a 512-token prefill, and reads the weights once. The activations
+  // Half-precision and quantized weights at any token count: the register-blocked GEMM matched
+  // widening blocks to float32 for Eigen even at a 512-token prefill, and reads the weights once. The activations
   // are packed once by the calling thread for every chunk; `packed` names each thread's own
   // buffer, so the chunks reach this one through a reference.
   thread_local PackedActivations packed;
   pack_activations(x, num_tokens, weight.cols, weight.dtype, packed);
   const PackedActivations& activations = packed;
+  const auto gemm_rows = quantized::is_quantized(weight.dtype) ? quantized_gemm_rows : half_gemm_rows;
   parallel_for(out_cols, chunk_rows, [&](int64_t begin, int64_t end) {
-    half_gemm_rows(activations, weight, row_begin + begin, row_begin + end, y + begin, out_cols);
+    gemm_rows(activations, weight, row_begin + begin, row_begin + end, y + begin, out_cols);
   });
 }
 
 void prefetch_leading_rows(const WeightView& weight) {
   // As far as the half-precision tiles prefetch ahead of themselves: past it, theirs takes over.
-  const int64_t size = weight.rows * weight.cols * static_cast<int64_t>(dtype_size(weight.dtype));
+  const int64_t size = quantized::is_quantized(weight.dtype)
+                           ? quantized::tiled_bytes(weight.dtype, weight.rows, weight.cols)
+                           : weight.rows * weight.cols * static_cast<int64_t>(dtype_size(weight.dtype));
   const char* bytes = static_cast<const char*>(weight.data);
   for (int64_t offset = 0; offset < std::min(size, half_gemm_kernels::kPrefetchBytes); offset += 64)
     _mm_prefetch(bytes + offset, _MM_HINT_T0);

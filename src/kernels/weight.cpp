@@ -4,6 +4,8 @@
 #include <cstring>
 #include <immintrin.h>
 
+#include "common/error.h"
+#include "kernels/quantized_weight.h"
 #include "kernels/weight_tiling.h"
 
 namespace moe {
@@ -13,11 +15,24 @@ const char* dtype_name(DType dtype) {
     case DType::F32: return "F32";
     case DType::BF16: return "BF16";
     case DType::F16: return "F16";
+    case DType::I32: return "I32";
+    case DType::Q8: return "Q8";
+    case DType::Q4: return "Q4";
   }
   return "?";
 }
 
-size_t dtype_size(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+    case DType::I32: return 4;
+    case DType::BF16:
+    case DType::F16: return 2;
+    case DType::Q8: return 1;
+    case DType::Q4: break;
+  }
+  throw Error(std::string("dtype_size: ") + dtype_name(dtype) + " elements are not whole bytes");
+}
 
 float bf16_to_float(uint16_t bits) {
   uint32_t wide = static_cast<uint32_t>(bits) << 16;
@@ -27,6 +42,8 @@ float bf16_to_float(uint16_t bits) {
 }
 
 float f16_to_float(uint16_t bits) { return _cvtsh_ss(bits); }
+
+uint16_t float_to_f16(float value) { return _cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT); }
 
 uint16_t float_to_bf16(float value) {
   uint32_t bits;
@@ -59,6 +76,10 @@ void widen(const uint16_t* src, int64_t n, DType dtype, float* out) {
 }  // namespace
 
 void WeightView::row_to_float(int64_t r, float* out) const {
+  if (quantized::is_quantized(dtype)) {
+    for (int64_t c = 0; c < cols; ++c) out[c] = at(r, c);
+    return;
+  }
   if (dtype == DType::F32) {
     std::memcpy(out, static_cast<const float*>(data) + r * cols, cols * sizeof(float));
     return;
@@ -75,6 +96,9 @@ void WeightView::row_to_float(int64_t r, float* out) const {
 
 float WeightView::at(int64_t r, int64_t c) const {
   if (dtype == DType::F32) return static_cast<const float*>(data)[r * cols + c];
+  if (quantized::is_quantized(dtype))
+    return static_cast<float>(quantized::stored_value(*this, r, c)) *
+           scales[r * quantized::num_groups(cols, group_size) + c / group_size];
   const int64_t offset = layout == WeightLayout::RowMajor
                              ? r * cols + c
                              : weight_tiling::row_offset(r, cols) + weight_tiling::chunk_offset(c);

@@ -2,20 +2,23 @@
 // A read-only view of a weight matrix as it lies in memory: float32 matrices row-major (usually
 // inside the memory-mapped checkpoint), half-precision ones tiled at load into the order the GEMM
 // reads them (kernels/weight_tiling.h). Weights keep their storage dtype; kernels widen to float32
-// as they read, so a bf16 checkpoint costs bf16 bytes of memory and bandwidth.
+// as they read, so a bf16 checkpoint costs bf16 bytes of memory and bandwidth. Quantized matrices
+// (Q8, Q4) are integers with a float32 scale per row and group of columns (kernels/quantized_weight.h).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace moe {
 
-enum class DType : uint8_t { F32, BF16, F16 };
+// I32 is only a checkpoint tensor's element type (GPTQ's packed integers), never a matrix's.
+enum class DType : uint8_t { F32, BF16, F16, I32, Q8, Q4 };
 
 // RowMajor: row r's columns one after another, rows one after another (as in a checkpoint).
-// Tiled: see kernels/weight_tiling.h; only half-precision matrices are tiled.
+// Tiled: see kernels/weight_tiling.h; half-precision and quantized matrices are tiled.
 enum class WeightLayout : uint8_t { RowMajor, Tiled };
 
 const char* dtype_name(DType dtype);
+// Bytes of one element; Q4, two elements a byte, is a moe::Error.
 size_t dtype_size(DType dtype);
 
 struct WeightView {
@@ -24,11 +27,13 @@ struct WeightView {
   int64_t rows = 0;  // output features (torch Linear's first dim)
   int64_t cols = 0;  // input features
   WeightLayout layout = WeightLayout::RowMajor;
+  const float* scales = nullptr;  // Q8/Q4 only: [rows, groups], row-major
+  int64_t group_size = 0;         // Q8/Q4 only: columns sharing a scale
 
   bool empty() const { return data == nullptr; }
   // Row r widened to float32 into out[cols], in either layout.
   void row_to_float(int64_t r, float* out) const;
-  // Element (r, c) widened to float32.
+  // Element (r, c) widened to float32 (a quantized one: value × scale, rounded once).
   float at(int64_t r, int64_t c) const;
 };
 
@@ -38,5 +43,6 @@ using VectorParam = std::vector<float>;
 float bf16_to_float(uint16_t bits);
 float f16_to_float(uint16_t bits);
 uint16_t float_to_bf16(float value);  // round to nearest even
+uint16_t float_to_f16(float value);   // round to nearest even
 
 }  // namespace moe

@@ -9,14 +9,14 @@
 
 namespace moe {
 
-AttentionLayer::AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, int layer)
-    : layer_(layer),
+AttentionLayer::AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, int layer, int kv_layer)
+    : kv_layer_(kv_layer),
       shape_{config.num_attention_heads, config.num_key_value_heads, config.head_dim},
       norm_eps_(static_cast<float>(config.rms_norm_eps)),
       rotary_(config.head_dim, config.rope_theta),
       w_(AttentionWeights<WeightView, VectorParam>::load(
           config, layer,
-          [&](const std::string& name, int64_t rows, int64_t cols) { return ckpt.matrix(name, rows, cols); },
+          [&](const std::string& name, int64_t rows, int64_t cols) { return ckpt.projection(name, rows, cols); },
           [&](const std::string& name, int64_t n) { return ckpt.vector(name, n); })) {}
 
 void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache& kv, float* out) const {
@@ -55,15 +55,15 @@ void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache&
       rotary_.apply(q.data() + t * q_width, shape_.num_heads, pos);
       rotary_.apply(k.data() + t * kv_width, shape_.num_kv_heads, pos);
       const int32_t slot = seq.new_token_slot(i);
-      std::memcpy(kv.key(layer_, slot), k.data() + t * kv_width, kv_width * sizeof(float));
-      std::memcpy(kv.value(layer_, slot), v.data() + t * kv_width, kv_width * sizeof(float));
+      std::memcpy(kv.key(kv_layer_, slot), k.data() + t * kv_width, kv_width * sizeof(float));
+      std::memcpy(kv.value(kv_layer_, slot), v.data() + t * kv_width, kv_width * sizeof(float));
       if (seq.is_tree()) {
         const std::vector<int32_t>& visible = tree_views[view++];
         sequences.push_back({1, static_cast<int64_t>(visible.size()) - 1, visible.data()});
       }
     }
   }
-  causal_attention(q.data(), sequences, kv.key(layer_, 0), kv.value(layer_, 0), kv.row_size(), shape_, attn.data());
+  causal_attention(q.data(), sequences, kv.key(kv_layer_, 0), kv.value(kv_layer_, 0), kv.row_size(), shape_, attn.data());
   linear(attn.data(), T, w_.o_proj, out);
 }
 

@@ -17,12 +17,13 @@ class Checkpoint;
 
 class AttentionLayer {
  public:
-  AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, int layer);
+  // `kv_layer` is the layer's index in its KV cache (a pipeline stage's cache holds only its layers).
+  AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, int layer, int kv_layer);
   // out[T, H] = attention(x[T, H]) for the whole batch; writes this layer's K/V of every new token.
   void forward(const float* x, const ForwardBatch& batch, KvCache& kv, float* out) const;
 
  private:
-  int layer_;
+  int kv_layer_;
   AttentionShape shape_;
   float norm_eps_;
   RotaryEmbedding rotary_;

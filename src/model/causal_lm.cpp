@@ -39,21 +39,34 @@ ExpertPlacement make_placement(const ModelConfig& config, const ModelOptions& op
 class CausalLm final : public Model {
  public:
   CausalLm(const std::string& dir, const ModelOptions& options)
-      : config_(load_model_config(dir)), checkpoint_(Checkpoint::open(dir)) {
+      : config_(load_model_config(dir)),
+        checkpoint_(Checkpoint::open(
+            dir, projection_format(config_.gptq, options.quantization, options.quantization_group_size))),
+        layers_range_(options.layers.value_or(LayerRange{0, config_.num_hidden_layers})),
+        moe_range_(moe_layers_of(config_.moe_layer_ids, layers_range_)) {
+    if (layers_range_.begin < 0 || layers_range_.end > config_.num_hidden_layers || layers_range_.size() < 1)
+      throw Error(dir + ": layers [" + std::to_string(layers_range_.begin) + ", " + std::to_string(layers_range_.end) +
+                  ") are not a stage of a model of " + std::to_string(config_.num_hidden_layers) + " layers");
     const Architecture& arch = find_architecture(config_.architecture);
     const int64_t H = config_.hidden_size;
-    embed_ = checkpoint_.matrix("model.embed_tokens.weight", config_.vocab_size, H);
-    lm_head_ = config_.tie_word_embeddings ? embed_ : checkpoint_.matrix("lm_head.weight", config_.vocab_size, H);
-    final_norm_ = checkpoint_.vector("model.norm.weight", H);
-    layers_.resize(config_.num_hidden_layers);
-    for (int l = 0; l < config_.num_hidden_layers; ++l) {
+    // Only the tensors this stage runs are read (and tiled) from the checkpoint.
+    if (is_first_stage()) embed_ = checkpoint_.matrix("model.embed_tokens.weight", config_.vocab_size, H);
+    if (is_last_stage()) {
+      // A tied lm_head is the embedding matrix: shared as it is, or quantized into a copy of its own.
+      lm_head_ = checkpoint_.projection(config_.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight",
+                                        config_.vocab_size, H);
+      final_norm_ = checkpoint_.vector("model.norm.weight", H);
+    }
+    layers_.resize(layers_range_.size());
+    for (int l = layers_range_.begin; l < layers_range_.end; ++l) {
       const std::string p = "model.layers." + std::to_string(l) + ".";
-      DecoderLayer& layer = layers_[l];
+      const int local = l - layers_range_.begin;
+      DecoderLayer& layer = layers_[local];
       layer.input_norm = checkpoint_.vector(p + "input_layernorm.weight", H);
       layer.post_attention_norm = checkpoint_.vector(p + "post_attention_layernorm.weight", H);
-      layer.attention.emplace(checkpoint_, config_, l);
+      layer.attention.emplace(checkpoint_, config_, l, local);
       if (config_.moe_index(l) >= 0)
-        layer.moe.emplace(checkpoint_, config_, arch, l);
+        layer.moe.emplace(checkpoint_, config_, arch, l, config_.moe_index(l) - moe_range_.begin);
       else
         layer.mlp = DenseMlp::load(checkpoint_, p + "mlp.", H, config_.intermediate_size);
     }
@@ -64,43 +77,54 @@ class CausalLm final : public Model {
   bool supports_tree_verify() const override { return true; }
 
   KvCache make_kv_cache(int64_t num_slots) const override {
-    return KvCache(config_.num_hidden_layers, config_.num_key_value_heads, config_.head_dim, num_slots);
+    return KvCache(layers_range_.size(), config_.num_key_value_heads, config_.head_dim, num_slots);
   }
+
+  LayerRange layers() const override { return layers_range_; }
 
   void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
                RoutingCapture* capture) override {
+    if (!is_first_stage() || !is_last_stage())
+      throw Error("a pipeline stage runs through forward_stage, not forward");
+    scratch_.hidden.resize(static_cast<size_t>(batch.num_tokens() * config_.hidden_size));
+    forward_stage(batch, kv, scratch_.hidden.data(), logits, capture);
+  }
+
+  void forward_stage(const ForwardBatch& batch, KvCache& kv, float* x, std::vector<float>& logits,
+                     RoutingCapture* capture) override {
     validate_forward_batch(batch, config_.vocab_size, kv.num_slots());
     const int64_t T = batch.num_tokens(), H = config_.hidden_size;
+    const size_t n = static_cast<size_t>(T * H);
     const float eps = static_cast<float>(config_.rms_norm_eps);
-    std::vector<float>& x = scratch_.hidden;
     std::vector<float>& normed = scratch_.normed;
     std::vector<float>& branch = scratch_.branch;
-    for (std::vector<float>* buffer : {&x, &normed, &branch}) buffer->resize(static_cast<size_t>(T * H));
-    for (int64_t t = 0; t < T; ++t) embed_.row_to_float(batch.token_ids[t], x.data() + t * H);
+    for (std::vector<float>* buffer : {&normed, &branch}) buffer->resize(n);
+    if (is_first_stage())
+      for (int64_t t = 0; t < T; ++t) embed_.row_to_float(batch.token_ids[t], x + t * H);
     // Read from the batch on every forward: the limit is part of each step's plan, never cached.
     const std::vector<uint8_t> tree_tokens = batch.tree_token_mask();
     const ExpertLimit limit{batch.max_tree_experts, tree_tokens};
     for (const DecoderLayer& layer : layers_) {
-      rms_norm(x.data(), T, H, H, layer.input_norm.data(), eps, normed.data());
+      rms_norm(x, T, H, H, layer.input_norm.data(), eps, normed.data());
       layer.attention->forward(normed.data(), batch, kv, branch.data());
-      for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
-      rms_norm(x.data(), T, H, H, layer.post_attention_norm.data(), eps, normed.data());
+      for (size_t i = 0; i < n; ++i) x[i] += branch[i];
+      rms_norm(x, T, H, H, layer.post_attention_norm.data(), eps, normed.data());
       if (layer.moe)
         layer.moe->forward(normed.data(), T, *runner_, capture, branch.data(), limit);
       else
         layer.mlp->forward(normed.data(), T, branch.data());
-      for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
+      for (size_t i = 0; i < n; ++i) x[i] += branch[i];
     }
-    compute_logits(batch, x, logits);
+    if (is_last_stage()) compute_logits(batch, x, logits);
   }
 
  private:
   // Only the last new token of each sequence that samples goes through the final norm and lm_head.
-  void compute_logits(const ForwardBatch& batch, const std::vector<float>& x, std::vector<float>& logits) {
+  void compute_logits(const ForwardBatch& batch, const float* x, std::vector<float>& logits) {
     const int64_t H = config_.hidden_size;
     std::vector<float>& rows = scratch_.last_rows;
     rows.clear();
-    for (int64_t t : batch.logit_tokens()) rows.insert(rows.end(), x.begin() + t * H, x.begin() + (t + 1) * H);
+    for (int64_t t : batch.logit_tokens()) rows.insert(rows.end(), x + t * H, x + (t + 1) * H);
     const int64_t n = static_cast<int64_t>(rows.size()) / H;
     rms_norm(rows.data(), n, H, H, final_norm_.data(), static_cast<float>(config_.rms_norm_eps), rows.data());
     logits.resize(static_cast<size_t>(n * config_.vocab_size));
@@ -109,6 +133,8 @@ class CausalLm final : public Model {
 
   ModelConfig config_;
   Checkpoint checkpoint_;
+  LayerRange layers_range_;  // the decoder layers this model (stage) holds
+  LayerRange moe_range_;     // its MoE layers, as indices among the model's MoE layers
   WeightView embed_, lm_head_;
   VectorParam final_norm_;
   std::vector<DecoderLayer> layers_;
@@ -127,6 +153,10 @@ std::unique_ptr<Model> Model::load(const std::string& model_dir, const ModelOpti
   if (options.device != Device::Cpu)
     throw Error("Model::load builds the CPU model; load_model (worker/load_model.h) chooses the device");
   return std::make_unique<CausalLm>(model_dir, options);
+}
+
+void Model::forward_stage(const ForwardBatch&, KvCache&, float*, std::vector<float>&, RoutingCapture*) {
+  throw Error("pipeline stages (--pp-size) run on the CPU model only");
 }
 
 std::unique_ptr<CopyEngine> Model::make_copy_engine(const RoutingBufferShape& shape,

@@ -3,15 +3,18 @@
 // (Model::load), or on a GPU where the build has the CUDA backend (load_model in worker/load_model.h).
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "capture/copy_engine.h"
 #include "model/forward_batch.h"
 #include "model/kv_cache.h"
+#include "model/layer_range.h"
 #include "model/model_config.h"
 #include "moe/moe_runner.h"
 #include "moe/routing_capture.h"
+#include "model/quantization.h"
 
 namespace moe {
 
@@ -26,6 +29,12 @@ struct ModelOptions {
   MoeBackend moe_backend = MoeBackend::Auto;
   int ep_size = 1;                      // expert-parallel shards run in this process
   std::string expert_placement_file;    // JSON device_expert_mapping; empty = uniform split
+  bool cuda_graphs = true;              // Device::Cuda: replay decode steps as CUDA graphs
+  Quantization quantization = Quantization::None;  // projections quantized at load (float checkpoints)
+  int64_t quantization_group_size = 128;           // int4 at load: input columns per scale
+  // A pipeline stage: only these decoder layers (plus the embedding for the first stage, the final
+  // norm and lm_head for the last) are loaded. None = the whole model.
+  std::optional<LayerRange> layers;
 };
 
 class Model {
@@ -46,6 +55,17 @@ class Model {
   // Whether forward runs draft trees (BatchSequence::tree_parents) and expert limits; a model that
   // does not is never given one (the worker refuses such a step).
   virtual bool supports_tree_verify() const { return false; }
+  // The decoder layers this model holds: all of them unless it was loaded as a pipeline stage.
+  virtual LayerRange layers() const { return {0, config().num_hidden_layers}; }
+  bool is_first_stage() const { return layers().begin == 0; }
+  bool is_last_stage() const { return layers().end == config().num_hidden_layers; }
+  // A pipeline stage's part of forward. `hidden` [T, H] is the residual stream: the first stage
+  // writes the embedded tokens into it, a later stage finds the previous stage's output there; each
+  // stage leaves its last layer's output in it (updated in place, no copy). The last stage also
+  // writes logits as forward does. The KV cache and the capture's MoE layers are the stage's own
+  // (index 0 is its first layer). Only the CPU model runs as stages; others throw moe::Error.
+  virtual void forward_stage(const ForwardBatch& batch, KvCache& kv, float* hidden, std::vector<float>& logits,
+                             RoutingCapture* capture);
   // The copy engine behind routing capture: its buffers are where this model's MoE layers write (the
   // host's for the CPU model, whose engine is a ThreadCopyEngine), `on_ready` (optional) is called
   // from the engine's own thread after each copy completes.

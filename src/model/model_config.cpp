@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <type_traits>
@@ -14,11 +15,19 @@
 namespace moe {
 namespace {
 
+// Whether a JSON integer lies within T's range (4294967297 read as an int would wrap to 1).
+template <typename T>
+bool fits(const nlohmann::json& value) {
+  if (value.is_number_unsigned()) return value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  const int64_t v = value.get<int64_t>();
+  return v >= static_cast<int64_t>(std::numeric_limits<T>::min()) && v <= static_cast<int64_t>(std::numeric_limits<T>::max());
+}
+
 // Whether `value` holds a T exactly: an integer field refuses 32.5 (which nlohmann would truncate).
 template <typename T>
 bool holds(const nlohmann::json& value) {
   if constexpr (std::is_same_v<T, bool>) return value.is_boolean();
-  else if constexpr (std::is_integral_v<T>) return value.is_number_integer();
+  else if constexpr (std::is_integral_v<T>) return value.is_number_integer() && fits<T>(value);
   else if constexpr (std::is_floating_point_v<T>) return value.is_number();
   else return true;  // containers: get<T> checks
 }
@@ -45,22 +54,35 @@ T optional_field(const nlohmann::json& config, const char* key, T fallback, cons
   return read_field<T>(config, key, path);
 }
 
+// Upper bounds far above any published model, low enough that every size the engine derives (KV
+// bytes per token, weight byte counts) fits in 64 bits, and that token ids fit in int32 and expert
+// ids in the int16 routing rows.
+constexpr int64_t kMaxDimension = int64_t{1} << 20;         // hidden_size
+constexpr int64_t kMaxIntermediate = int64_t{1} << 24;      // the MLP widths
+constexpr int64_t kMaxLayersOrHeads = 4096;
+constexpr int64_t kMaxHeadDim = 65536;
+constexpr int64_t kMaxExperts = 32767;
+constexpr int64_t kMaxInt32 = 2147483647;
+
+void check_bounds(const std::string& path, const char* key, int64_t value, int64_t low, int64_t high) {
+  if (value < low || value > high)
+    throw Error(path + ": '" + key + "' must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " +
+                std::to_string(value));
+}
+
 // Every size and scale in range, each named, before anything divides by one or sizes a buffer
 // (num_key_value_heads = 0 used to end the process with SIGFPE).
 void check_ranges(const ModelConfig& c, const std::string& path) {
-  auto positive = [&](const char* key, int64_t value) {
-    if (value < 1) throw Error(path + ": '" + key + "' must be at least 1, got " + std::to_string(value));
-  };
-  positive("vocab_size", c.vocab_size);
-  positive("hidden_size", c.hidden_size);
-  positive("num_hidden_layers", c.num_hidden_layers);
-  positive("num_key_value_heads", c.num_key_value_heads);
-  positive("head_dim", c.head_dim);
-  positive("num_experts", c.num_experts);
-  positive("moe_intermediate_size", c.moe_intermediate_size);
-  positive("max_position_embeddings", c.max_position_embeddings);
-  if (c.intermediate_size < 0) throw Error(path + ": 'intermediate_size' must not be negative");
-  if (c.shared_expert_intermediate_size < 0) throw Error(path + ": 'shared_expert_intermediate_size' must not be negative");
+  check_bounds(path, "vocab_size", c.vocab_size, 1, kMaxInt32);
+  check_bounds(path, "hidden_size", c.hidden_size, 1, kMaxDimension);
+  check_bounds(path, "num_hidden_layers", c.num_hidden_layers, 1, kMaxLayersOrHeads);
+  check_bounds(path, "num_key_value_heads", c.num_key_value_heads, 1, kMaxLayersOrHeads);
+  check_bounds(path, "head_dim", c.head_dim, 1, kMaxHeadDim);
+  check_bounds(path, "num_experts", c.num_experts, 1, kMaxExperts);
+  check_bounds(path, "moe_intermediate_size", c.moe_intermediate_size, 1, kMaxIntermediate);
+  check_bounds(path, "max_position_embeddings", c.max_position_embeddings, 1, kMaxInt32);
+  check_bounds(path, "intermediate_size", c.intermediate_size, 0, kMaxIntermediate);
+  check_bounds(path, "shared_expert_intermediate_size", c.shared_expert_intermediate_size, 0, kMaxIntermediate);
   if (!(c.rms_norm_eps > 0.0 && std::isfinite(c.rms_norm_eps)))
     throw Error(path + ": 'rms_norm_eps' must be a positive number, got " + std::to_string(c.rms_norm_eps));
   if (!(c.rope_theta > 0.0 && std::isfinite(c.rope_theta)))
@@ -113,10 +135,11 @@ ModelConfig parse_model_config(const nlohmann::json& config, const std::string& 
   c.hidden_size = required<int64_t>(config, "hidden_size", path);
   c.intermediate_size = optional_field<int64_t>(config, "intermediate_size", 0, path);
   c.num_hidden_layers = required<int>(config, "num_hidden_layers", path);
+  // Bounded before an architecture lists the MoE layers, one by one.
+  check_bounds(path, "num_hidden_layers", c.num_hidden_layers, 1, kMaxLayersOrHeads);
   c.num_attention_heads = required<int>(config, "num_attention_heads", path);
   c.num_key_value_heads = optional_field<int>(config, "num_key_value_heads", c.num_attention_heads, path);
-  if (c.num_attention_heads < 1)
-    throw Error(path + ": 'num_attention_heads' must be at least 1, got " + std::to_string(c.num_attention_heads));
+  check_bounds(path, "num_attention_heads", c.num_attention_heads, 1, kMaxLayersOrHeads);
   c.head_dim = optional_field<int>(config, "head_dim", static_cast<int>(c.hidden_size / c.num_attention_heads), path);
   c.num_experts = config.contains("num_experts") ? required<int>(config, "num_experts", path)
                                                  : required<int>(config, "num_local_experts", path);
@@ -128,6 +151,7 @@ ModelConfig parse_model_config(const nlohmann::json& config, const std::string& 
   c.rope_theta = read_rope_theta(config, path);
   check_rope_scaling(config, path);
   check_sliding_window(config, path);
+  c.gptq = read_gptq_config(config, path);
   arch.read_config(config, c);
   check_ranges(c, path);
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "model/quantization.h"
+
 namespace moe {
 
 struct ModelConfig {
@@ -28,6 +30,7 @@ struct ModelConfig {
   double rms_norm_eps = 1e-6;
   int64_t max_position_embeddings = 0;
   std::vector<int> moe_layer_ids;  // decoder layers whose MLP is a MoE block, ascending
+  std::optional<GptqConfig> gptq;  // quantization_config of a GPTQ checkpoint
 
   int num_moe_layers() const { return static_cast<int>(moe_layer_ids.size()); }
   // The MoE index of decoder layer `layer`, or -1 for a dense layer.

@@ -16,15 +16,16 @@ ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& con
   experts.intermediate_size = width;
   for (int e = 0; e < config.num_experts; ++e) {
     const std::string p = names.expert_prefix + std::to_string(e) + ".";
-    experts.gate.push_back(ckpt.matrix(p + names.gate + ".weight", width, hidden));
-    experts.up.push_back(ckpt.matrix(p + names.up + ".weight", width, hidden));
-    experts.down.push_back(ckpt.matrix(p + names.down + ".weight", hidden, width));
+    experts.gate.push_back(ckpt.projection(p + names.gate + ".weight", width, hidden));
+    experts.up.push_back(ckpt.projection(p + names.up + ".weight", width, hidden));
+    experts.down.push_back(ckpt.projection(p + names.down + ".weight", hidden, width));
   }
   return experts;
 }
 
-MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer)
-    : moe_index_(config.moe_index(layer)),
+MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer,
+                   int capture_index)
+    : capture_index_(capture_index),
       top_k_(config.num_experts_per_tok),
       normalize_top_k_(config.norm_topk_prob) {
   const MoeTensorNames names = arch.moe_tensor_names(layer);
@@ -41,7 +42,7 @@ void MoeBlock::forward(const float* x, int64_t num_tokens, MoeRunner& runner, Ro
                        const ExpertLimit& limit) const {
   Routing routing;
   route_tokens(x, num_tokens, router_, top_k_, normalize_top_k_, routing, limit);
-  if (capture) capture->on_routing(moe_index_, num_tokens, top_k_, routing.ids.data(), routing.weights.data());
+  if (capture) capture->on_routing(capture_index_, num_tokens, top_k_, routing.ids.data(), routing.weights.data());
   runner.run(x, num_tokens, routing, experts_, out);
   if (!shared_expert_) return;
   const int64_t hidden = experts_.hidden_size;

@@ -23,54 +23,104 @@ inline uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// One tensor as it is written: a float tensor of the manifest, or one of the GPTQ tensors that
+// stand for a projection (docs/quantization.md).
+struct PlannedTensor {
+  enum class Kind { Float, QWeight, QZeros, Scales, GroupIndex };
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::BF16;
+  Kind kind = Kind::Float;
+  TensorSpec::Init init = TensorSpec::Init::Projection;
+  int64_t fan_in = 0;  // the input features of the matrix it belongs to
+};
+
+// The float32 value of a uniform draw in [low, low + width).
+float uniform(uint64_t bits, float low, float width) {
+  return low + width / static_cast<float>(1u << 24) * static_cast<float>(bits >> 40);
+}
+
 // Uniform noise with the standard deviation each kind of tensor needs: unit-scale embeddings,
 // 1/sqrt(fan_in) projections, and routers wide enough (3/sqrt(H)) that routing is decisive but
 // spread over every expert.
-void fill_random(const TensorSpec& spec, uint64_t seed, size_t index, DType dtype, uint8_t* bytes, int64_t begin,
-                 int64_t end) {
-  const double fan_in = static_cast<double>(spec.shape.back());
+float float_value(const PlannedTensor& t, uint64_t bits) {
   double mean = 0.0, stddev = 1.0;
-  switch (spec.init) {
+  switch (t.init) {
     case TensorSpec::Init::Embedding: stddev = 1.0; break;
-    case TensorSpec::Init::Projection: stddev = 1.0 / std::sqrt(fan_in); break;
-    case TensorSpec::Init::Router: stddev = 3.0 / std::sqrt(fan_in); break;
+    case TensorSpec::Init::Projection: stddev = 1.0 / std::sqrt(static_cast<double>(t.fan_in)); break;
+    case TensorSpec::Init::Router: stddev = 3.0 / std::sqrt(static_cast<double>(t.fan_in)); break;
     case TensorSpec::Init::NormScale: mean = 1.0; stddev = 0.1; break;
     case TensorSpec::Init::Bias: stddev = 0.1; break;
   }
   const float half_width = static_cast<float>(std::sqrt(3.0) * stddev);  // uniform [-a, a]: stddev a / sqrt(3)
-  const float low = static_cast<float>(mean) - half_width;
-  const float step = 2.0f * half_width / static_cast<float>(1u << 24);
-  const uint64_t stream = mix64(seed * 0x9E3779B97F4A7C15ull + index);
+  return uniform(bits, static_cast<float>(mean) - half_width, 2.0f * half_width);
+}
+
+// A GPTQ tensor's element i: random packed integers, the symmetric zero point 2^(bits-1) stored
+// minus one in every field, column / group_size, and scales spread ±25% about the one that gives
+// uniform integers (standard deviation sqrt((4^bits - 1) / 12)) the projection's 1/sqrt(fan_in).
+uint32_t gptq_word(const PlannedTensor& t, const RandomCheckpointOptions& options, uint64_t bits, int64_t i) {
+  const int b = options.gptq_bits;
+  switch (t.kind) {
+    case PlannedTensor::Kind::QWeight: return static_cast<uint32_t>(bits);
+    case PlannedTensor::Kind::QZeros: {
+      uint32_t word = 0;
+      for (int k = 0; k < 32 / b; ++k) word |= ((1u << (b - 1)) - 1) << (b * k);
+      return word;
+    }
+    case PlannedTensor::Kind::GroupIndex:
+      return static_cast<uint32_t>(options.gptq_group_size == -1 ? 0 : i / options.gptq_group_size);
+    case PlannedTensor::Kind::Scales: {
+      const double integer_stddev = std::sqrt((std::pow(4.0, b) - 1.0) / 12.0);
+      const float mean = static_cast<float>(1.0 / std::sqrt(static_cast<double>(t.fan_in)) / integer_stddev);
+      return float_to_f16(uniform(bits, 0.75f * mean, 0.5f * mean));
+    }
+    case PlannedTensor::Kind::Float: break;
+  }
+  return 0;
+}
+
+void fill_random(const PlannedTensor& t, const RandomCheckpointOptions& options, size_t index, uint8_t* bytes,
+                 int64_t begin, int64_t end) {
+  const uint64_t stream = mix64(options.seed * 0x9E3779B97F4A7C15ull + index);
+  const size_t size = dtype_size(t.dtype);
   for (int64_t i = begin; i < end; ++i) {
-    const float value = low + step * static_cast<float>(mix64(stream + static_cast<uint64_t>(i)) >> 40);
-    if (dtype == DType::BF16) {
-      const uint16_t half = float_to_bf16(value);
-      std::memcpy(bytes + 2 * i, &half, 2);
+    const uint64_t bits = mix64(stream + static_cast<uint64_t>(i));
+    uint8_t* to = bytes + size * static_cast<size_t>(i);
+    if (t.kind != PlannedTensor::Kind::Float) {
+      const uint32_t word = gptq_word(t, options, bits, i);
+      std::memcpy(to, &word, size);  // little-endian: an F16 scale is the word's low half
+    } else if (t.dtype == DType::BF16) {
+      const uint16_t half = float_to_bf16(float_value(t, bits));
+      std::memcpy(to, &half, 2);
     } else {
-      std::memcpy(bytes + 4 * i, &value, 4);
+      const float value = float_value(t, bits);
+      std::memcpy(to, &value, 4);
     }
   }
 }
 
-int64_t element_count(const TensorSpec& spec) {
+int64_t element_count(const std::vector<int64_t>& shape) {
   int64_t count = 1;
-  for (int64_t d : spec.shape) count *= d;
+  for (int64_t d : shape) count *= d;
   return count;
 }
 
+int64_t byte_count(const PlannedTensor& t) { return element_count(t.shape) * static_cast<int64_t>(dtype_size(t.dtype)); }
+
 // Fills every tensor of one shard, each thread taking an equal slice of the shard's elements.
-void fill_shard(const std::vector<TensorSpec>& specs, const std::vector<size_t>& members, uint64_t seed, DType dtype,
-                std::vector<TensorToWrite>& tensors) {
+void fill_shard(const std::vector<PlannedTensor>& planned, const std::vector<size_t>& members,
+                const RandomCheckpointOptions& options, std::vector<TensorToWrite>& tensors) {
   int64_t total = 0;
-  for (size_t i : members) total += element_count(specs[i]);
+  for (size_t i : members) total += element_count(planned[i].shape);
   const int num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto fill_range = [&](int64_t range_begin, int64_t range_end) {
     int64_t tensor_start = 0;
     for (size_t m = 0; m < members.size(); ++m) {
-      const int64_t count = element_count(specs[members[m]]);
+      const int64_t count = element_count(planned[members[m]].shape);
       const int64_t begin = std::max(range_begin, tensor_start), end = std::min(range_end, tensor_start + count);
       if (begin < end)
-        fill_random(specs[members[m]], seed, members[m], dtype, tensors[m].bytes.data(), begin - tensor_start,
+        fill_random(planned[members[m]], options, members[m], tensors[m].bytes.data(), begin - tensor_start,
                     end - tensor_start);
       tensor_start += count;
     }
@@ -79,6 +129,33 @@ void fill_shard(const std::vector<TensorSpec>& specs, const std::vector<size_t>&
   for (int t = 1; t < num_threads; ++t) threads.emplace_back(fill_range, total * t / num_threads, total * (t + 1) / num_threads);
   fill_range(0, total / num_threads);
   for (std::thread& thread : threads) thread.join();
+}
+
+// What write_random_checkpoint writes for the manifest: each tensor in the float dtype, or, for a
+// GPTQ checkpoint, each projection as its four GPTQ tensors.
+std::vector<PlannedTensor> plan(const std::vector<TensorSpec>& specs, const RandomCheckpointOptions& options) {
+  std::vector<PlannedTensor> planned;
+  for (const TensorSpec& spec : specs) {
+    const int64_t fan_in = spec.shape.back();
+    if (!options.gptq_bits || !spec.projection) {
+      planned.push_back({spec.name, spec.shape, options.dtype, PlannedTensor::Kind::Float, spec.init, fan_in});
+      continue;
+    }
+    const int pack = 32 / options.gptq_bits;
+    const int64_t rows = spec.shape[0], cols = spec.shape[1];
+    const int64_t group = options.gptq_group_size == -1 ? cols : options.gptq_group_size;
+    const int64_t groups = (cols + group - 1) / group;
+    if (rows % pack != 0 || cols % pack != 0)
+      throw Error("write_random_checkpoint: " + spec.name + " cannot be packed " + std::to_string(pack) +
+                  " values to an int32");
+    const std::string module = spec.name.substr(0, spec.name.size() - std::string(".weight").size());
+    using Kind = PlannedTensor::Kind;
+    planned.push_back({module + ".qweight", {cols / pack, rows}, DType::I32, Kind::QWeight, spec.init, fan_in});
+    planned.push_back({module + ".qzeros", {groups, rows / pack}, DType::I32, Kind::QZeros, spec.init, fan_in});
+    planned.push_back({module + ".scales", {groups, rows}, DType::F16, Kind::Scales, spec.init, fan_in});
+    planned.push_back({module + ".g_idx", {cols}, DType::I32, Kind::GroupIndex, spec.init, fan_in});
+  }
+  return planned;
 }
 
 }  // namespace
@@ -125,14 +202,14 @@ std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
   const int64_t q_width = static_cast<int64_t>(c.num_attention_heads) * c.head_dim;
   const int64_t kv_width = static_cast<int64_t>(c.num_key_value_heads) * c.head_dim;
   std::vector<TensorSpec> specs;
-  auto add = [&](std::string name, std::vector<int64_t> shape, Init init) {
-    specs.push_back({std::move(name), std::move(shape), init});
+  auto add = [&](std::string name, std::vector<int64_t> shape, Init init, bool projection = false) {
+    specs.push_back({std::move(name), std::move(shape), init, projection});
   };
   auto add_mlp = [&](const std::string& prefix, const std::string& gate, const std::string& up,
                      const std::string& down, int64_t width) {
-    add(prefix + gate + ".weight", {width, H}, Init::Projection);
-    add(prefix + up + ".weight", {width, H}, Init::Projection);
-    add(prefix + down + ".weight", {H, width}, Init::Projection);
+    add(prefix + gate + ".weight", {width, H}, Init::Projection, true);
+    add(prefix + up + ".weight", {width, H}, Init::Projection, true);
+    add(prefix + down + ".weight", {H, width}, Init::Projection, true);
   };
   add("model.embed_tokens.weight", {c.vocab_size, H}, Init::Embedding);
   add("model.norm.weight", {H}, Init::NormScale);
@@ -141,10 +218,10 @@ std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     add(p + "input_layernorm.weight", {H}, Init::NormScale);
     add(p + "post_attention_layernorm.weight", {H}, Init::NormScale);
-    add(p + "self_attn.q_proj.weight", {q_width, H}, Init::Projection);
-    add(p + "self_attn.k_proj.weight", {kv_width, H}, Init::Projection);
-    add(p + "self_attn.v_proj.weight", {kv_width, H}, Init::Projection);
-    add(p + "self_attn.o_proj.weight", {H, q_width}, Init::Projection);
+    add(p + "self_attn.q_proj.weight", {q_width, H}, Init::Projection, true);
+    add(p + "self_attn.k_proj.weight", {kv_width, H}, Init::Projection, true);
+    add(p + "self_attn.v_proj.weight", {kv_width, H}, Init::Projection, true);
+    add(p + "self_attn.o_proj.weight", {H, q_width}, Init::Projection, true);
     if (c.attention_bias) {
       add(p + "self_attn.q_proj.bias", {q_width}, Init::Bias);
       add(p + "self_attn.k_proj.bias", {kv_width}, Init::Bias);
@@ -174,15 +251,22 @@ void write_random_checkpoint(const nlohmann::json& config, const std::string& ou
                              const RandomCheckpointOptions& options) {
   namespace fs = std::filesystem;
   if (options.dtype == DType::F16) throw Error("write_random_checkpoint: F16 output is not supported");
+  if (options.gptq_bits != 0 && options.gptq_bits != 4 && options.gptq_bits != 8)
+    throw Error("write_random_checkpoint: GPTQ checkpoints of 4 or 8 bits, not " + std::to_string(options.gptq_bits));
   fs::create_directories(out_dir);
-  std::ofstream(out_dir + "/config.json") << config.dump(2) << "\n";
-  const std::vector<TensorSpec> specs = checkpoint_manifest(load_model_config(out_dir));
+  nlohmann::json written = config;
+  if (options.gptq_bits)
+    written["quantization_config"] = {{"quant_method", "gptq"}, {"bits", options.gptq_bits},
+                                      {"group_size", options.gptq_group_size}, {"sym", true}, {"desc_act", false},
+                                      {"checkpoint_format", "gptq"}};
+  std::ofstream(out_dir + "/config.json") << written.dump(2) << "\n";
+  const std::vector<PlannedTensor> planned = plan(checkpoint_manifest(load_model_config(out_dir)), options);
 
   // Group tensors into shards of at most shard_bytes (a tensor larger than that gets its own).
   std::vector<std::vector<size_t>> shards(1);
   int64_t shard_size = 0;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const int64_t bytes = static_cast<int64_t>(dtype_size(options.dtype)) * element_count(specs[i]);
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const int64_t bytes = byte_count(planned[i]);
     if (!shards.back().empty() && shard_size + bytes > options.shard_bytes) {
       shards.emplace_back();
       shard_size = 0;
@@ -196,11 +280,11 @@ void write_random_checkpoint(const nlohmann::json& config, const std::string& ou
     std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors", s + 1, shards.size());
     std::vector<TensorToWrite> tensors;
     for (size_t i : shards[s]) {
-      tensors.push_back({specs[i].name, options.dtype, specs[i].shape, {}});
-      tensors.back().bytes.resize(dtype_size(options.dtype) * static_cast<size_t>(element_count(specs[i])));
-      weight_map[specs[i].name] = name;
+      tensors.push_back({planned[i].name, planned[i].dtype, planned[i].shape, {}});
+      tensors.back().bytes.resize(static_cast<size_t>(byte_count(planned[i])));
+      weight_map[planned[i].name] = name;
     }
-    fill_shard(specs, shards[s], options.seed, options.dtype, tensors);
+    fill_shard(planned, shards[s], options, tensors);
     write_safetensors(out_dir + "/" + name, tensors);
   }
   std::ofstream(out_dir + "/model.safetensors.index.json")

@@ -33,14 +33,22 @@ struct TensorSpec {
   std::string name;
   std::vector<int64_t> shape;
   Init init = Init::Projection;
+  // An attention, expert or MLP matrix: what GPTQ checkpoints quantize (the engine also quantizes
+  // lm_head at load; routers, embeddings and norms stay as they are).
+  bool projection = false;
 };
 
 std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& config);
 
 struct RandomCheckpointOptions {
   uint64_t seed = 0;
-  DType dtype = DType::BF16;
+  DType dtype = DType::BF16;  // of every float tensor
   int64_t shard_bytes = int64_t{2} << 30;
+  // 4 or 8: the projections (TensorSpec::projection) written as a symmetric GPTQ checkpoint of that
+  // many bits (docs/quantization.md), random integers with scales that give each matrix the float
+  // initialisation's standard deviation; config.json gets the quantization_config. 0: float.
+  int gptq_bits = 0;
+  int64_t gptq_group_size = 128;
 };
 
 void write_random_checkpoint(const nlohmann::json& config, const std::string& out_dir,

@@ -29,13 +29,37 @@ DType parse_dtype(const std::string& name, const std::string& file, const std::s
   if (name == "BF16") return DType::BF16;
   if (name == "F16") return DType::F16;
   if (name == "F32") return DType::F32;
-  throw Error(file + ": tensor '" + tensor + "' has dtype " + name + "; supported: BF16, F16, F32");
+  if (name == "I32") return DType::I32;  // GPTQ's packed integers
+  throw Error(file + ": tensor '" + tensor + "' has dtype " + name + "; supported: BF16, F16, F32, I32");
 }
 
 std::string shape_string(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+// The bytes of a tensor of info's shape and dtype; a negative dimension, or a product that does not
+// fit in 64 bits (which would wrap and pass the extent checks), is an error naming the tensor.
+uint64_t tensor_bytes(const TensorInfo& info, const std::string& path, const std::string& name) {
+  uint64_t bytes = dtype_size(info.dtype);
+  for (int64_t d : info.shape) {
+    if (d < 0) throw Error(path + ": tensor '" + name + "' has a negative dimension");
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
+      throw Error(path + ": tensor '" + name + "' of shape " + shape_string(info.shape) + " is too large");
+  }
+  return bytes;
+}
+
+// A shard must be a file inside the model directory: an index naming an absolute path or climbing
+// out with ".." is refused, whatever the file system holds. The check is on the name only, so
+// shards that are symbolic links (as in the Hugging Face hub's cache) still load.
+void check_shard_name(const std::string& shard, const std::string& index_path) {
+  const std::filesystem::path name(shard);
+  bool climbs = false;
+  for (const auto& part : name) climbs = climbs || part == "..";
+  if (shard.empty() || name.is_absolute() || climbs)
+    throw Error(index_path + ": shard '" + shard + "' is not a file inside the model directory");
 }
 
 }  // namespace
@@ -75,7 +99,11 @@ void drop_mapped_pages(const void* begin, size_t bytes) {
 }
 
 uint16_t* WeightArena::allocate(int64_t elements) {
-  const size_t bytes = round_up(std::max<size_t>(1, static_cast<size_t>(elements) * sizeof(uint16_t)), kCacheLine);
+  return reinterpret_cast<uint16_t*>(allocate_bytes(elements * static_cast<int64_t>(sizeof(uint16_t))));
+}
+
+uint8_t* WeightArena::allocate_bytes(int64_t size) {
+  const size_t bytes = round_up(std::max<size_t>(1, static_cast<size_t>(size)), kCacheLine);
   if (slabs_.empty() || slabs_.back().size - slabs_.back().used < bytes) {
     Slab slab;
     slab.size = round_up(std::max(bytes, kSlabBytes), kHugePage);
@@ -87,26 +115,26 @@ uint16_t* WeightArena::allocate(int64_t elements) {
   Slab& slab = slabs_.back();
   char* piece = slab.memory.get() + slab.used;
   slab.used += bytes;
-  return reinterpret_cast<uint16_t*>(piece);
+  return reinterpret_cast<uint8_t*>(piece);
 }
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
-  const size_t size = file_.size();
+std::map<std::string, TensorInfo> parse_safetensors(const unsigned char* data, size_t size, const std::string& path) {
   if (size < 8) throw Error(path + ": truncated safetensors file (" + std::to_string(size) + " bytes)");
   uint64_t header_len = 0;
-  std::memcpy(&header_len, file_.data(), 8);  // little-endian on every platform we build for
+  std::memcpy(&header_len, data, 8);  // little-endian on every platform we build for
   if (header_len > size - 8)
     throw Error(path + ": truncated safetensors file: header of " + std::to_string(header_len) +
                 " bytes does not fit in " + std::to_string(size) + " bytes");
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(file_.data() + 8, file_.data() + 8 + header_len);
-  } catch (const nlohmann::json::parse_error& e) {
+    header = nlohmann::json::parse(data + 8, data + 8 + header_len);
+  } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": safetensors header is not JSON: " + e.what());
   }
   if (!header.is_object()) throw Error(path + ": safetensors header is not a JSON object");
-  const unsigned char* body = file_.data() + 8 + header_len;
+  const unsigned char* body = data + 8 + header_len;
   const uint64_t body_size = size - 8 - header_len;
+  std::map<std::string, TensorInfo> tensors;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
     try {
@@ -114,32 +142,34 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
       info.dtype = parse_dtype(entry.at("dtype").get<std::string>(), path, name);
       info.shape = entry.at("shape").get<std::vector<int64_t>>();
       const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
-      uint64_t count = 1;
-      for (int64_t d : info.shape) {
-        if (d < 0) throw Error(path + ": tensor '" + name + "' has a negative dimension");
-        count *= static_cast<uint64_t>(d);
-      }
+      const uint64_t bytes = tensor_bytes(info, path, name);
       if (offsets.size() != 2 || offsets[0] > offsets[1])
         throw Error(path + ": tensor '" + name + "' has malformed data_offsets");
-      if (offsets[1] - offsets[0] != count * dtype_size(info.dtype))
+      if (offsets[1] - offsets[0] != bytes)
         throw Error(path + ": tensor '" + name + "' of shape " + shape_string(info.shape) + " needs " +
-                    std::to_string(count * dtype_size(info.dtype)) + " bytes but its data_offsets span " +
+                    std::to_string(bytes) + " bytes but its data_offsets span " +
                     std::to_string(offsets[1] - offsets[0]));
       if (offsets[1] > body_size)
         throw Error(path + ": truncated: tensor '" + name + "' ends at byte " + std::to_string(offsets[1]) +
                     " of a data section of " + std::to_string(body_size) + " bytes");
       info.data = body + offsets[0];
-      info.file = &file_.path();
-      tensors_.emplace(name, std::move(info));
+      tensors.emplace(name, std::move(info));
     } catch (const nlohmann::json::exception& e) {
       throw Error(path + ": tensor '" + name + "' has a malformed header entry: " + e.what());
     }
   }
+  return tensors;
 }
 
-Checkpoint Checkpoint::open(const std::string& model_dir) {
+SafetensorsFile::SafetensorsFile(const std::string& path)
+    : file_(path), tensors_(parse_safetensors(file_.data(), file_.size(), path)) {
+  for (auto& [name, info] : tensors_) info.file = &file_.path();
+}
+
+Checkpoint Checkpoint::open(const std::string& model_dir, const ProjectionFormat& format) {
   Checkpoint ckpt;
   ckpt.dir_ = model_dir;
+  ckpt.format_ = format;
   const std::string index_path = model_dir + "/model.safetensors.index.json";
   std::vector<std::string> shard_names;
   std::map<std::string, std::string> weight_map;
@@ -148,7 +178,9 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
     if (!index.contains("weight_map") || !index["weight_map"].is_object())
       throw Error(index_path + ": no weight_map object");
     for (const auto& [tensor, shard] : index["weight_map"].items()) {
+      if (!shard.is_string()) throw Error(index_path + ": the shard of tensor '" + tensor + "' is not a file name");
       weight_map[tensor] = shard.get<std::string>();
+      check_shard_name(weight_map[tensor], index_path);
       if (std::find(shard_names.begin(), shard_names.end(), weight_map[tensor]) == shard_names.end())
         shard_names.push_back(weight_map[tensor]);
     }
@@ -182,8 +214,15 @@ const TensorInfo& Checkpoint::tensor_of_shape(const std::string& name, const std
   return t;
 }
 
+const TensorInfo& Checkpoint::float_tensor(const std::string& name, const std::vector<int64_t>& shape) const {
+  const TensorInfo& t = tensor_of_shape(name, shape);
+  if (t.dtype == DType::I32)
+    throw Error(*t.file + ": tensor '" + name + "' has dtype I32; expected BF16, F16 or F32");
+  return t;
+}
+
 WeightView Checkpoint::matrix(const std::string& name, int64_t rows, int64_t cols) const {
-  const TensorInfo& t = tensor_of_shape(name, {rows, cols});
+  const TensorInfo& t = float_tensor(name, {rows, cols});
   const WeightView row_major{t.data, t.dtype, rows, cols};
   if (t.dtype == DType::F32) return row_major;
   std::lock_guard lock(tiled_->mutex);
@@ -199,7 +238,7 @@ WeightView Checkpoint::matrix(const std::string& name, int64_t rows, int64_t col
 VectorParam Checkpoint::vector(const std::string& name, int64_t n) const { return floats(name, {n}); }
 
 std::vector<float> Checkpoint::floats(const std::string& name, const std::vector<int64_t>& shape) const {
-  const TensorInfo& t = tensor_of_shape(name, shape);
+  const TensorInfo& t = float_tensor(name, shape);
   int64_t count = 1;
   for (int64_t d : shape) count *= d;
   // The whole tensor read as one row-major row: row_to_float widens any dtype.

@@ -14,6 +14,7 @@
 
 #include "common/aligned_memory.h"
 #include "kernels/weight.h"
+#include "model/quantization.h"
 
 namespace moe {
 
@@ -48,6 +49,8 @@ class WeightArena {
  public:
   // elements uint16_t values, 64-byte aligned, valid for the arena's lifetime.
   uint16_t* allocate(int64_t elements);
+  // bytes, 64-byte aligned, valid for the arena's lifetime.
+  uint8_t* allocate_bytes(int64_t bytes);
 
  private:
   struct Slab {
@@ -64,6 +67,10 @@ struct TensorInfo {
   const std::string* file = nullptr;  // the shard holding it, for error messages
 };
 
+// The tensors of a safetensors file's bytes: the header is checked and every tensor's extent lies
+// inside `size`; `path` names the file in errors (TensorInfo::file is left for the caller to set).
+std::map<std::string, TensorInfo> parse_safetensors(const unsigned char* data, size_t size, const std::string& path);
+
 // One .safetensors file: validates the header and every tensor's extent when opened.
 class SafetensorsFile {
  public:
@@ -78,8 +85,9 @@ class SafetensorsFile {
 
 class Checkpoint {
  public:
-  // DIR/model.safetensors.index.json when present, else DIR/model.safetensors.
-  static Checkpoint open(const std::string& model_dir);
+  // DIR/model.safetensors.index.json when present, else DIR/model.safetensors. `format` says what
+  // projection() does.
+  static Checkpoint open(const std::string& model_dir, const ProjectionFormat& format = {});
 
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   const TensorInfo& tensor(const std::string& name) const;
@@ -87,20 +95,34 @@ class Checkpoint {
   // matrices are viewed where they lie; BF16 and F16 ones are tiled on the first call (the same
   // tiled copy serves every later call, e.g. a tied embedding and lm_head).
   WeightView matrix(const std::string& name, int64_t rows, int64_t cols) const;
+  // A projection matrix `name` ("<module>.weight") of exactly [rows, cols]: from a GPTQ checkpoint
+  // the module's qweight/qzeros/scales/g_idx as a Q4 or Q8 view (or the float tensor where the
+  // module is not quantized, as GPTQ leaves lm_head); else quantized at load when the format asks
+  // for it, or what matrix() gives. Every malformed GPTQ tensor is an error naming it.
+  WeightView projection(const std::string& name, int64_t rows, int64_t cols) const;
   // A 1-D parameter of exactly n elements, widened to float32.
   VectorParam vector(const std::string& name, int64_t n) const;
   // Any tensor of exactly `shape`, widened to float32 in its row-major order (what a device
   // upload copies: no tiling).
   std::vector<float> floats(const std::string& name, const std::vector<int64_t>& shape) const;
-
- private:
   // The tensor `name`, which must have exactly `shape`; anything else is an error naming file and tensor.
   const TensorInfo& tensor_of_shape(const std::string& name, const std::vector<int64_t>& shape) const;
+  // Same, and its elements must be floats (BF16, F16, F32), not GPTQ's packed I32.
+  const TensorInfo& float_tensor(const std::string& name, const std::vector<int64_t>& shape) const;
+
+ private:
+  // The quantized view of projection `name`, made on the first call.
+  WeightView quantized_projection(const std::string& name, const std::string& module, bool gptq, int64_t rows,
+                                  int64_t cols) const;
+
+ private:
 
   std::string dir_;
+  ProjectionFormat format_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
   std::map<std::string, TensorInfo> tensors_;
-  // The tiled copies, shared by copies of this checkpoint; layers may load on several threads.
+  // The tiled (and quantized) copies, shared by copies of this checkpoint; layers may load on
+  // several threads.
   struct TiledMatrices {
     std::mutex mutex;
     WeightArena arena;

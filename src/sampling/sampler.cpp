@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "kernels/exp_sum.h"
+#include "sampling/logit_adjustments.h"
 
 namespace moe {
 namespace {
@@ -147,10 +148,20 @@ int32_t draw(const Candidates& c, double uniform) {
 
 void validate(const msg::DrawSettings& params) {
   // Written as !(in range) so that NaN is rejected too.
-  if (!(params.temperature >= 0.0f)) reject("temperature", ">= 0", std::to_string(params.temperature));
+  if (!(params.temperature >= 0.0f && std::isfinite(params.temperature)))
+    reject("temperature", ">= 0 and finite", std::to_string(params.temperature));
   if (!(params.top_p > 0.0f && params.top_p <= 1.0f)) reject("top_p", "in (0, 1]", std::to_string(params.top_p));
   if (params.top_k < -1) reject("top_k", "-1 (off), 0 (off) or positive", std::to_string(params.top_k));
   if (!(params.min_p >= 0.0f && params.min_p <= 1.0f)) reject("min_p", "in [0, 1]", std::to_string(params.min_p));
+  if (!(params.presence_penalty >= -2.0f && params.presence_penalty <= 2.0f))
+    reject("presence_penalty", "in [-2, 2]", std::to_string(params.presence_penalty));
+  if (!(params.frequency_penalty >= -2.0f && params.frequency_penalty <= 2.0f))
+    reject("frequency_penalty", "in [-2, 2]", std::to_string(params.frequency_penalty));
+  if (!(params.repetition_penalty > 0.0f && params.repetition_penalty <= 2.0f))
+    reject("repetition_penalty", "in (0, 2]", std::to_string(params.repetition_penalty));
+  for (const msg::TokenBias& bias : params.logit_bias)
+    if (!(bias.bias >= -100.0f && bias.bias <= 100.0f))
+      reject("logit_bias", "a map of token ids to biases in [-100, 100]", std::to_string(bias.bias));
 }
 
 double counter_uniform(uint64_t seed, uint64_t counter) {
@@ -162,24 +173,47 @@ double counter_uniform(uint64_t seed, uint64_t counter) {
 SampledToken sample_token(const float* logits, int64_t vocab_size, const msg::TokenSampling& params) {
   validate(params);
   if (vocab_size < 1) throw Error("sample_token: vocabulary size must be positive, got " + std::to_string(vocab_size));
+  if (params.top_logprobs < 0 || params.top_logprobs > kMaxTopLogprobs)
+    reject("top_logprobs", "in [0, 20]", std::to_string(params.top_logprobs));
+  // The token is drawn from the row as the request adjusts it (penalties, bias, banned stop tokens).
+  const float* row = logits;
+  if (adjusts_logits(params)) {
+    thread_local std::vector<float> adjusted;
+    adjusted.resize(static_cast<size_t>(vocab_size));
+    adjust_logits(logits, vocab_size, params, adjusted.data());
+    row = adjusted.data();
+  }
   // max_element returns the first maximum, so greedy ties go to the lowest id.
-  const float* top = std::max_element(logits, logits + vocab_size);
-  const float max_logit = *top;
+  const float* top = std::max_element(row, row + vocab_size);
+  const float row_max = *top;
 
-  int32_t id = static_cast<int32_t>(top - logits);
+  int32_t id = static_cast<int32_t>(top - row);
   double partition = 0.0;  // the log-probability's Σ e^(logit - max), once summed (it is at least 1)
   if (params.temperature > 0.0f) {
     thread_local Candidates candidates;
-    take_top_k(logits, vocab_size, params, max_logit, candidates);
-    // At temperature 1 with every token a candidate, that total is the same sum over the same terms.
-    if (params.temperature == 1.0f && !candidates.sorted) partition = candidates.total;
-    if (params.top_p < 1.0f) apply_top_p(candidates, params.top_p, logits);
+    take_top_k(row, vocab_size, params, row_max, candidates);
+    // At temperature 1 with every raw logit a candidate, that total is the same sum over the same terms.
+    if (row == logits && params.temperature == 1.0f && !candidates.sorted) partition = candidates.total;
+    if (params.top_p < 1.0f) apply_top_p(candidates, params.top_p, row);
     if (params.min_p > 0.0f) apply_min_p(candidates, params.min_p);
     id = draw(candidates, counter_uniform(params.seed, params.step));
   }
 
+  // Log-probabilities are the model's (log_softmax of the raw logits), whatever adjusted the draw.
+  const float max_logit = row == logits ? row_max : *std::max_element(logits, logits + vocab_size);
   if (partition == 0.0) partition = sum_of_exps(logits, vocab_size, max_logit, 1.0f);
-  return SampledToken{id, static_cast<float>(logits[id] - max_logit - std::log(partition))};
+  const double log_partition = std::log(partition);
+  auto logprob = [&](int32_t token) { return static_cast<float>(logits[token] - max_logit - log_partition); };
+  SampledToken sampled{id, logprob(id), {}};
+  if (params.top_logprobs > 0) {
+    thread_local std::vector<int32_t> ranked;
+    most_probable(logits, vocab_size, std::min<size_t>(params.top_logprobs, vocab_size), ranked);
+    for (int32_t token : ranked) {
+      sampled.top.ids.push_back(token);
+      sampled.top.logprobs.push_back(logprob(token));
+    }
+  }
+  return sampled;
 }
 
 }  // namespace moe

@@ -17,17 +17,24 @@ void validate(const msg::DrawSettings& draw);
 // the same numbers and the worker keeps no generator state between steps.
 double counter_uniform(uint64_t seed, uint64_t counter);
 
+// The most alternatives a draw reports (OpenAI's top_logprobs limit).
+inline constexpr int32_t kMaxTopLogprobs = 20;
+
 // The chosen token and its log-probability under the model (log_softmax of the raw logits, before
-// temperature or any filter: what the goldens and the OpenAI `logprobs` field report).
+// temperature, penalties or any filter: what the goldens and the OpenAI `logprobs` field report),
+// and, when asked, the most probable tokens under the same log-probabilities (ties: lower id first,
+// so a greedy draw's token is the first, with the same logprob).
 struct SampledToken {
   int32_t id = 0;
   float logprob = 0.0f;
+  msg::TokenAlternatives top;
 };
 
 // `sampling.step` numbers the request's draws (its output-token index): the random draw is a
 // function of (sampling.seed, sampling.step) only, so recomputing a request reproduces its tokens.
 // Greedy ties go to the lowest id. Filters apply as Hugging Face orders them: top-k, then top-p on
-// the renormalised survivors, then min-p. Throws a moe::Error for invalid settings.
+// the renormalised survivors, then min-p, all over the row as the request's penalties, logit_bias
+// and suppressed ids adjust it. Throws a moe::Error for invalid settings.
 SampledToken sample_token(const float* logits, int64_t vocab_size, const msg::TokenSampling& sampling);
 
 }  // namespace moe

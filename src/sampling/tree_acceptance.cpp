@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "sampling/logit_adjustments.h"
 
 namespace moe {
 namespace {
@@ -27,6 +28,8 @@ std::vector<SampledToken> accept_draft_tree(const float* logits, int64_t vocab_s
   for (int32_t node = 0; node >= 0;) {
     draw.step = sampling.step + drawn.size();
     drawn.push_back(sample_token(logits + node * vocab_size, vocab_size, draw));
+    // Penalties count each token accepted before the next draw, as plain decoding would.
+    if (penalizes(draw)) draw.generated_ids.push_back(drawn.back().id);
     node = child_with(node_tokens, parents, node, drawn.back().id);
   }
   return drawn;

@@ -36,6 +36,7 @@ struct Request : msg::TokenizedRequest {
   RadixCache::Node* cache_node = nullptr;  // the locked radix node covering those positions
   int64_t prefill_end = 0;          // total_len() when last admitted: chunks below it are prefill
   uint64_t scheduled_step = 0;      // the last step that included this request
+  bool in_flight = false;           // that step has not come back yet
   int64_t cached_tokens = 0;        // prefix-cache hit tokens summed over admissions (meta_info)
   int num_preemptions = 0;
   // A request whose reply includes its last token's routing (routed_experts_include_last) that met
@@ -59,8 +60,9 @@ struct ScheduledSequence {
   msg::TokenSampling sampling;  // the draw of the token sampled here (seed fixed, step = its output index)
 };
 
-// How request is sampled at its next output token (and, in a verify, the ones after it).
-ScheduledSequence scheduled_sequence(const Request& request);
+// How request is sampled at its next output token (and, in a verify, the ones after it): its draw
+// settings, penalties over its output so far, and min_new_tokens' ban on `eos_token_ids` and its stop ids.
+ScheduledSequence scheduled_sequence(const Request& request, const std::vector<int32_t>& eos_token_ids);
 
 // What the scheduler hands the model worker for one step: the ForwardBatch, plus for each of its
 // sequences who it belongs to and how to sample it. The worker needs nothing else, so it keeps no
@@ -85,6 +87,7 @@ struct GeneratedToken {
   int index = 0;
   int32_t token = 0;
   float logprob = 0.0f;
+  msg::TokenAlternatives top;  // empty unless the request asked for top logprobs
 };
 
 // A completion that is done, with everything the reply needs.

@@ -58,9 +58,10 @@ Request* Scheduler::find(const std::string& rid, int index, uint64_t uid) {
 }
 
 StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
-                                      std::span<const float> logprobs, std::span<const int32_t> sampled_counts) {
-  if (in_flight_step_ == 0 || batch.step_id != in_flight_step_)
-    throw std::logic_error("Scheduler::process_result: not the batch in flight");
+                                      std::span<const float> logprobs, std::span<const int32_t> sampled_counts,
+                                      std::span<const msg::TokenAlternatives> top) {
+  if (!in_flight_steps_.count(batch.step_id))
+    throw std::logic_error("Scheduler::process_result: not a batch in flight");
   size_t num_samplers = 0, num_sampled = 0;
   for (const BatchSequence& seq : batch.forward.sequences) num_samplers += seq.needs_logits ? 1 : 0;
   if (!sampled_counts.empty() && sampled_counts.size() != num_samplers)
@@ -76,11 +77,12 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
                   std::to_string(seq.num_new_tokens) + " new tokens");
     num_sampled += static_cast<size_t>(count);
   }
-  if (sampled_ids.size() != num_sampled || (!logprobs.empty() && logprobs.size() != num_sampled))
-    throw Error("worker result has " + std::to_string(sampled_ids.size()) + " sampled ids and " +
-                std::to_string(logprobs.size()) + " logprobs for a batch that samples " +
-                std::to_string(num_sampled) + " tokens");
-  in_flight_step_ = 0;
+  if (sampled_ids.size() != num_sampled || (!logprobs.empty() && logprobs.size() != num_sampled) ||
+      (!top.empty() && top.size() != num_sampled))
+    throw Error("worker result has " + std::to_string(sampled_ids.size()) + " sampled ids, " +
+                std::to_string(logprobs.size()) + " logprobs and " + std::to_string(top.size()) +
+                " top logprob lists for a batch that samples " + std::to_string(num_sampled) + " tokens");
+  in_flight_steps_.erase(batch.step_id);
 
   StepOutcome outcome;
   size_t sample = 0;
@@ -98,9 +100,12 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
     first_token += seq.num_new_tokens;
     Request* request = find(info.rid, info.index, info.uid);
     if (request == nullptr) continue;  // finished or aborted while the batch was in flight
+    request->in_flight = false;
     if (seq.is_tree()) {
-      commit_verified(seq, node_tokens, *request, sampled_ids.subspan(row, count),
-                      logprobs.empty() ? logprobs : logprobs.subspan(row, count), outcome);
+      commit_verified(seq, node_tokens, *request,
+                      {sampled_ids.subspan(row, count), logprobs.empty() ? logprobs : logprobs.subspan(row, count),
+                       top.empty() ? top : top.subspan(row, count)},
+                      outcome);
       continue;
     }
 
@@ -115,17 +120,18 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
 
     const int32_t token = sampled_ids[row];
     const float logprob = logprobs.empty() ? 0.0f : logprobs[row];
-    if (std::optional<msg::FinishReason> reason = append_output(*request, token, logprob, outcome))
+    if (std::optional<msg::FinishReason> reason =
+            append_output(*request, token, logprob, top.empty() ? msg::TokenAlternatives{} : top[row], outcome))
       stop(*request, std::move(*reason), outcome);
   }
   return outcome;
 }
 
 std::optional<msg::FinishReason> Scheduler::append_output(Request& request, int32_t token, float logprob,
-                                                          StepOutcome& outcome) const {
+                                                          msg::TokenAlternatives top, StepOutcome& outcome) const {
   request.output_ids.push_back(token);
   request.output_logprobs.push_back(logprob);
-  outcome.tokens.push_back({request.rid, request.index, token, logprob});
+  outcome.tokens.push_back({request.rid, request.index, token, logprob, std::move(top)});
   return request.stop_reason(config_.eos_token_ids);
 }
 
@@ -134,6 +140,13 @@ void Scheduler::stop(Request& request, msg::FinishReason reason, StepOutcome& ou
     request.finishing = std::move(reason);  // the next step feeds the token, then it finishes
   else
     outcome.finished.push_back(finish(request, std::move(reason)));
+}
+
+void Scheduler::abandon_in_flight() {
+  in_flight_steps_.clear();
+  for (auto& [rid, group] : groups_)
+    for (auto& request : group)
+      if (request) request->in_flight = false;
 }
 
 std::vector<FinishedRequest> Scheduler::abort(const std::string& rid, const std::string& message) {

@@ -6,12 +6,14 @@
 // the scheduler actor feeds it requests and worker results and sends out what it returns.
 //
 // Use: add_request() any time; schedule_step() -> send the batch to the worker ->
-// process_result() with its sampled ids; repeat. One batch is in flight at a time.
+// process_result() with its sampled ids; repeat. Up to max_in_flight batches are in flight at once
+// (one per pipeline stage, so the stages overlap); a request is never in two of them.
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -32,6 +34,9 @@ struct SchedulerConfig {
   int64_t context_length = 0;           // the model's max positions; 0 = only the KV pool limits
   std::vector<int32_t> eos_token_ids;   // the model's end-of-sequence ids
   SpeculativeConfig speculative;        // off unless --speculative-algorithm
+  // Batches planned before the first comes back (--pp-size): each step then takes about
+  // 1/max_in_flight of the requests, so that every stage has a micro-batch to run.
+  int max_in_flight = 1;
 };
 
 // Counters for metrics and tests.
@@ -64,15 +69,18 @@ class Scheduler {
   // is clamped so that prompt + output fits. Without a seed, one is drawn now, so a preempted and
   // recomputed request samples the same tokens; completion i uses seed + i.
   void add_request(Request request);
-  // Plans the next step, or nullopt when there is nothing to run.
+  // Plans the next step, or nullopt when there is nothing to run; none may be asked while
+  // max_in_flight batches are in flight (std::logic_error). Requests in flight are left out.
   std::optional<ScheduledBatch> schedule_step();
-  // Applies the worker's result for `batch`: sampled ids (and logprobs, or none at all) of each
-  // sequence that needs_logits, in batch order: sampled_counts[i] of them for the i-th (a draft
-  // tree's accepted drafts and one more), one each when sampled_counts is empty. A
+  int64_t batches_in_flight() const { return static_cast<int64_t>(in_flight_steps_.size()); }
+  // Applies the worker's result for `batch`: sampled ids (and logprobs and top alternatives, or none
+  // of them) of each sequence that needs_logits, in batch order: sampled_counts[i] of them for the
+  // i-th (a draft tree's accepted drafts and one more), one each when sampled_counts is empty. A
   // route_last_token request that meets its stop condition finishes one step later, once its last
   // token has been fed without sampling.
   StepOutcome process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
-                             std::span<const float> logprobs, std::span<const int32_t> sampled_counts = {});
+                             std::span<const float> logprobs, std::span<const int32_t> sampled_counts = {},
+                             std::span<const msg::TokenAlternatives> top = {});
   // Ends every completion of rid, waiting or running, freeing its slots. Unknown rid: nothing.
   std::vector<FinishedRequest> abort(const std::string& rid, const std::string& message);
   // Whether rid names a live request (a new request may not reuse it until it has ended).
@@ -86,8 +94,8 @@ class Scheduler {
   // through process_result once it has been (nullopt now); any other ends at once.
   std::optional<FinishedRequest> stop_at_output(const std::string& rid, int index, int64_t kept_outputs,
                                                 msg::FinishReason reason);
-  // The batch in flight will never come back (its worker died): forget it, so that planning can go on.
-  void abandon_in_flight() { in_flight_step_ = 0; }
+  // The batches in flight will never come back (a worker died): forget them, so that planning can go on.
+  void abandon_in_flight();
   // Evicts every cached prefix no running request uses.
   void flush_cache() { kv_.flush_cache(); }
 
@@ -110,10 +118,13 @@ class Scheduler {
   // Slots for a running request's next tokens, preempting others if needed; 0 if it was preempted.
   int64_t grant_slots(Request& request, int64_t want, bool accept_fewer, const ScheduledBatch& batch,
                       bool& preempted);
-  // The latest admitted running request, other than requester, not already in this step.
+  // The latest admitted running request, other than requester, not already in this step nor in a
+  // step in flight (whose KV a stage may be writing).
   Request* pick_victim(const Request& requester, uint64_t step);
   // Frees a running request's KV and puts it back at the head of the waiting queue.
   void preempt(Request& request);
+  // Whether the step being planned holds its share of the requests already.
+  bool full(const ScheduledBatch& batch) const;
   // Appends the request's next num_new_tokens (slots already granted) to the batch.
   void add_to_batch(ScheduledBatch& batch, Request& request, int64_t num_new_tokens);
 
@@ -121,15 +132,21 @@ class Scheduler {
   // Adds a decoding request's next token with a draft tree after it, when a tree is proposed and
   // fits the budget and the pool without preempting anyone; false otherwise (it decodes as usual).
   bool add_speculative(ScheduledBatch& batch, Request& request, int64_t& budget);
+  // A verified tree's result: the tokens drawn along the accepted path, then one more.
+  struct VerifiedTokens {
+    std::span<const int32_t> ids;
+    std::span<const float> logprobs;              // aligned with ids, or empty
+    std::span<const msg::TokenAlternatives> top;  // aligned with ids, or empty
+  };
   // Applies a verified tree's drawn tokens to its request: keeps tokens up to a stop condition, the
   // KV slots of the accepted path (the others go back to the pool) and reports what was kept.
   void commit_verified(const BatchSequence& seq, std::span<const int32_t> node_tokens, Request& request,
-                       std::span<const int32_t> drawn, std::span<const float> logprobs, StepOutcome& outcome);
+                       VerifiedTokens drawn, StepOutcome& outcome);
 
   // --- Lifecycle.
   // Appends a sampled token to request's output; the reason to stop after it, if any.
   std::optional<msg::FinishReason> append_output(Request& request, int32_t token, float logprob,
-                                                 StepOutcome& outcome) const;
+                                                 msg::TokenAlternatives top, StepOutcome& outcome) const;
   // Ends a request that met its stop condition (destroying it), or, when its reply includes the last
   // token's routing, marks it to finish once that token has been fed.
   void stop(Request& request, msg::FinishReason reason, StepOutcome& outcome);
@@ -147,7 +164,8 @@ class Scheduler {
   std::vector<Request*> running_;  // in admission order: the last admitted is preempted first
   uint64_t next_uid_ = 1;
   uint64_t last_step_id_ = 0;
-  uint64_t in_flight_step_ = 0;  // 0 = no batch in flight
+  std::set<uint64_t> in_flight_steps_;
+  int64_t step_sequence_cap_ = 0;  // sequences the step being planned may still take
   int64_t cache_hit_tokens_ = 0;
   int64_t num_preemptions_ = 0;
   int64_t verify_passes_ = 0;

@@ -32,6 +32,9 @@ void keep_verified_slots(KvManager& kv, Request& request, const std::vector<int3
 bool Scheduler::add_speculative(ScheduledBatch& batch, Request& request, int64_t& budget) {
   const SpeculativeConfig& spec = config_.speculative;
   if (!spec.enabled() || !request.speculative || request.finishing) return false;
+  // Before min_new_tokens the stop tokens are banned for a count of outputs a tree would cross:
+  // plain decoding until then.
+  if (static_cast<int64_t>(request.output_ids.size()) < request.sampling.min_new_tokens) return false;
   // A verify yields up to its depth + 1 tokens: never more than the request may still generate.
   const int64_t left = request.sampling.max_new_tokens - static_cast<int64_t>(request.output_ids.size());
   const int64_t max_depth = std::min<int64_t>(spec.num_steps, left - 1);
@@ -55,16 +58,16 @@ bool Scheduler::add_speculative(ScheduledBatch& batch, Request& request, int64_t
   }
   std::vector<int32_t> slots(request.slot_table.begin(), request.slot_table.begin() + request.num_computed + nodes);
   batch.forward.add_tree_sequence(tokens, std::move(slots), std::move(parents), true);
-  batch.sequences.push_back(scheduled_sequence(request));
+  batch.sequences.push_back(scheduled_sequence(request, config_.eos_token_ids));
   request.scheduled_step = batch.step_id;
+  request.in_flight = true;
   budget -= nodes;
   return true;
 }
 
 void Scheduler::commit_verified(const BatchSequence& seq, std::span<const int32_t> node_tokens, Request& request,
-                                std::span<const int32_t> drawn, std::span<const float> logprobs,
-                                StepOutcome& outcome) {
-  const std::vector<int32_t> path = accepted_path(node_tokens, seq.tree_parents, drawn.first(drawn.size() - 1));
+                                VerifiedTokens drawn, StepOutcome& outcome) {
+  const std::vector<int32_t> path = accepted_path(node_tokens, seq.tree_parents, drawn.ids.first(drawn.ids.size() - 1));
   const int64_t root = request.num_computed;  // the root's position: the first of the tree's slots
   const std::vector<int32_t> tree_slots(request.slot_table.begin() + root, request.slot_table.end());
   ++verify_passes_;
@@ -81,8 +84,9 @@ void Scheduler::commit_verified(const BatchSequence& seq, std::span<const int32_
   // Tokens are kept up to the first that meets a stop condition.
   size_t kept = 0;
   std::optional<msg::FinishReason> reason;
-  while (kept < drawn.size() && !reason) {
-    reason = append_output(request, drawn[kept], logprobs.empty() ? 0.0f : logprobs[kept], outcome);
+  while (kept < drawn.ids.size() && !reason) {
+    reason = append_output(request, drawn.ids[kept], drawn.logprobs.empty() ? 0.0f : drawn.logprobs[kept],
+                           drawn.top.empty() ? msg::TokenAlternatives{} : drawn.top[kept], outcome);
     ++kept;
   }
   // Fed now: the root and the kept drafts but the last kept token, which is the next one to feed.

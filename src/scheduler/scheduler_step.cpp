@@ -8,8 +8,14 @@
 namespace moe {
 
 std::optional<ScheduledBatch> Scheduler::schedule_step() {
-  if (in_flight_step_ != 0) throw std::logic_error("Scheduler::schedule_step: the previous batch is still in flight");
+  if (batches_in_flight() >= config_.max_in_flight)
+    throw std::logic_error("Scheduler::schedule_step: max_in_flight batches are in flight already");
   ScheduledBatch batch;
+  // With several micro-batches in flight, each takes its share of the requests, so the next one
+  // finds requests that are not in flight.
+  const auto live = static_cast<int64_t>(running_.size() + waiting_.size());
+  step_sequence_cap_ = config_.max_in_flight > 1 ? std::max<int64_t>(1, (live + config_.max_in_flight - 1) / config_.max_in_flight)
+                                                 : std::numeric_limits<int64_t>::max();
   batch.step_id = ++last_step_id_;
   batch.forward.max_tree_experts = config_.speculative.max_tree_experts;
   int64_t budget = config_.chunked_prefill_size > 0 ? config_.chunked_prefill_size
@@ -19,7 +25,7 @@ std::optional<ScheduledBatch> Scheduler::schedule_step() {
   // After a preemption the pool is short: admitting now would only preempt again next step.
   if (!preempted) admit_waiting(batch, budget);
   if (batch.sequences.empty()) return std::nullopt;
-  in_flight_step_ = batch.step_id;
+  in_flight_steps_.insert(batch.step_id);
   return batch;
 }
 
@@ -29,13 +35,14 @@ void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& p
   for (const bool decode_pass : {true, false}) {
     const std::vector<Request*> candidates = running_;  // preemption edits running_
     for (Request* request : candidates) {
-      if (budget == 0) return;
-      if (request->state != RequestState::Running || request->scheduled_step == batch.step_id) continue;
+      if (budget == 0 || full(batch)) return;
+      if (request->state != RequestState::Running || request->scheduled_step == batch.step_id || request->in_flight)
+        continue;
       const int64_t pending = request->total_len() - request->num_computed;
       if ((pending == 1) != decode_pass) continue;
       if (decode_pass && add_speculative(batch, *request, budget)) continue;
       const int64_t granted = grant_slots(*request, std::min(pending, budget), !decode_pass, batch, preempted);
-      if (granted == 0) continue;  // the request was preempted itself
+      if (granted == 0) continue;  // the request was preempted itself, or waits for the steps in flight
       add_to_batch(batch, *request, granted);
       budget -= granted;
     }
@@ -44,7 +51,7 @@ void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& p
 
 // New requests, first come first served, while the budget, max_running_requests and the KV pool allow.
 void Scheduler::admit_waiting(ScheduledBatch& batch, int64_t& budget) {
-  while (budget > 0 && !waiting_.empty() &&
+  while (budget > 0 && !waiting_.empty() && !full(batch) &&
          static_cast<int64_t>(running_.size()) < config_.max_running_requests) {
     Request& request = *waiting_.front();
     const int64_t hit = kv_.attach_prefix(request);
@@ -69,8 +76,9 @@ void Scheduler::admit_waiting(ScheduledBatch& batch, int64_t& budget) {
 }
 
 // Gives a running request `want` new slots (or fewer, down to one, when accept_fewer), preempting
-// the latest admitted requests not yet in this batch until they fit. If none is left to preempt, the
-// request preempts itself and 0 is returned. A request alone always fits: add_request capped its
+// the latest admitted requests not yet in this batch (nor in flight) until they fit. If none is left
+// to preempt and this batch is empty while steps are in flight, 0 is returned (it waits for them);
+// otherwise the request preempts itself and 0 is returned. A request alone always fits: add_request capped its
 // length at the pool's capacity.
 int64_t Scheduler::grant_slots(Request& request, int64_t want, bool accept_fewer, const ScheduledBatch& batch,
                                bool& preempted) {
@@ -82,6 +90,11 @@ int64_t Scheduler::grant_slots(Request& request, int64_t want, bool accept_fewer
       return granted;
     }
     Request* victim = pick_victim(request, batch.step_id);
+    // What the steps in flight hold comes back with them: wait for it rather than preempt.
+    if (victim == nullptr && batch.sequences.empty() && !in_flight_steps_.empty()) {
+      preempted = true;  // the pool is short: admit nobody either
+      return 0;
+    }
     if (victim == nullptr) {
       if (batch.sequences.empty())
         throw std::logic_error("Scheduler: a lone request does not fit in the KV pool");
@@ -95,7 +108,7 @@ int64_t Scheduler::grant_slots(Request& request, int64_t want, bool accept_fewer
 
 Request* Scheduler::pick_victim(const Request& requester, uint64_t step) {
   for (auto it = running_.rbegin(); it != running_.rend(); ++it)
-    if (*it != &requester && (*it)->scheduled_step != step) return *it;
+    if (*it != &requester && (*it)->scheduled_step != step && !(*it)->in_flight) return *it;
   return nullptr;
 }
 
@@ -117,8 +130,13 @@ void Scheduler::add_to_batch(ScheduledBatch& batch, Request& request, int64_t nu
   // A finishing request feeds its last token only for the routing: nothing more to sample.
   batch.forward.add_sequence(request.tokens(request.num_computed, end), std::move(slots),
                              end == request.total_len() && !request.finishing);
-  batch.sequences.push_back(scheduled_sequence(request));
+  batch.sequences.push_back(scheduled_sequence(request, config_.eos_token_ids));
   request.scheduled_step = batch.step_id;
+  request.in_flight = true;
+}
+
+bool Scheduler::full(const ScheduledBatch& batch) const {
+  return static_cast<int64_t>(batch.sequences.size()) >= step_sequence_cap_;
 }
 
 }  // namespace moe

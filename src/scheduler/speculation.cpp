@@ -33,7 +33,7 @@ SpeculativeAlgorithm parse_speculative_algorithm(const std::string& name) {
   throw Error("unknown --speculative-algorithm '" + name + "'; choose NGRAM or STANDALONE");
 }
 
-void validate(const SpeculativeConfig& config, int top_k) {
+void validate(const SpeculativeConfig& config, int top_k, int pp_size) {
   if (!config.enabled()) {
     if (config.max_tree_experts != 0) throw Error("--max-tree-experts needs --speculative-algorithm");
     return;
@@ -47,6 +47,10 @@ void validate(const SpeculativeConfig& config, int top_k) {
                 "), got " + std::to_string(config.max_tree_experts));
   if (config.algorithm == SpeculativeAlgorithm::Standalone)
     throw Error("--speculative-algorithm STANDALONE is not available yet; use NGRAM");
+  if (pp_size > 1)
+    throw Error("--speculative-algorithm cannot be combined with --pp-size " + std::to_string(pp_size) +
+                " yet (draft trees are verified only by a whole model in one stage); use --pp-size 1 "
+                "or serve without --speculative-algorithm");
 }
 
 DraftTree ngram_draft(std::span<const int32_t> context, int max_nodes, int max_depth, int max_children) {

@@ -25,9 +25,10 @@ struct SpeculativeConfig {
   bool enabled() const { return algorithm != SpeculativeAlgorithm::None; }
 };
 
-// Checks the settings against the model's routing (a pool smaller than top_k cannot route); throws a
-// moe::Error naming the flag.
-void validate(const SpeculativeConfig& config, int top_k);
+// Checks the settings against the model's routing (a pool smaller than top_k cannot route) and the
+// pipeline's stage count (draft trees are not verified across pipeline stages yet: speculation
+// needs --pp-size 1); throws a moe::Error naming the flag.
+void validate(const SpeculativeConfig& config, int top_k, int pp_size);
 
 // Draft tokens after a root, as a tree: node i carries tokens[i] and hangs below parents[i] (-1:
 // the root). Siblings carry distinct tokens.

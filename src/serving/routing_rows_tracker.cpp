@@ -8,7 +8,8 @@ RoutingRowsTracker::RoutingRowsTracker(int64_t num_slots, int num_moe_layers, in
     : host_(num_slots, num_moe_layers, top_k, with_weights) {}
 
 void RoutingRowsTracker::step_scheduled(uint64_t step, std::vector<int32_t> token_slots) {
-  step_slots_[step] = std::move(token_slots);
+  const int layers = host_.num_moe_layers();
+  step_slots_[step] = {std::move(token_slots), std::vector<bool>(static_cast<size_t>(layers), false), layers};
 }
 
 void RoutingRowsTracker::after_rows_of(uint64_t step, std::function<void()> emit) {
@@ -24,9 +25,21 @@ void RoutingRowsTracker::rows_arrived(const msg::StepRouting& routing) {
   auto it = step_slots_.find(routing.step);
   if (it == step_slots_.end())
     throw Error("routing rows for step " + std::to_string(routing.step) + " that was not scheduled or already stored");
-  StagedRouting staged{routing.step, routing.rows.num_rows(), routing.rows.num_layers, routing.rows.top_k,
-                       routing.rows.expert_ids, routing.rows.weights};
-  host_.store(staged, it->second);
+  OutstandingStep& out = it->second;
+  const int first = routing.first_layer, count = routing.rows.num_layers;
+  if (first < 0 || count < 1 || first + count > host_.num_moe_layers())
+    throw Error("routing rows of step " + std::to_string(routing.step) + " for MoE layers [" + std::to_string(first) +
+                ", " + std::to_string(first + count) + ") of a model with " + std::to_string(host_.num_moe_layers()));
+  for (int l = first; l < first + count; ++l)
+    if (out.layer_arrived[l])
+      throw Error("routing rows of step " + std::to_string(routing.step) + " arrived twice for MoE layer " +
+                  std::to_string(l));
+  StagedRouting staged{routing.step, routing.rows.num_rows(), count, routing.rows.top_k, routing.rows.expert_ids,
+                       routing.rows.weights};
+  host_.store(staged, out.token_slots, first);
+  for (int l = first; l < first + count; ++l) out.layer_arrived[l] = true;
+  out.layers_missing -= count;
+  if (out.layers_missing > 0) return;
   step_slots_.erase(it);
   const uint64_t oldest_missing = step_slots_.empty() ? UINT64_MAX : step_slots_.begin()->first;
   while (!pending_.empty() && pending_.front().first < oldest_missing) {

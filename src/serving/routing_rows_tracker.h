@@ -1,7 +1,9 @@
 #pragma once
 // The scheduler side of routed-experts capture: stores each step's staged rows in the host cache by
 // KV slot, and holds back a request's output until the rows it covers have arrived, so every reply
-// carries exactly its rows, in order, even though rows travel a step behind the sampled tokens.
+// carries exactly its rows, in order, even though rows travel a step behind the sampled tokens. With
+// pipeline parallelism every stage sends the slice of its own MoE layers; a step's rows count as
+// arrived once every layer's slice has.
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -21,7 +23,8 @@ class RoutingRowsTracker {
   void step_scheduled(uint64_t step, std::vector<int32_t> token_slots);
   // `emit` must run once the rows of every step <= `step` are in the host cache (at once if they are).
   void after_rows_of(uint64_t step, std::function<void()> emit);
-  // Staged rows from the worker: stored by slot, then every emission they unblock runs, in order.
+  // Staged rows (a whole row, or one stage's slice of it) from a worker: stored by slot; once the
+  // step has all its layers, every emission it unblocks runs, in order.
   void rows_arrived(const msg::StepRouting& routing);
   // The worker is gone: rows of steps still out will never come; pending emissions are dropped.
   void reset();
@@ -34,7 +37,12 @@ class RoutingRowsTracker {
 
  private:
   RoutingHostCache host_;
-  std::map<uint64_t, std::vector<int32_t>> step_slots_;  // scheduled steps whose rows are still out
+  struct OutstandingStep {
+    std::vector<int32_t> token_slots;
+    std::vector<bool> layer_arrived;  // per MoE layer
+    int layers_missing = 0;
+  };
+  std::map<uint64_t, OutstandingStep> step_slots_;  // scheduled steps whose rows are still (partly) out
   std::deque<std::pair<uint64_t, std::function<void()>>> pending_;
 };
 

@@ -1,5 +1,6 @@
 #include "serving/scheduler_service.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "common/error.h"
@@ -8,7 +9,12 @@
 namespace moe {
 
 SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const ServingModelInfo& model)
-    : options_(options), model_(model), scheduler_(options.scheduler, options.seed_source), weights_(options.weights) {
+    : options_(options),
+      model_(model),
+      scheduler_(options.scheduler, options.seed_source),
+      weights_(options.weights),
+      stages_(options.expected_stages.size()) {
+  if (stages_.empty()) throw Error("SchedulerService: no expected worker settings");
   // With capture on, every step is captured (not only steps with a request that asked): a later
   // request's prefix-cache hit must find real rows for slots computed on behalf of anyone.
   if (options.enable_routed_experts) {
@@ -18,8 +24,8 @@ SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const
 }
 
 std::optional<msg::ErrorReply> SchedulerService::add_request(const msg::TokenizedRequest& request) {
-  if (!worker_refusal_.empty())
-    return msg::ErrorReply{request.rid, "the model worker was refused: " + worker_refusal_, 503, "scheduler"};
+  if (const std::string refusal = worker_refusal(); !refusal.empty())
+    return msg::ErrorReply{request.rid, "the model worker was refused: " + refusal, 503, "scheduler"};
   if (requests_.count(request.rid) || scheduler_.has_request(request.rid))
     return msg::ErrorReply{request.rid, "rid '" + request.rid + "' is already in use", 409, "scheduler"};
   Request queued;
@@ -53,15 +59,17 @@ void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t ind
 
 std::optional<msg::WorkerBatch> SchedulerService::next_batch() {
   // A queued weight update waits for the step in flight; no new one starts before it is done.
-  if (in_flight_ || !worker_accepted() || !updates_.empty()) return std::nullopt;
+  if (static_cast<int>(in_flight_.size()) >= options_.scheduler.max_in_flight || !worker_accepted() ||
+      !updates_.empty())
+    return std::nullopt;
   std::optional<ScheduledBatch> batch = scheduler_.schedule_step();
   if (!batch) return std::nullopt;
   if (tracker_) tracker_->step_scheduled(batch->step_id, batch->token_slots());
   last_step_ = batch->step_id;
   steps_sent_ = true;
-  in_flight_ = std::move(batch);
-  msg::WorkerBatch message = in_flight_->to_message(tracker_.has_value(), tracker_ && options_.enable_router_weights);
-  message.worker_instance = accepted_worker_;
+  msg::WorkerBatch message = batch->to_message(tracker_.has_value(), tracker_ && options_.enable_router_weights);
+  for (const StageWorker& stage : stages_) message.stage_instances.push_back(stage.accepted);
+  in_flight_.emplace(batch->step_id, std::move(*batch));
   return message;
 }
 
@@ -69,17 +77,20 @@ void SchedulerService::on_routing(const std::vector<msg::StepRouting>& routing) 
   if (!tracker_) return;
   for (const msg::StepRouting& step : routing) {
     tracker_->rows_arrived(step);
-    load_->add(step.rows.expert_ids.data(), step.rows.num_rows(), step.rows.top_k);
+    load_->add(step.rows.expert_ids.data(), step.rows.num_rows(), step.rows.top_k, step.first_layer,
+               step.rows.num_layers);
   }
 }
 
 void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
-  if (!in_flight_ || in_flight_->step_id != result.step)
+  const auto flying = in_flight_.find(result.step);
+  if (flying == in_flight_.end())
     throw Error("worker result for step " + std::to_string(result.step) + " that is not in flight");
-  const ScheduledBatch batch = std::move(*in_flight_);
-  in_flight_.reset();
+  const ScheduledBatch batch = std::move(flying->second);
+  in_flight_.erase(flying);
   on_routing(result.routing);
-  StepOutcome outcome = scheduler_.process_result(batch, result.sampled_ids, result.logprobs, result.sampled_counts);
+  StepOutcome outcome = scheduler_.process_result(batch, result.sampled_ids, result.logprobs,
+                                                  result.sampled_counts, result.top_logprobs);
   for (int32_t distinct : result.verify_experts) verify_distinct_experts_ += distinct;
   verify_layer_passes_ += static_cast<int64_t>(result.verify_experts.size());
 
@@ -88,11 +99,12 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
   for (size_t i = 0; i < batch.sequences.size(); ++i)
     computed_slots[{batch.sequences[i].rid, batch.sequences[i].index}] = &batch.forward.sequences[i].kv_slots;
   for (const VerifiedSequence& v : outcome.verified) computed_slots[{v.rid, v.index}] = &v.computed_slots;
-  std::map<Key, std::pair<std::vector<int32_t>, std::vector<float>>> tokens;
-  for (const GeneratedToken& t : outcome.tokens) {
-    auto& [ids, logprobs] = tokens[{t.rid, t.index}];
-    ids.push_back(t.token);
-    logprobs.push_back(t.logprob);
+  std::map<Key, NewTokens> tokens;
+  for (GeneratedToken& t : outcome.tokens) {
+    NewTokens& step_tokens = tokens[{t.rid, t.index}];
+    step_tokens.ids.push_back(t.token);
+    step_tokens.logprobs.push_back(t.logprob);
+    step_tokens.top.push_back(std::move(t.top));
   }
   std::map<Key, FinishedRequest*> finished;
   for (FinishedRequest& f : outcome.finished) finished[{f.rid, f.index}] = &f;
@@ -100,12 +112,11 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
     auto fin = finished.find(key);
     if (fin != finished.end()) {
       FinishedRequest& f = *fin->second;
-      emit(key, std::move(new_tokens.first), std::move(new_tokens.second), std::move(f.kv_slots), f.reason,
+      emit(key, std::move(new_tokens), std::move(f.kv_slots), f.reason,
            f.cached_tokens, batch.step_id);
       finished.erase(fin);
     } else {
-      emit(key, std::move(new_tokens.first), std::move(new_tokens.second), *computed_slots.at(key), std::nullopt, 0,
-           batch.step_id);
+      emit(key, std::move(new_tokens), *computed_slots.at(key), std::nullopt, 0, batch.step_id);
     }
   }
   std::vector<FinishedRequest> rest;
@@ -115,7 +126,7 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
 
 std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& message, int32_t code) {
   std::vector<msg::ErrorReply> errors;
-  in_flight_.reset();
+  in_flight_.clear();
   scheduler_.abandon_in_flight();
   if (tracker_) tracker_->reset();
   std::vector<std::string> rids;
@@ -130,25 +141,47 @@ std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& messa
 }
 
 std::vector<msg::ErrorReply> SchedulerService::on_heartbeat(const msg::Heartbeat& heartbeat) {
-  if (heartbeat.instance == accepted_worker_ || heartbeat.instance == refused_worker_) return {};
+  const int rank = heartbeat.settings.pp_rank;
+  // A worker of another pipeline shape is refused in stage 0's place, naming the difference.
+  StageWorker& stage = stages_[rank >= 0 && rank < num_stages() ? rank : 0];
+  const msg::WorkerSettings& expected = options_.expected_stages[rank >= 0 && rank < num_stages() ? rank : 0];
+  if (heartbeat.instance == stage.accepted || heartbeat.instance == stage.refused) return {};
   std::vector<msg::ErrorReply> errors = forget_worker_kv();
-  if (std::optional<std::string> mismatch = settings_mismatch(options_.expected_worker, heartbeat.settings)) {
-    accepted_worker_ = 0;
-    refused_worker_ = heartbeat.instance;
-    worker_refusal_ = *mismatch;
+  if (std::optional<std::string> mismatch = settings_mismatch(expected, heartbeat.settings)) {
+    stage.accepted = 0;
+    stage.refused = heartbeat.instance;
+    stage.refusal = *mismatch;
   } else {
-    accepted_worker_ = heartbeat.instance;
-    refused_worker_ = 0;
-    worker_refusal_.clear();
+    stage = {heartbeat.instance, 0, {}};
   }
   return errors;
 }
 
 bool SchedulerService::from_accepted_worker(uint64_t instance, std::vector<msg::ErrorReply>& errors) {
-  if (instance == accepted_worker_) return true;
+  if (stage_of(instance)) return true;
   errors = forget_worker_kv();
-  accepted_worker_ = 0;  // the newcomer gets steps once its heartbeat shows its settings
+  // Which stage restarted is not known: each gets steps again once its heartbeat shows its settings.
+  for (StageWorker& stage : stages_) stage.accepted = 0;
   return false;
+}
+
+bool SchedulerService::worker_accepted() const {
+  return std::all_of(stages_.begin(), stages_.end(), [](const StageWorker& s) { return s.accepted != 0; });
+}
+
+std::optional<int> SchedulerService::stage_of(uint64_t instance) const {
+  for (int rank = 0; rank < num_stages(); ++rank)
+    if (instance != 0 && stages_[rank].accepted == instance) return rank;
+  return std::nullopt;
+}
+
+std::string SchedulerService::worker_refusal() const {
+  for (int rank = 0; rank < num_stages(); ++rank) {
+    if (stages_[rank].refusal.empty()) continue;
+    return num_stages() == 1 ? stages_[rank].refusal
+                             : "pipeline stage " + std::to_string(rank) + ": " + stages_[rank].refusal;
+  }
+  return {};
 }
 
 std::vector<msg::ErrorReply> SchedulerService::forget_worker_kv() {
@@ -176,14 +209,13 @@ msg::DetokenizeBatch SchedulerService::take_output() { return std::exchange(outp
 
 void SchedulerService::emit_finished(const std::vector<FinishedRequest>& finished, uint64_t step) {
   for (const FinishedRequest& f : finished)
-    emit({f.rid, f.index}, {}, {}, f.kv_slots, f.reason, f.cached_tokens, step);
+    emit({f.rid, f.index}, {}, f.kv_slots, f.reason, f.cached_tokens, step);
 }
 
-void SchedulerService::emit(const Key& key, std::vector<int32_t> tokens, std::vector<float> logprobs,
-                            std::vector<int32_t> slots, std::optional<msg::FinishReason> finish,
-                            int64_t cached_tokens, uint64_t step) {
+void SchedulerService::emit(const Key& key, NewTokens tokens, std::vector<int32_t> slots,
+                            std::optional<msg::FinishReason> finish, int64_t cached_tokens, uint64_t step) {
   // The version of now: items held for their rows are built later, maybe after a weight update.
-  auto build = [this, key, tokens = std::move(tokens), logprobs = std::move(logprobs), slots = std::move(slots),
+  auto build = [this, key, tokens = std::move(tokens), slots = std::move(slots),
                 finish = std::move(finish), cached_tokens, version = weights_.weight_version]() {
     auto comp = completions_.find(key);
     if (comp == completions_.end()) return;  // ended meanwhile (stop string, failure)
@@ -193,8 +225,9 @@ void SchedulerService::emit(const Key& key, std::vector<int32_t> tokens, std::ve
     item.index = key.second;
     if (!comp->second.options_sent) item.options = info.options;
     comp->second.options_sent = true;
-    item.new_token_ids = tokens;
-    if (info.options.return_logprob) item.new_logprobs = logprobs;
+    item.new_token_ids = tokens.ids;
+    if (info.options.return_logprob) item.new_logprobs = tokens.logprobs;
+    if (info.options.return_logprob && info.options.top_logprobs_num > 0) item.new_top_logprobs = tokens.top;
     const int64_t available = static_cast<int64_t>(slots.size());
     if (info.options.routing.return_routed_experts && tracker_ && available > comp->second.rows_emitted) {
       item.routing = tracker_->gather(slots.data() + comp->second.rows_emitted, available - comp->second.rows_emitted,

@@ -38,7 +38,9 @@ struct SchedulerServiceOptions {
   // three times the ids' bytes), so only servers that offer weights pay for them.
   bool enable_router_weights = false;
   uint64_t seed_source = 0;            // draws the seeds of requests that bring none
-  msg::WorkerSettings expected_worker;  // a worker that reports other settings gets no step
+  // What each pipeline stage's worker must report (one entry without pipeline parallelism); a worker
+  // that reports other settings gets no step.
+  std::vector<msg::WorkerSettings> expected_stages;
   ServingWeights weights;               // what the worker serves at start
 };
 
@@ -57,7 +59,8 @@ class SchedulerService {
   // waits in the detokenizer for that row, which a final item brings (after one more forward when
   // the token was not fed yet).
   void finish_by_stop_string(const std::string& rid, int32_t index, int64_t kept_tokens);
-  // The next step to send, when none is in flight and there is work.
+  // The next step to send, while fewer than the scheduler's max_in_flight are in flight (one per
+  // pipeline stage) and there is work.
   std::optional<msg::WorkerBatch> next_batch();
   void on_worker_result(const msg::WorkerResult& result);
   // Rows that arrived on their own (the copy finished after the step's result was sent).
@@ -65,8 +68,9 @@ class SchedulerService {
   // The worker failed or vanished: every live request ends with an error.
   // `code` follows HTTP: 500 for a worker that failed, 503 for one that is missing or refused.
   std::vector<msg::ErrorReply> fail_all(const std::string& message, int32_t code = 500);
-  // A worker's heartbeat. A new instance whose settings match expected_worker is accepted (until
-  // then no step is planned). Its KV cache is empty, so when steps went to an earlier worker,
+  // A worker's heartbeat (with pipeline parallelism, one stage's: settings.pp_rank). A new instance
+  // whose settings match its stage's expected_stages entry is accepted (no step is planned until
+  // every stage has one). Its KV cache is empty, so when steps went to an earlier worker,
   // every live request fails and the prefix cache is emptied first. A worker whose settings
   // differ is refused: it gets no step, and requests fail naming the setting. Returns the errors
   // of the requests that failed.
@@ -76,9 +80,12 @@ class SchedulerService {
   // request fails (errors in `errors`): the prefix cache and running requests describe KV that
   // the new worker does not have.
   bool from_accepted_worker(uint64_t instance, std::vector<msg::ErrorReply>& errors);
-  bool worker_accepted() const { return accepted_worker_ != 0; }
-  // Why the connected worker was refused; empty when it was not.
-  const std::string& worker_refusal() const { return worker_refusal_; }
+  bool worker_accepted() const;
+  // The pipeline stage whose accepted worker is `instance`, if any.
+  std::optional<int> stage_of(uint64_t instance) const;
+  int num_stages() const { return static_cast<int>(stages_.size()); }
+  // Why a connected worker was refused; empty when none was.
+  std::string worker_refusal() const;
 
   // --- Weight updates (update_weights_from_disk). An update is queued; from then on no step is
   // planned. Once no step is in flight it goes to the worker, which loads the new weights and
@@ -102,7 +109,7 @@ class SchedulerService {
 
   // Items produced since the last call, for the detokenizer.
   msg::DetokenizeBatch take_output();
-  bool batch_in_flight() const { return in_flight_.has_value(); }
+  bool batch_in_flight() const { return !in_flight_.empty(); }
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
   // Items held back until rows still on their way from the worker arrive.
   bool awaiting_rows() const { return tracker_ && tracker_->pending_emissions() > 0; }
@@ -135,10 +142,16 @@ class SchedulerService {
     int64_t rows_emitted = 0;
   };
   using Key = std::pair<std::string, int32_t>;
+  // A completion's tokens of one step, with their logprobs and alternatives (when asked).
+  struct NewTokens {
+    std::vector<int32_t> ids;
+    std::vector<float> logprobs;
+    std::vector<msg::TokenAlternatives> top;
+  };
 
   // Queues the item for (rid, index) with `tokens` new tokens and rows up to `slots.size()`, waiting
   // for the rows of `step` when the request asked for routing.
-  void emit(const Key& key, std::vector<int32_t> tokens, std::vector<float> logprobs, std::vector<int32_t> slots,
+  void emit(const Key& key, NewTokens tokens, std::vector<int32_t> slots,
             std::optional<msg::FinishReason> finish, int64_t cached_tokens, uint64_t step);
   void emit_finished(const std::vector<FinishedRequest>& finished, uint64_t step);
   // Drops the bookkeeping of an ended completion (and of its request once all n have ended).
@@ -152,14 +165,17 @@ class SchedulerService {
   Scheduler scheduler_;
   std::optional<RoutingRowsTracker> tracker_;
   std::optional<ExpertLoadCounter> load_;  // engaged with tracker_
-  std::optional<ScheduledBatch> in_flight_;
+  std::map<uint64_t, ScheduledBatch> in_flight_;  // by step
   // Distinct experts per MoE layer of the steps that verified draft trees, summed; and the pairs.
   int64_t verify_distinct_experts_ = 0;
   int64_t verify_layer_passes_ = 0;
   uint64_t last_step_ = 0;
-  uint64_t accepted_worker_ = 0;  // the instance that gets steps; 0 = none yet, or it went away
-  uint64_t refused_worker_ = 0;
-  std::string worker_refusal_;
+  struct StageWorker {
+    uint64_t accepted = 0;  // the instance that gets steps; 0 = none yet, or it went away
+    uint64_t refused = 0;
+    std::string refusal;
+  };
+  std::vector<StageWorker> stages_;  // one per pipeline stage
   bool steps_sent_ = false;  // since the last worker was accepted: the KV cache holds their work
   std::map<std::string, RequestInfo> requests_;
   std::map<Key, CompletionInfo> completions_;

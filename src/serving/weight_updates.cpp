@@ -5,13 +5,16 @@
 
 namespace moe {
 
-void SchedulerService::update_weights(msg::UpdateWeights update) { updates_.push_back(std::move(update)); }
+void SchedulerService::update_weights(msg::UpdateWeights update) {
+  updates_.push_back(std::move(update));
+  if (num_stages() > 1) fail_weight_updates("update_weights_from_disk is not supported with --pp-size > 1 yet");
+}
 
 std::optional<msg::UpdateWeights> SchedulerService::next_weight_update() {
-  if (in_flight_ || !worker_accepted() || updates_.empty() || update_sent_) return std::nullopt;
+  if (!in_flight_.empty() || !worker_accepted() || updates_.empty() || update_sent_) return std::nullopt;
   update_sent_ = true;
   msg::UpdateWeights update = updates_.front();
-  update.worker_instance = accepted_worker_;
+  update.worker_instance = stages_.front().accepted;
   return update;
 }
 
@@ -29,7 +32,7 @@ void SchedulerService::on_weights_updated(msg::WeightsUpdated answer) {
                      "' while this request was in the engine; what it generated so far came from version '" +
                      weights_.weight_version + "' (send it again)");
     scheduler_.flush_cache();
-    options_.expected_worker.model_fingerprint = answer.model_fingerprint;
+    for (msg::WorkerSettings& stage : options_.expected_stages) stage.model_fingerprint = answer.model_fingerprint;
     weights_ = {answer.request.model_path, version};
     answer.message = "loaded " + weights_.model_path + " as weight version '" + version + "'; " +
                      std::to_string(ended.size()) + " request(s) ended, the prefix cache was flushed";

@@ -28,6 +28,12 @@ std::optional<std::string> settings_mismatch(const msg::WorkerSettings& expected
                 worker.capture_router_weights);
   if (worker.ep_size != expected.ep_size)
     return both<int64_t>("--ep-size", expected.ep_size, worker.ep_size);
+  if (worker.pp_size != expected.pp_size)
+    return both<int64_t>("--pp-size", expected.pp_size, worker.pp_size);
+  if (worker.layer_begin != expected.layer_begin || worker.layer_end != expected.layer_end)
+    return "the model worker of pipeline stage " + std::to_string(worker.pp_rank) + " holds layers [" +
+           std::to_string(worker.layer_begin) + ", " + std::to_string(worker.layer_end) + "), the scheduler's split gives it [" +
+           std::to_string(expected.layer_begin) + ", " + std::to_string(expected.layer_end) + ") (--pp-layer-split)";
   return std::nullopt;
 }
 

@@ -71,6 +71,9 @@ void WordCache::insert(std::string_view word, const int32_t* ids, size_t count) 
 
 namespace {
 
+// The bound on vocabulary ids: 16.7 million, some 60 times the largest published vocabulary.
+constexpr int64_t kMaxTokenId = int64_t{1} << 24;
+
 // Words seen recently enough to be worth remembering; a cache entry is small.
 constexpr size_t kWordCacheCapacity = 1 << 16;
 // Longer words are rare and would crowd the cache (tokenizers uses the same limit).
@@ -110,7 +113,15 @@ struct Candidate {
 
 BpeModel BpeModel::from_json(const nlohmann::json& model, const std::string& source) {
   BpeModel bpe;
-  for (const auto& [token, id] : model.at("vocab").items()) bpe.vocab_.emplace(token, id.get<int32_t>());
+  // get_ref refuses a vocabulary that is not an object (items() would iterate a string's value).
+  for (const auto& [token, id] : model.at("vocab").get_ref<const nlohmann::json::object_t&>()) {
+    // Ids index the tokenizer's per-id tables: one of 2^30 would ask for gigabytes (found by
+    // fuzz_tokenizer_json); no published vocabulary comes near the bound.
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= kMaxTokenId)
+      throw Error(source + ": token '" + token + "' has id " + id.dump() + "; ids must be integers in [0, " +
+                  std::to_string(kMaxTokenId) + ")");
+    bpe.vocab_.emplace(token, id.get<int32_t>());
+  }
   auto id_of = [&](const std::string& token, const nlohmann::json& entry) {
     auto it = bpe.vocab_.find(token);
     if (it == bpe.vocab_.end())

@@ -1,6 +1,7 @@
 #include "worker/load_model.h"
 
 #include "common/error.h"
+#include "model/model_config.h"
 #if MOE_HAVE_CUDA
 #include "cuda/cuda_model.h"
 #endif
@@ -9,6 +10,11 @@ namespace moe {
 
 std::unique_ptr<Model> load_model(const std::string& model_dir, const ModelOptions& options) {
   if (options.device == Device::Cpu) return Model::load(model_dir, options);
+  // The CUDA backend reads bf16/f16/f32 weights only.
+  if (options.quantization != Quantization::None)
+    throw Error("--quantization runs on the CPU only (--device cpu); the CUDA backend reads bf16/f16/f32 weights");
+  if (load_model_config(model_dir).gptq)
+    throw Error(model_dir + " is a GPTQ checkpoint, which runs on the CPU only (--device cpu)");
 #if MOE_HAVE_CUDA
   return cuda::load_cuda_model(model_dir, options);
 #else

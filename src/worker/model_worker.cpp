@@ -4,6 +4,7 @@
 #include <optional>
 #include <span>
 #include <random>
+#include <utility>
 
 #include "common/error.h"
 #include "kernels/thread_pool.h"
@@ -26,9 +27,10 @@ ForwardBatch to_forward_batch(const msg::WorkerBatch& batch) {
   return forward;
 }
 
-msg::StepRouting to_message(StagedRouting&& staged) {
+msg::StepRouting to_message(StagedRouting&& staged, int first_layer) {
   msg::StepRouting out;
   out.step = staged.step;
+  out.first_layer = first_layer;
   out.rows.num_layers = staged.num_moe_layers;
   out.rows.top_k = staged.top_k;
   out.rows.expert_ids = std::move(staged.ids);
@@ -50,18 +52,25 @@ ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions&
     : load_model_(options.load_model),
       model_(std::move(model)),
       kv_(model_->make_kv_cache(options.settings.kv_slots)),
+      on_routing_ready_(options.on_routing_ready),
       settings_(options.settings),
       instance_(draw_instance()) {
-  if (settings_.capture_routing) {
-    const ModelConfig& c = model_->config();
-    const RoutingBufferShape shape{c.num_moe_layers(), settings_.max_batch_tokens, c.num_experts_per_tok,
-                                   settings_.capture_router_weights};
-    capturer_ = std::make_unique<RoutedExpertsCapturer>(model_->make_copy_engine(shape, options.on_routing_ready));
-  }
+  first_moe_layer_ = moe_layers_of(model_->config().moe_layer_ids, model_->layers()).begin;
+  if (settings_.capture_routing) capturer_ = make_capturer();
 }
 
-msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
-  const ForwardBatch forward = to_forward_batch(batch);
+std::unique_ptr<RoutedExpertsCapturer> ModelWorker::make_capturer() const {
+  const ModelConfig& c = model_->config();
+  const LayerRange moe_layers = moe_layers_of(c.moe_layer_ids, model_->layers());
+  const RoutingBufferShape shape{moe_layers.size(), settings_.max_batch_tokens, c.num_experts_per_tok,
+                                 settings_.capture_router_weights};
+  return std::make_unique<RoutedExpertsCapturer>(model_->make_copy_engine(shape, on_routing_ready_));
+}
+
+ModelWorker::ForwardRun ModelWorker::run_forward(
+    const msg::WorkerBatch& batch, const std::function<void(const ForwardBatch&, RoutingCapture*)>& run) {
+  ForwardRun done{to_forward_batch(batch), {}};
+  const ForwardBatch& forward = done.forward;
   const bool capture = batch.capture_routing;
   if (capture && !capturer_) throw Error("routing capture asked of a worker started without it");
   if (capture && batch.capture_router_weights && !capturer_->with_weights())
@@ -72,34 +81,52 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
   const ModelConfig& config = model_->config();
   std::optional<VerifyExpertCounter> counter;
   if (!tree_tokens.empty())
-    counter.emplace(capture ? capturer_.get() : nullptr, std::move(tree_tokens), config.num_moe_layers(),
-                    config.num_experts);
+    counter.emplace(capture ? capturer_.get() : nullptr, std::move(tree_tokens),
+                    moe_layers_of(config.moe_layer_ids, model_->layers()).size(), config.num_experts);
   RoutingCapture* hook = capture ? capturer_.get() : nullptr;
   if (counter) hook = &*counter;
   if (capture) capturer_->begin_step(batch.step, forward.num_tokens());
   try {
-    model_->forward(forward, kv_, logits_, hook);
+    run(forward, hook);
   } catch (...) {
     if (capture) capturer_->end_step();  // keep the capturer's step sequence consistent
     throw;
   }
   if (capture) capturer_->end_step();
+  if (counter) done.verify_experts = counter->counts();
+  return done;
+}
 
+msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
+  ForwardRun done = run_forward(batch, [&](const ForwardBatch& forward, RoutingCapture* capture) {
+    model_->forward(forward, kv_, logits_, capture);
+  });
+  return sample(batch, std::move(done));
+}
+
+std::optional<msg::WorkerResult> ModelWorker::execute_stage(const msg::WorkerBatch& batch, float* hidden) {
+  ForwardRun done = run_forward(batch, [&](const ForwardBatch& forward, RoutingCapture* capture) {
+    model_->forward_stage(forward, kv_, hidden, logits_, capture);
+  });
+  if (!model_->is_last_stage()) return std::nullopt;
+  return sample(batch, std::move(done));
+}
+
+msg::WorkerResult ModelWorker::sample(const msg::WorkerBatch& batch, ForwardRun run) {
   msg::WorkerResult result;
   result.step = batch.step;
-  result.sampled_ids = sample(batch, forward, result.logprobs, result.sampled_counts);
-  if (counter) result.verify_experts = counter->counts();
+  draw(batch, run.forward, result);
+  result.verify_experts = std::move(run.verify_experts);
   result.routing = take_ready_routing();
   result.worker_instance = instance_;
   return result;
 }
 
-std::vector<int32_t> ModelWorker::sample(const msg::WorkerBatch& batch, const ForwardBatch& forward,
-                                         std::vector<float>& logprobs, std::vector<int32_t>& counts) const {
+void ModelWorker::draw(const msg::WorkerBatch& batch, const ForwardBatch& forward, msg::WorkerResult& result) const {
   const int64_t vocab = model_->config().vocab_size;
   struct Draw {
     const msg::WorkerSequence* sequence;
-    int64_t first_row;   // its first logits row
+    int64_t first_row;    // its first logits row
     int64_t first_token;  // its first token in the batch's flattened axis
   };
   std::vector<Draw> draws;
@@ -127,17 +154,19 @@ std::vector<int32_t> ModelWorker::sample(const msg::WorkerBatch& batch, const Fo
       drawn[i] = accept_draft_tree(rows, vocab, nodes, d.sequence->tree_parents, d.sequence->sampling);
     }
   });
-  bool any_logprob = false;
-  for (const Draw& d : draws) any_logprob |= d.sequence->sampling.return_logprob;
-  std::vector<int32_t> ids;
-  for (const std::vector<SampledToken>& tokens : drawn) {
-    if (any_tree) counts.push_back(static_cast<int32_t>(tokens.size()));
-    for (const SampledToken& t : tokens) {
-      ids.push_back(t.id);
-      if (any_logprob) logprobs.push_back(t.logprob);
+  bool any_logprob = false, any_top = false;
+  for (const Draw& d : draws) {
+    any_logprob |= d.sequence->sampling.return_logprob;
+    any_top |= d.sequence->sampling.top_logprobs > 0;
+  }
+  for (std::vector<SampledToken>& tokens : drawn) {
+    if (any_tree) result.sampled_counts.push_back(static_cast<int32_t>(tokens.size()));
+    for (SampledToken& t : tokens) {
+      result.sampled_ids.push_back(t.id);
+      if (any_logprob) result.logprobs.push_back(t.logprob);
+      if (any_top) result.top_logprobs.push_back(std::move(t.top));
     }
   }
-  return ids;
 }
 
 msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update) {
@@ -152,8 +181,14 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
                   "); new weights must keep the architecture and sizes");
     KvCache kv = model->make_kv_cache(settings_.kv_slots);
     answer.model_fingerprint = model_fingerprint(update.model_path);
+    if (capturer_) {
+      for (StagedRouting& staged : capturer_->drain())
+        drained_routing_.push_back(to_message(std::move(staged), first_moe_layer_));
+      capturer_.reset();  // before the model its copy engine may run on
+    }
     model_ = std::move(model);  // the old model goes now, before its KV cache
     kv_ = std::move(kv);
+    if (settings_.capture_routing) capturer_ = make_capturer();
     std::lock_guard lock(settings_mutex_);
     settings_.model_fingerprint = answer.model_fingerprint;
   } catch (const std::exception& e) {
@@ -165,9 +200,10 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
 }
 
 std::vector<msg::StepRouting> ModelWorker::take_ready_routing() {
-  std::vector<msg::StepRouting> out;
+  std::vector<msg::StepRouting> out = std::exchange(drained_routing_, {});
   if (!capturer_) return out;
-  for (StagedRouting& staged : capturer_->take_ready()) out.push_back(to_message(std::move(staged)));
+  for (StagedRouting& staged : capturer_->take_ready())
+    out.push_back(to_message(std::move(staged), first_moe_layer_));
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "capture/routed_experts_capturer.h"
@@ -34,6 +35,13 @@ class ModelWorker {
   // asks for capture on a worker started without it is a moe::Error (the scheduler refuses such
   // requests earlier).
   msg::WorkerResult execute(const msg::WorkerBatch& batch);
+  // A pipeline stage's share of a step: its layers over `hidden` (see Model::forward_stage), with
+  // capture of its MoE layers. The last stage samples and returns the result; an earlier stage
+  // returns nothing and the caller sends `hidden` on to the next stage.
+  std::optional<msg::WorkerResult> execute_stage(const msg::WorkerBatch& batch, float* hidden);
+  // Whether this worker holds the whole model (no pipeline parallelism).
+  bool whole_model() const { return model_->is_first_stage() && model_->is_last_stage(); }
+  bool last_stage() const { return model_->is_last_stage(); }
   // Rows of finished copies not yet handed out, oldest step first.
   std::vector<msg::StepRouting> take_ready_routing();
   int64_t capture_device_bytes() const { return capturer_ ? capturer_->device_bytes() : 0; }
@@ -42,6 +50,7 @@ class ModelWorker {
   // Both models are held during the load. Never throws: a failure is the answer's message. The
   // scheduler sends it only between steps, and ends every request the old weights began.
   msg::WeightsUpdated update_weights(const msg::UpdateWeights& update);
+  int pp_rank() const { return settings_.pp_rank; }
   // Drawn at construction: tells the scheduler which worker (and so which KV cache) answers it.
   uint64_t instance() const { return instance_; }
   // What the worker says of itself on every heartbeat (called from the heartbeat's own thread).
@@ -51,16 +60,34 @@ class ModelWorker {
   }
 
  private:
-  // The tokens of the step's sequences that need logits, in order (a tree's accepted drafts, then one
-  // more); their logprobs when any asked; with a tree in the batch, each sequence's count.
-  std::vector<int32_t> sample(const msg::WorkerBatch& batch, const ForwardBatch& forward, std::vector<float>& logprobs,
-                              std::vector<int32_t>& counts) const;
+  std::unique_ptr<RoutedExpertsCapturer> make_capturer() const;
+  // A step's forward as run: the batch the model saw, and per MoE layer of this worker how many
+  // distinct experts its draft-tree tokens used (empty without trees).
+  struct ForwardRun {
+    ForwardBatch forward;
+    std::vector<int32_t> verify_experts;
+  };
+  // Forward (`run` is the model call) with the capture begun and ended around it when the batch asks.
+  ForwardRun run_forward(const msg::WorkerBatch& batch,
+                         const std::function<void(const ForwardBatch&, RoutingCapture*)>& run);
+  // Samples every sequence that needs logits from logits_ (walking a draft tree along its accepted
+  // drafts), and takes the ready routing rows.
+  msg::WorkerResult sample(const msg::WorkerBatch& batch, ForwardRun run);
+  // The drawn tokens of the step's sequences that need logits, in order (a tree's accepted drafts, then
+  // one more), into result: ids, logprobs and top alternatives when any asked, and with a tree in the
+  // batch each sequence's count.
+  void draw(const msg::WorkerBatch& batch, const ForwardBatch& forward, msg::WorkerResult& result) const;
 
   std::function<std::unique_ptr<Model>(const std::string&)> load_model_;
   std::unique_ptr<Model> model_;
   KvCache kv_;
   std::unique_ptr<RoutedExpertsCapturer> capturer_;  // null without --enable-return-routed-experts
+  // The capturer's copy engine comes from the model (a GPU model's runs on its stream), so a weight
+  // update makes a new one with these; rows the old one still held wait here for take_ready_routing.
+  std::function<void()> on_routing_ready_;
+  std::vector<msg::StepRouting> drained_routing_;
   std::vector<float> logits_;
+  int first_moe_layer_ = 0;  // the first of this worker's MoE layers among the model's
   mutable std::mutex settings_mutex_;  // the fingerprint changes with the weights
   msg::WorkerSettings settings_;
   uint64_t instance_;

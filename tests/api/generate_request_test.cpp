@@ -26,9 +26,16 @@ TEST(GenerateRequest, ReadsEveryField) {
                        {"ignore_eos", true},
                        {"n", 3},
                        {"seed", 11},
-                       {"skip_special_tokens", false}}},
+                       {"skip_special_tokens", false},
+                       {"presence_penalty", 0.5},
+                       {"frequency_penalty", -0.25},
+                       {"repetition_penalty", 1.5},
+                       {"min_new_tokens", 2},
+                       {"logit_bias", {{"12", -100}, {"3", 2.5}}}}},
                      {"stream", true},
                      {"return_logprob", true},
+                     {"top_logprobs_num", 5},
+                     {"logprob_start_len", -1},
                      {"return_routed_experts", true},
                      {"routed_experts_start_len", 5},
                      {"routed_experts_dtype", "int16"},
@@ -56,9 +63,15 @@ TEST(GenerateRequest, ReadsEveryField) {
   expected.sampling.n = 3;
   expected.sampling.seed = 11;
   expected.sampling.skip_special_tokens = false;
+  expected.sampling.presence_penalty = 0.5f;
+  expected.sampling.frequency_penalty = -0.25f;
+  expected.sampling.repetition_penalty = 1.5f;
+  expected.sampling.min_new_tokens = 2;
+  expected.sampling.logit_bias = {{12, -100.0f}, {3, 2.5f}};
   expected.stream = true;
   expected.return_logprob = true;
   expected.speculative = false;
+  expected.top_logprobs_num = 5;
   expected.routing = {.return_routed_experts = true,
                       .start_len = 5,
                       .dtype = "int16",
@@ -144,6 +157,16 @@ TEST(GenerateRequest, RefusesOutOfRangeSamplingNamingTheField) {
   expect_api_error([&] { parse_generate(with({{"max_new_tokens", 1e10}})); }, 400, "sampling_params.max_new_tokens",
                    "integer");
   expect_api_error([&] { parse_generate(with("greedy")); }, 400, "sampling_params", "must be an object");
+  expect_api_error([&] { parse_generate(with({{"repetition_penalty", 3}})); }, 400,
+                   "sampling_params.repetition_penalty", "(0, 2]");
+  expect_api_error([&] { parse_generate(with({{"frequency_penalty", "x"}})); }, 400,
+                   "sampling_params.frequency_penalty", "number");
+  expect_api_error([&] { parse_generate(with({{"logit_bias", {{"-4", 1}}}})); }, 400, "sampling_params.logit_bias",
+                   "token ids");
+  expect_api_error([&] { parse_generate({{"text", "x"}, {"top_logprobs_num", 21}}); }, 400, "top_logprobs_num",
+                   "[0, 20]");
+  expect_api_error([&] { parse_generate({{"text", "x"}, {"logprob_start_len", 0}}); }, 400, "logprob_start_len",
+                   "must be -1");
 }
 
 TEST(GenerateRequest, RefusesBadBatchShapes) {

@@ -28,9 +28,11 @@ std::vector<msg::TextOutput> two_chunks() {
   msg::TextOutput first = text_output("r1", 0, "Hel", {10}, 3, 1);
   first.routed_experts = int32_rows(3, 2, 2, 0);
   first.output_logprobs = {-0.5f};
+  first.output_token_texts = {"Hel"};
   msg::TextOutput last = text_output("r1", 0, "lo", {11}, 3, 2);
   last.routed_experts = int32_rows(1, 2, 2, 12);
   last.output_logprobs = {-1.25f};
+  last.output_token_texts = {"lo"};
   last.finish_reason = test::finish(msg::FinishKind::Stop, 11);
   last.cached_tokens = 2;
   return {first, last};
@@ -57,6 +59,24 @@ TEST(GenerateResponse, WholeAnswerConcatenatesChunksAsSGLangShapesIt) {
   std::vector<int32_t> expected(16);
   for (int32_t i = 0; i < 16; ++i) expected[static_cast<size_t>(i)] = i;
   EXPECT_EQ(decoded_experts(meta), expected);
+}
+
+TEST(GenerateResponse, TopLogprobsAreListsOfTriplesWithTextWhenAsked) {
+  const GenerationCall call = generate_call({{"text", "x"},
+                                             {"return_logprob", true},
+                                             {"top_logprobs_num", 2},
+                                             {"return_text_in_logprobs", true}});
+  EXPECT_EQ(call.requests.front().top_logprobs_num, 2);
+  const auto builder = make_response_builder(call, "id", 0);
+  msg::TextOutput output = text_output("r1", 0, "Hi", {10}, 3, 1);
+  output.output_logprobs = {-0.5f};
+  output.output_token_texts = {"Hi"};
+  output.output_top_logprobs = {{{10, 3}, {-0.5f, -1.5f}, {"Hi", "Ho"}}};
+  output.finish_reason = test::finish(msg::FinishKind::Length);
+  builder->add(0, output);
+  const json meta = builder->response()["meta_info"];
+  EXPECT_EQ(meta["output_token_logprobs"], json::parse(R"([[-0.5, 10, "Hi"]])"));
+  EXPECT_EQ(meta["output_top_logprobs"], json::parse(R"([[[-0.5, 10, "Hi"], [-1.5, 3, "Ho"]]])"));
 }
 
 TEST(GenerateResponse, StreamRepeatsTextAndCarriesEachChunksRows) {

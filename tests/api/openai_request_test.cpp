@@ -84,11 +84,23 @@ TEST(CompletionRequest, RefusesBadValuesNamingTheField) {
   expect_api_error([&] { parse_completion(with({{"top_p", 0}}), kModel); }, 400, "top_p", "(0, 1]");
   expect_api_error([&] { parse_completion(with({{"n", 0}}), kModel); }, 400, "n", "at least 1");
   expect_api_error([&] { parse_completion(with({{"seed", "7"}}), kModel); }, 400, "seed", "integer");
-  expect_api_error([&] { parse_completion(with({{"logprobs", 2}}), kModel); }, 400, "logprobs", "must be 0");
+  expect_api_error([&] { parse_completion(with({{"logprobs", 21}}), kModel); }, 400, "logprobs", "[0, 20]");
+  expect_api_error([&] { parse_completion(with({{"logprobs", -1}}), kModel); }, 400, "logprobs", "[0, 20]");
   expect_api_error([&] { parse_completion(with({{"echo", true}}), kModel); }, 400, "echo", "not supported");
   expect_api_error([&] { parse_completion(with({{"best_of", 3}}), kModel); }, 400, "best_of", "equal to n");
-  expect_api_error([&] { parse_completion(with({{"presence_penalty", 0.5}}), kModel); }, 400, "presence_penalty",
-                   "not supported");
+  expect_api_error([&] { parse_completion(with({{"presence_penalty", 2.5}}), kModel); }, 400, "presence_penalty",
+                   "[-2, 2]");
+  expect_api_error([&] { parse_completion(with({{"frequency_penalty", -3}}), kModel); }, 400, "frequency_penalty",
+                   "[-2, 2]");
+  expect_api_error([&] { parse_completion(with({{"repetition_penalty", 0}}), kModel); }, 400, "repetition_penalty",
+                   "(0, 2]");
+  expect_api_error([&] { parse_completion(with({{"logit_bias", {{"12", 101}}}}), kModel); }, 400, "logit_bias",
+                   "[-100, 100]");
+  expect_api_error([&] { parse_completion(with({{"logit_bias", {{"x1", 1}}}}), kModel); }, 400, "logit_bias",
+                   "token ids");
+  expect_api_error([&] { parse_completion(with({{"logit_bias", {1, 2}}}), kModel); }, 400, "logit_bias", "object");
+  expect_api_error([&] { parse_completion(with({{"logit_bias", {{"7", "high"}}}}), kModel); }, 400, "logit_bias.7",
+                   "number");
   expect_api_error([&] { parse_completion(with({{"routed_experts_format", "csv"}}), kModel); }, 400,
                    "routed_experts_format", "\"base64\" or \"list\"");
   expect_api_error([&] { parse_completion(with({{"routed_experts_dtype", "float"}}), kModel); }, 400,
@@ -120,7 +132,8 @@ TEST(ChatRequest, ReadsMessagesAndChatFields) {
                              {"max_completion_tokens", 20},
                              {"logprobs", true},
                              {"top_logprobs", 0},
-                             {"return_routed_experts", true}},
+                             {"return_routed_experts", true},
+                             {"chat_template_kwargs", {{"enable_thinking", false}}}},
                             kModel);
   EXPECT_EQ(call.api, ApiKind::ChatCompletion);
   ASSERT_EQ(call.requests.size(), 1u);
@@ -131,6 +144,7 @@ TEST(ChatRequest, ReadsMessagesAndChatFields) {
   EXPECT_EQ(request.sampling.max_new_tokens, 20);  // max_completion_tokens wins over max_tokens
   EXPECT_TRUE(request.return_logprob);
   EXPECT_TRUE(request.routing.return_routed_experts);
+  EXPECT_EQ(json::parse(request.chat_template_kwargs), json({{"enable_thinking", false}}));
 }
 
 TEST(ChatRequest, HasNoTokenLimitByDefault) {
@@ -160,10 +174,12 @@ TEST(ChatRequest, RefusesBadMessagesAndUnsupportedFields) {
   expect_api_error([&] { parse_chat_completion(with({{"max_completion_tokens", 0}}), kModel); }, 400,
                    "max_completion_tokens", "at least 1");
   expect_api_error([&] { parse_chat_completion(with({{"top_logprobs", 2}}), kModel); }, 400, "top_logprobs",
-                   "must be 0");
+                   "needs \"logprobs\": true");
+  expect_api_error([&] { parse_chat_completion(with({{"logprobs", true}, {"top_logprobs", 21}}), kModel); }, 400,
+                   "top_logprobs", "[0, 20]");
   expect_api_error([&] { parse_chat_completion(with({{"logprobs", 1}}), kModel); }, 400, "logprobs", "true or false");
-  expect_api_error([&] { parse_chat_completion(with({{"chat_template_kwargs", {{"enable_thinking", false}}}}), kModel); },
-                   400, "chat_template_kwargs", "not supported");
+  expect_api_error([&] { parse_chat_completion(with({{"chat_template_kwargs", "enable_thinking"}}), kModel); }, 400,
+                   "chat_template_kwargs", "must be an object");
   expect_api_error([&] { parse_chat_completion(with({{"tools", {{{"type", "function"}}}}}), kModel); }, 400, "tools",
                    "not supported");
   expect_api_error([&] { parse_chat_completion(with({{"response_format", {{"type", "json_object"}}}}), kModel); }, 400,

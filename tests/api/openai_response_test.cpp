@@ -30,6 +30,7 @@ msg::TextOutput finished_sample(const std::string& rid, int32_t index) {
   prompt.shape[0] = 4;
   output.routed_experts = prompt;
   output.output_logprobs = {-0.25f, -0.5f, -1.0f};
+  output.output_token_texts = {"a", "b", "c"};
   output.finish_reason = test::finish(msg::FinishKind::Length);
   return output;
 }
@@ -66,7 +67,8 @@ TEST(OpenAiResponse, CompletionSplitsPromptRowsFromEachChoicesRows) {
     EXPECT_EQ(choice["routed_experts_shape"], json({2, 1, 2}));
     const int32_t first = 100 * (index + 1);
     EXPECT_EQ(decoded(choice, "routed_experts"), (std::vector<int32_t>{first, first + 1, first + 2, first + 3}));
-    EXPECT_EQ(choice["logprobs"]["tokens"], json({"token_id:7", "token_id:8", "token_id:9"}));
+    EXPECT_EQ(choice["logprobs"]["tokens"], json({"a", "b", "c"}));
+    EXPECT_FALSE(choice["logprobs"].contains("top_logprobs"));  // logprobs 0: the chosen tokens only
     EXPECT_EQ(choice["logprobs"]["token_logprobs"], json({-0.25, -0.5, -1.0}));
   }
 }
@@ -101,6 +103,7 @@ TEST(OpenAiResponse, ChatCompletionHasAnAssistantMessage) {
   const auto builder = make_response_builder(call, "abc", 5);
   msg::TextOutput output = text_output("r", 0, "Hello!", {4, 5}, 9, 2);
   output.output_logprobs = {-0.125f, -2.0f};
+  output.output_token_texts = {"Hello", "!"};
   output.finish_reason = test::finish(msg::FinishKind::Stop, 5);
   builder->add(0, output);
   const json body = builder->response();
@@ -111,9 +114,63 @@ TEST(OpenAiResponse, ChatCompletionHasAnAssistantMessage) {
   EXPECT_EQ(choice["finish_reason"], "stop");
   EXPECT_EQ(choice["stop_reason"], 5);
   EXPECT_EQ(choice["logprobs"]["content"][1],
-            json({{"token", "token_id:5"}, {"logprob", -2.0}, {"bytes", nullptr}, {"top_logprobs", json::array()}}));
+            json({{"token", "!"}, {"logprob", -2.0}, {"bytes", {33}}, {"top_logprobs", json::array()}}));
   EXPECT_EQ(body["usage"]["total_tokens"], 11);
   EXPECT_FALSE(body.contains("prompt_routed_experts"));
+}
+
+// Two tokens, each with two alternatives: "é" (two UTF-8 bytes) then a token that ends a
+// character's first part, which decodes alone to U+FFFD (as vLLM names such a token).
+msg::TextOutput with_top_logprobs() {
+  msg::TextOutput output = text_output("r", 0, "é!", {4, 5}, 9, 2);
+  output.output_logprobs = {-0.125f, -2.0f};
+  output.output_token_texts = {"é", "\xEF\xBF\xBD"};
+  output.output_top_logprobs = {{{4, 6}, {-0.125f, -3.0f}, {"é", "e"}},
+                                {{7, 5}, {-1.5f, -2.0f}, {"x", "\xEF\xBF\xBD"}}};
+  output.finish_reason = test::finish(msg::FinishKind::Length);
+  return output;
+}
+
+TEST(OpenAiResponse, ChatTopLogprobsNameTokensByTextWithTheirBytes) {
+  const GenerationCall call = parse_chat_completion(
+      {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"logprobs", true}, {"top_logprobs", 2}}, kModel);
+  EXPECT_EQ(call.requests.front().top_logprobs_num, 2);
+  const auto builder = make_response_builder(call, "abc", 5);
+  builder->add(0, with_top_logprobs());
+  const json content = builder->response()["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 2u);
+  EXPECT_EQ(content[0]["token"], "é");
+  EXPECT_EQ(content[0]["bytes"], json({195, 169}));
+  EXPECT_EQ(content[0]["top_logprobs"],
+            json({{{"token", "é"}, {"logprob", -0.125}, {"bytes", {195, 169}}},
+                  {{"token", "e"}, {"logprob", -3.0}, {"bytes", {101}}}}));
+  EXPECT_EQ(content[1]["bytes"], json({239, 191, 189}));
+  EXPECT_EQ(content[1]["top_logprobs"][1]["logprob"], -2.0);
+}
+
+TEST(OpenAiResponse, TokensAsTokenIdsKeepTheIdForm) {
+  const GenerationCall call = parse_chat_completion({{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                                                     {"logprobs", true},
+                                                     {"top_logprobs", 2},
+                                                     {"return_tokens_as_token_ids", true}},
+                                                    kModel);
+  const auto builder = make_response_builder(call, "abc", 5);
+  builder->add(0, with_top_logprobs());
+  const json content = builder->response()["choices"][0]["logprobs"]["content"];
+  EXPECT_EQ(content[0]["token"], "token_id:4");
+  EXPECT_EQ(content[0]["bytes"], nullptr);
+  EXPECT_EQ(content[1]["top_logprobs"][0], json({{"token", "token_id:7"}, {"logprob", -1.5}, {"bytes", nullptr}}));
+}
+
+TEST(OpenAiResponse, CompletionTopLogprobsAreMapsFromTokenToLogprob) {
+  const GenerationCall call = parse_completion({{"prompt", "x"}, {"logprobs", 2}}, kModel);
+  EXPECT_TRUE(call.requests.front().return_logprob);
+  EXPECT_EQ(call.requests.front().top_logprobs_num, 2);
+  const auto builder = make_response_builder(call, "abc", 5);
+  builder->add(0, with_top_logprobs());
+  const json logprobs = builder->response()["choices"][0]["logprobs"];
+  EXPECT_EQ(logprobs["tokens"], json({"é", "\xEF\xBF\xBD"}));
+  EXPECT_EQ(logprobs["top_logprobs"][0], json({{"é", -0.125}, {"e", -3.0}}));
 }
 
 TEST(OpenAiResponse, ChatStreamSendsRoleThenContentThenUsage) {

@@ -9,6 +9,7 @@ import sys
 import time
 
 import msgpack
+import zmq
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -27,6 +28,14 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def connect(port):
+    """A DEALER socket (what a ZeroMQ client uses) connected to moe-serve's client endpoint on `port`."""
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(f"tcp://127.0.0.1:{port}")
+    return sock
 
 
 def golden():

@@ -82,7 +82,8 @@ class SpeculativeServe(unittest.TestCase):
                              (["--speculative-algorithm", "STANDALONE"], "STANDALONE"),
                              (SPECULATIVE_FLAGS[:2] + ["--speculative-num-draft-tokens", "1"],
                               "--speculative-num-draft-tokens"),
-                             (SPECULATIVE_FLAGS[:2] + ["--max-tree-experts", "1"], "--max-tree-experts")):
+                             (SPECULATIVE_FLAGS[:2] + ["--max-tree-experts", "1"], "--max-tree-experts"),
+                             (SPECULATIVE_FLAGS[:2] + ["--pp-size", "2"], "--pp-size 2")):
             server = sp.start(MOE_SERVE, "--tokenizer-path", sp.TOKENIZER, "--zmq-endpoint",
                               f"tcp://127.0.0.1:{sp.free_port()}", *flags)
             try:

@@ -113,6 +113,16 @@ class ExpertLoadExample(unittest.TestCase):
                                "--endpoint", f"tcp://127.0.0.1:{zmq_port}", *flags],
                               capture_output=True, text=True, timeout=120)
 
+    def metrics(self, http_port):
+        with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=30) as reply:
+            lines = reply.read().decode().splitlines()
+        samples = {}
+        for line in lines:
+            if line and not line.startswith("#"):
+                series, value = line.rsplit(" ", 1)
+                samples.setdefault(series.split("{")[0], float(value))
+        return samples
+
     def load_json(self, zmq_port):
         run = self.example(zmq_port, "--json")
         self.assertEqual(run.returncode, 0, run.stderr)
@@ -143,6 +153,11 @@ class ExpertLoadExample(unittest.TestCase):
                 for layer in range(layers):
                     expected[layer] += np.bincount(computed[:, layer, :].ravel(), minlength=experts)
             sock.close()
+            # /metrics counts the front door's traffic, ZeroMQ's included (it used to count HTTP only).
+            metrics = self.metrics(http_port)
+            self.assertEqual(metrics["moe_requests_total"], len(cases))
+            self.assertEqual(metrics["moe_generation_tokens_total"], len(cases) * g["max_new_tokens"])
+            self.assertEqual(metrics["moe_prompt_tokens_total"], sum(len(c["prompt_ids"]) for c in cases))
 
             load = self.load_json(zmq_port)
             self.assertEqual((load["num_moe_layers"], load["num_experts"], load["tokens"]), (layers, experts, tokens))

@@ -32,9 +32,12 @@ function rowsOf(holder, key) {
   return value === '' ? [] : decodeRows(value, holder[`${key}_shape`], holder[`${key}_dtype`]);
 }
 
-// Extra (non-OpenAI) body fields, passed through the package as-is.
-function extras(format) {
-  return { return_routed_experts: true, routed_experts_format: format, ignore_eos: true };
+// Extra (non-OpenAI) body fields, passed through the package as-is; `thinking: false` asks Qwen3's
+// template to close an empty thinking block (chat_template_kwargs, as vLLM and SGLang take it).
+function extras(call) {
+  const fields = { return_routed_experts: true, routed_experts_format: call.format, ignore_eos: true };
+  if (call.thinking === false) fields.chat_template_kwargs = { enable_thinking: false };
+  return fields;
 }
 
 // What differs between the two endpoints: the method, the prompt field, and where a choice keeps its text.
@@ -49,7 +52,7 @@ const ENDPOINTS = {
 async function run(call) {
   const endpoint = ENDPOINTS[call.kind];
   const reply = await endpoint.create({ model, ...endpoint.prompt(call), max_tokens: call.max_tokens, temperature: 0,
-                                        stream: call.stream, ...extras(call.format) });
+                                        stream: call.stream, ...extras(call) });
   const chunks = [];
   if (call.stream) {
     for await (const chunk of reply) chunks.push(chunk);

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/json_file.h"
+#include "tokenizer/tokenizer_config.h"
 
 namespace moe {
 namespace {
@@ -53,6 +55,21 @@ TEST_F(RequestPreparerTest, RejectsBadRequestsWithAClearError) {
   bad_sampling.sampling.temperature = -1.0f;
   EXPECT_NE(refusal(bad_sampling, make()).find("temperature"), std::string::npos);
   EXPECT_NE(refusal(with_ids({1, 151936}), make()).find("outside the vocabulary"), std::string::npos);
+}
+
+// Stops are checked on every generated token, so one request may bring only so many.
+TEST_F(RequestPreparerTest, StopListsAreBounded) {
+  msg::GenerateRequest many = with_ids({1, 2, 3});
+  many.sampling.stop.assign(64, "x");
+  EXPECT_NO_THROW(make().prepare(many));
+  many.sampling.stop.push_back("y");
+  EXPECT_NE(refusal(many, make()).find("sampling_params.stop has 65 strings; at most 64"), std::string::npos);
+  msg::GenerateRequest long_stop = with_ids({1, 2, 3});
+  long_stop.sampling.stop = {std::string(1025, 'z')};
+  EXPECT_NE(refusal(long_stop, make()).find("1025 bytes"), std::string::npos);
+  msg::GenerateRequest ids = with_ids({1, 2, 3});
+  ids.sampling.stop_token_ids.assign(1025, 7);
+  EXPECT_NE(refusal(ids, make()).find("stop_token_ids has 1025 ids"), std::string::npos);
 }
 
 TEST_F(RequestPreparerTest, RoutingNeedsTheServerFlags) {
@@ -103,6 +120,43 @@ TEST_F(RequestPreparerTest, TextIsTokenized) {
   request.text = "Hello, world!";
   const msg::TokenizedRequest prepared = make().prepare(request);
   EXPECT_EQ(prepared.input_ids, make().tokenizer().encode("Hello, world!"));
+}
+
+// chat_template_kwargs reach the template: Qwen3's enable_thinking = false closes an empty thinking
+// block after the generation prompt. The expected ids are transformers' apply_chat_template(...,
+// enable_thinking=...) of the same chats (tests/data/qwen3-tokenizer/golden.json).
+TEST_F(RequestPreparerTest, ChatTemplateKwargsRenderAsTransformersDoes) {
+  const std::string dir = std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer";
+  const tokenizer::TokenizerConfig config = tokenizer::load_tokenizer_config(dir);
+  RequestPreparer preparer(make().tokenizer(), PromptFormat{config.chat_template, std::nullopt, std::nullopt},
+                           RequestLimits{151936, 64, 48, false, false});
+  const nlohmann::json goldens = read_json_file(dir + "/golden.json");
+  int checked = 0;
+  for (const auto& golden : goldens["chat_template"]) {
+    if (!golden["add_generation_prompt"].get<bool>()) continue;
+    msg::GenerateRequest request;
+    request.sampling.max_new_tokens = 4;
+    request.messages.emplace();
+    for (const auto& m : golden["messages"]) request.messages->push_back({m["role"], m["content"]});
+    request.chat_template_kwargs = nlohmann::json{{"enable_thinking", golden["enable_thinking"]}}.dump();
+    EXPECT_EQ(preparer.prepare(request).input_ids, golden["ids"].get<std::vector<int32_t>>())
+        << golden["rendered"].get<std::string>();
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4);  // two chats, thinking on and off
+}
+
+TEST_F(RequestPreparerTest, BadChatTemplateKwargsAreRefused) {
+  const std::string dir = std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer";
+  RequestPreparer preparer(make().tokenizer(),
+                           PromptFormat{tokenizer::load_tokenizer_config(dir).chat_template, std::nullopt, std::nullopt},
+                           RequestLimits{151936, 64, 48, false, false});
+  msg::GenerateRequest request;
+  request.messages = std::vector<msg::ChatMessage>{{"user", "hi"}};
+  request.chat_template_kwargs = "[1]";
+  EXPECT_NE(refusal(request, preparer).find("chat_template_kwargs"), std::string::npos);
+  request.chat_template_kwargs = R"({"messages": []})";
+  EXPECT_NE(refusal(request, preparer).find("clashes"), std::string::npos);
 }
 
 }  // namespace

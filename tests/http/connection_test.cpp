@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -88,6 +89,31 @@ TEST_F(ServerTest, OversizedBodyIs413AndTheConnectionCloses) {
   EXPECT_EQ(chunked.read_response().status, 413);
   EXPECT_TRUE(chunked.closed_by_server(2s));
   EXPECT_EQ(client().request("GET", "/health").status, 200);  // the server goes on
+}
+
+// A chunked body may end with trailer fields: they are read and the request served; trailer fields
+// past the connection's read buffer (128 KiB) are answered 400 at once (they used to be buffered
+// until the request timeout).
+TEST_F(ServerTest, ChunkedBodyWithTrailers) {
+  const std::string head = "POST /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTrailer: X-Note\r\n\r\n";
+  const std::string body = std::string(kGoodRequest);
+  std::ostringstream size;
+  size << std::hex << body.size();
+  const std::string chunked = head + size.str() + "\r\n" + body + "\r\n0\r\n";
+  for (const size_t trailer : {4, 20000}) {
+    TestClient c = client();
+    c.send_raw(chunked + "X-Note: " + std::string(trailer, 'n') + "\r\n\r\n");
+    EXPECT_EQ(c.read_response().status, 200) << trailer;
+  }
+  TestClient large = client();
+  const auto started = std::chrono::steady_clock::now();
+  large.send_raw(chunked + "X-Note: " + std::string(200000, 'n'));
+  const TestResponse refused = large.read_response();
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("buffer overflow"), std::string::npos) << refused.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+  EXPECT_TRUE(large.closed_by_server(2s));
+  EXPECT_EQ(client().request("GET", "/health").status, 200);
 }
 
 TEST_F(ServerTest, GarbageIsAnswered400AndClosed) {

@@ -67,7 +67,10 @@ void ScriptedEngine::emit(const std::string& rid) {
     output.index = sample;
     output.text = "w" + std::to_string(g) + " ";
     output.output_ids = {1000 + g};
-    if (request.return_logprob) output.output_logprobs = {-0.5f * static_cast<float>(g + 1)};
+    if (request.return_logprob) {
+      output.output_logprobs = {-0.5f * static_cast<float>(g + 1)};
+      output.output_token_texts = {output.text};
+    }
     output.prompt_tokens = prompt_tokens;
     output.completion_tokens = g + 1;
     if (request.routing.return_routed_experts) {

@@ -141,6 +141,28 @@ TEST_F(CheckpointErrors, IndexListingATensorNoShardHolds) {
   EXPECT_NE(msg.find("'b'"), std::string::npos) << msg;
 }
 
+// A shape whose byte count wraps 64 bits (2^62 * 2^2 elements of 2 bytes = 2^65 = 0 mod 2^64) once
+// matched data_offsets [0, 0] and gave a tensor that reads far past the file.
+TEST_F(CheckpointErrors, ShapeWhoseByteCountOverflows) {
+  write_raw(header_file(R"({"w": {"dtype": "BF16", "shape": [4611686018427387904, 4], "data_offsets": [0, 0]}})", 0));
+  const std::string msg = open_error();
+  EXPECT_NE(msg.find("'w'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
+}
+
+// An index may only name files inside the model directory: "../" or an absolute path is refused
+// before anything is opened.
+TEST_F(CheckpointErrors, IndexNamingAShardOutsideTheDirectory) {
+  write_safetensors((dir_ / "shard-1.safetensors").string(), {make_tensor("a", DType::F32, {1}, {1})});
+  for (const std::string shard : {"../shard-1.safetensors", "sub/../../x.safetensors", "/etc/passwd", ""}) {
+    std::ofstream(dir_ / "model.safetensors.index.json") << R"({"weight_map": {"a": ")" + shard + R"("}})";
+    const std::string msg = open_error();
+    EXPECT_NE(msg.find("'" + shard + "' is not a file inside the model directory"), std::string::npos) << msg;
+  }
+  std::ofstream(dir_ / "model.safetensors.index.json") << R"({"weight_map": {"a": 7}})";
+  EXPECT_NE(open_error().find("not a file name"), std::string::npos);
+}
+
 TEST_F(CheckpointErrors, NoCheckpointFiles) { EXPECT_NE(open_error().find("model.safetensors"), std::string::npos); }
 
 }  // namespace

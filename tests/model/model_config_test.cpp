@@ -113,6 +113,25 @@ TEST(ModelConfig, SlidingWindowRefused) {
   EXPECT_NE(msg.find("sliding-window"), std::string::npos) << msg;
 }
 
+// Found by fuzz_model_config: a number beyond a double is valid JSON text that the parser refuses
+// with an exception of another kind, which escaped as something other than a moe::Error.
+TEST(ModelConfig, NumberBeyondADoubleIsAnErrorNamingTheFile) {
+  std::string text = read_text_file(fixture("qwen3-moe-tiny") + "/config.json");
+  text.insert(text.find('{') + 1, "\"huge\": 8888884E44444, ");
+  const fs::path dir = fs::temp_directory_path() / ("moe_cfg_huge_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << text;
+  std::string message = "no error";
+  try {
+    load_model_config(dir.string());
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  fs::remove_all(dir);
+  EXPECT_NE(message.find("config.json is not valid JSON"), std::string::npos) << message;
+  EXPECT_NE(message.find("8888884E44444"), std::string::npos) << message;
+}
+
 // Every size and scale is range- and type-checked with the field named, before anything divides by
 // it or sizes a buffer with it (zero heads used to end the process with SIGFPE).
 TEST(ModelConfig, OutOfRangeAndWronglyTypedFieldsAreNamed) {
@@ -130,6 +149,14 @@ TEST(ModelConfig, OutOfRangeAndWronglyTypedFieldsAreNamed) {
       {[](nlohmann::json& c) { c["rope_theta"] = 0; }, "rope_theta"},
       {[](nlohmann::json& c) { c["tie_word_embeddings"] = "yes"; }, "tie_word_embeddings"},
       {[](nlohmann::json& c) { c["norm_topk_prob"] = "yes"; }, "config.json"},
+      // Too large: the layer list would take minutes and gigabytes, the KV bytes per token would
+      // wrap 64 bits (to 0: a division by zero), expert ids would not fit the int16 routing rows.
+      {[](nlohmann::json& c) { c["num_hidden_layers"] = 2000000000; }, "'num_hidden_layers' must be in [1, 4096]"},
+      {[](nlohmann::json& c) { c["num_hidden_layers"] = 4294967297; }, "num_hidden_layers"},  // would wrap to 1
+      {[](nlohmann::json& c) { c["head_dim"] = 2097152; }, "head_dim"},
+      {[](nlohmann::json& c) { c["num_experts"] = 40000; }, "num_experts"},
+      {[](nlohmann::json& c) { c["vocab_size"] = 3000000000; }, "vocab_size"},
+      {[](nlohmann::json& c) { c["hidden_size"] = 1099511627776; }, "hidden_size"},
   };
   for (const auto& [edit, field] : cases) {
     const std::string error = error_of("qwen3-moe-tiny", edit);

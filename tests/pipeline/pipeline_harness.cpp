@@ -1,10 +1,12 @@
 #include "pipeline_harness.h"
 
 #include <cstring>
+#include <future>
 #include <thread>
 #include <zmq.hpp>
 
 #include "capture/routing_encoding.h"
+#include "moe/client.h"
 
 namespace moe::testing {
 
@@ -55,6 +57,30 @@ void expect_golden_reply(const Golden& golden, const GoldenCase& c, const Joined
   const int64_t rows = static_cast<int64_t>(c.prompt_ids.size()) + golden.max_new_tokens - 1;
   EXPECT_EQ(reply.num_rows, rows);
   expect_routing_matches_golden(golden, c, reply.rows, rows);
+}
+
+std::vector<JoinedReply> send_all_cases_at_once(Client& client, const Golden& golden, const std::string& prefix,
+                                                bool stream) {
+  std::vector<std::shared_ptr<std::vector<msg::TextOutput>>> outputs;
+  std::vector<std::future<void>> done;
+  for (size_t i = 0; i < golden.cases.size(); ++i) {
+    msg::GenerateRequest request = golden_request(golden, golden.cases[i], prefix + std::to_string(i));
+    request.stream = stream;
+    auto received = std::make_shared<std::vector<msg::TextOutput>>();
+    auto finished = std::make_shared<std::promise<void>>();
+    done.push_back(finished->get_future());
+    client.submit(
+        request, [received](const msg::TextOutput& output) { received->push_back(output); },
+        [finished](std::exception_ptr error) { error ? finished->set_exception(error) : finished->set_value(); });
+    outputs.push_back(received);
+  }
+  std::vector<JoinedReply> joined;
+  for (size_t i = 0; i < done.size(); ++i) {
+    EXPECT_EQ(done[i].wait_for(std::chrono::seconds(60)), std::future_status::ready);
+    done[i].get();
+    joined.push_back(join_reply(*outputs[i]));
+  }
+  return joined;
 }
 
 SchedulerStats wait_until_idle(actors::EngineRuntime& runtime, std::chrono::milliseconds timeout) {

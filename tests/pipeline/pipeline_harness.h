@@ -19,6 +19,10 @@ class context_t;
 class socket_t;
 }  // namespace zmq
 
+namespace moe {
+class Client;
+}
+
 namespace moe::testing {
 
 // The tiny Qwen3-MoE fixture served with routed-experts capture on a tcp:// ZeroMQ endpoint.
@@ -42,6 +46,11 @@ JoinedReply join_reply(const std::vector<msg::TextOutput>& outputs);
 
 // Golden ids, a length finish, and P+G-1 golden routing rows.
 void expect_golden_reply(const Golden& golden, const GoldenCase& c, const JoinedReply& reply);
+
+// Sends every golden case at once (rid prefix + case index), optionally streamed, and returns each
+// case's joined reply (failing the test when one takes over a minute).
+std::vector<JoinedReply> send_all_cases_at_once(Client& client, const Golden& golden, const std::string& prefix,
+                                                bool stream = false);
 
 // Polls the scheduler until nothing runs or waits (or `timeout` passes); returns its last stats.
 SchedulerStats wait_until_idle(actors::EngineRuntime& runtime,

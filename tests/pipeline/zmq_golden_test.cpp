@@ -4,8 +4,6 @@
 // a KV pool small enough to force preemption, streamed.
 #include <gtest/gtest.h>
 
-#include <future>
-
 #include "moe/client.h"
 #include "pipeline_harness.h"
 
@@ -16,28 +14,8 @@ class ZmqGolden : public ::testing::Test {
  protected:
   void SetUp() override { golden_ = load_golden("qwen3-moe-tiny"); }
 
-  // Sends every golden case at once (each rid prefix + index) and returns the joined replies.
   std::vector<JoinedReply> all_cases_at_once(Client& client, const std::string& prefix, bool stream = false) {
-    std::vector<std::shared_ptr<std::vector<msg::TextOutput>>> outputs;
-    std::vector<std::future<void>> done;
-    for (size_t i = 0; i < golden_.cases.size(); ++i) {
-      msg::GenerateRequest request = golden_request(golden_, golden_.cases[i], prefix + std::to_string(i));
-      request.stream = stream;
-      auto received = std::make_shared<std::vector<msg::TextOutput>>();
-      auto finished = std::make_shared<std::promise<void>>();
-      done.push_back(finished->get_future());
-      client.submit(
-          request, [received](const msg::TextOutput& output) { received->push_back(output); },
-          [finished](std::exception_ptr error) { error ? finished->set_exception(error) : finished->set_value(); });
-      outputs.push_back(received);
-    }
-    std::vector<JoinedReply> joined;
-    for (size_t i = 0; i < done.size(); ++i) {
-      EXPECT_EQ(done[i].wait_for(std::chrono::seconds(60)), std::future_status::ready);
-      done[i].get();
-      joined.push_back(join_reply(*outputs[i]));
-    }
-    return joined;
+    return send_all_cases_at_once(client, golden_, prefix, stream);
   }
 
   void expect_all_golden(const std::vector<JoinedReply>& replies) {

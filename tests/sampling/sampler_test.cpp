@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -206,6 +207,9 @@ TEST(ValidateSamplingParams, NamesTheBadField) {
   expect_rejected(p, "temperature");
   p = {};
   p.temperature = std::nanf("");
+  expect_rejected(p, "temperature");
+  p = {};
+  p.temperature = std::numeric_limits<float>::infinity();  // msgpack can carry it; it was accepted
   expect_rejected(p, "temperature");
   for (float bad : {0.0f, 1.5f, -1.0f}) {
     p = {};

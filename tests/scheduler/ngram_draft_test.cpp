@@ -48,9 +48,22 @@ TEST(SpeculativeConfig, AlgorithmNamesAndBadSettings) {
   EXPECT_THROW(parse_speculative_algorithm("EAGLE"), Error);
   SpeculativeConfig config;
   config.algorithm = SpeculativeAlgorithm::Ngram;
-  EXPECT_NO_THROW(validate(config, 4));
+  EXPECT_NO_THROW(validate(config, 4, 1));
   config.max_tree_experts = 2;
-  EXPECT_THROW(validate(config, 4), Error);
+  EXPECT_THROW(validate(config, 4, 1), Error);
+}
+
+TEST(SpeculativeConfig, RefusesPipelineStagesNamingBothFlags) {
+  SpeculativeConfig config;
+  EXPECT_NO_THROW(validate(config, 4, 2));  // no speculation: any --pp-size
+  config.algorithm = SpeculativeAlgorithm::Ngram;
+  try {
+    validate(config, 4, 2);
+    FAIL() << "speculation with two pipeline stages was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--speculative-algorithm"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--pp-size 2"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

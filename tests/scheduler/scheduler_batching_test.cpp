@@ -128,3 +128,44 @@ TEST(SchedulerBatching, ResultsMustMatchTheBatchInFlight) {
 
 }  // namespace
 }  // namespace moe::test
+
+namespace moe::test {
+namespace {
+
+// What the worker's sampler is told per step: the generated tokens when a penalty needs them, and
+// the stop tokens it may not draw before min_new_tokens (eos only while it would stop the request).
+TEST(SchedulerBatching, TheSamplerGetsTheHistoryAndTheMinTokensBan) {
+  SchedulerConfig config = config_with(256, 64);
+  config.eos_token_ids = {9};
+  Scheduler scheduler(config);
+  Request penalized = make_request("p", prompt_of(4, 1), 6, 3);
+  penalized.sampling.frequency_penalty = 0.5f;
+  penalized.sampling.min_new_tokens = 2;
+  penalized.sampling.stop_token_ids = {11};
+  penalized.sampling.ignore_eos = false;
+  penalized.return_logprob = true;
+  penalized.top_logprobs_num = 4;
+  scheduler.add_request(penalized);
+  Request plain = make_request("q", prompt_of(4, 50), 6, 4);
+  plain.sampling.min_new_tokens = 1;  // ignore_eos (make_request's): eos would not stop it
+  scheduler.add_request(plain);
+  const std::vector<std::vector<int32_t>> expected_history = {{}, {5}, {5, 6}};
+  for (int step = 0; step < 3; ++step) {
+    auto batch = scheduler.schedule_step();
+    ASSERT_TRUE(batch);
+    ASSERT_EQ(batch->sequences.size(), 2u);
+    const msg::TokenSampling& p = batch->sequences[0].sampling;
+    const msg::TokenSampling& q = batch->sequences[1].sampling;
+    EXPECT_EQ(p.generated_ids, expected_history[step]);
+    const std::vector<int32_t> banned = step < 2 ? std::vector<int32_t>{11, 9} : std::vector<int32_t>{};
+    EXPECT_EQ(p.suppressed_ids, banned);
+    EXPECT_EQ(p.top_logprobs, 4);
+    EXPECT_TRUE(q.generated_ids.empty());  // no penalty: no history sent
+    EXPECT_EQ(q.suppressed_ids, std::vector<int32_t>{});
+    EXPECT_EQ(q.top_logprobs, 0);
+    scheduler.process_result(*batch, std::vector<int32_t>{5 + step, 7}, {});
+  }
+}
+
+}  // namespace
+}  // namespace moe::test

@@ -15,11 +15,11 @@ TEST(ExpertLoadCounter, CountsEveryRankOfEveryLayerAndRejectsCorruptIds) {
   ExpertLoadCounter counter(2, 4);
   // Two rows, two layers, top-2.
   const std::vector<int16_t> rows = {0, 1, 2, 3, /* row 1 */ 1, 0, 2, 2};
-  counter.add(rows.data(), 2, 2);
+  counter.add(rows.data(), 2, 2, 0, 2);
   EXPECT_EQ(counter.snapshot(), (std::vector<std::vector<uint64_t>>{{2, 2, 0, 0}, {0, 0, 3, 1}}));
   EXPECT_EQ(counter.rows_counted(), 2u);
   const std::vector<int16_t> corrupt = {0, 4, 0, 0};
-  EXPECT_THROW(counter.add(corrupt.data(), 1, 2), Error);
+  EXPECT_THROW(counter.add(corrupt.data(), 1, 2, 0, 2), Error);
 }
 
 TEST_F(ExpertLoad, CountsEqualTheGoldenRoutingOfEveryComputedToken) {

@@ -19,7 +19,7 @@ inline SchedulerServiceOptions small_scheduler_options(const msg::WorkerSettings
   o.scheduler.max_total_tokens = 256;
   o.scheduler.chunked_prefill_size = 64;
   o.scheduler.context_length = 128;
-  o.expected_worker = worker;
+  o.expected_stages = {worker};
   return o;
 }
 

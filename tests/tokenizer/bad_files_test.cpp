@@ -79,6 +79,19 @@ TEST(BadTokenizerFiles, BrokenVocabularyOrMerges) {
   expect_contains(load_error(file.dump()), "malformed tokenizer.json");
 }
 
+// Found by fuzz_tokenizer_json: a vocabulary id near 2^31 sized the per-id tables at tens of
+// gigabytes; a fractional or negative id was converted silently.
+TEST(BadTokenizerFiles, VocabularyIdsOutOfRange) {
+  for (const nlohmann::json& id : {nlohmann::json(1900000000), nlohmann::json(16777216), nlohmann::json(-3),
+                                   nlohmann::json(2.5), nlohmann::json("7")}) {
+    nlohmann::json file = byte_level_tokenizer_json();
+    file["model"]["vocab"]["huge"] = id;
+    const std::string message = load_error(file.dump());
+    expect_contains(message, "token 'huge' has id " + id.dump());
+    expect_contains(message, "[0, 16777216)");
+  }
+}
+
 TEST(BadTokenizerFiles, MissingFile) {
   TempDir dir;
   EXPECT_THROW(Tokenizer::load(dir.path()), Error);

@@ -63,9 +63,9 @@ TEST(MessageCodec, RoutingRowsTravelAsBinNotIntegerArrays) {
   result.routing.push_back({.step = 1, .rows = rows});
   const std::string frame = encode_message(result);
   const msgpack::object_handle handle = msgpack::unpack(frame.data(), frame.size());
-  // body = [step, sampled_ids, logprobs, routing]; routing[0] = [step, rows]; rows[2] = expert_ids.
+  // body = [step, sampled_ids, logprobs, top_logprobs, routing]; routing[0] = [step, rows]; rows[2] = expert_ids.
   const msgpack::object& ids =
-      handle.get().via.array.ptr[2].via.array.ptr[3].via.array.ptr[0].via.array.ptr[1].via.array.ptr[2];
+      handle.get().via.array.ptr[2].via.array.ptr[4].via.array.ptr[0].via.array.ptr[1].via.array.ptr[2];
   ASSERT_EQ(ids.type, msgpack::type::BIN);
   EXPECT_EQ(ids.via.bin.size, rows.expert_ids.size() * sizeof(int16_t));
   EXPECT_EQ(std::get<msg::WorkerResult>(decode_message(frame)).routing[0].rows.num_rows(), 100);
@@ -110,13 +110,14 @@ TEST(MessageCodec, NamesTheFieldOfABodyThatDoesNotFitItsKind) {
                       "Heartbeat.instance: -1 is out of range");
   expect_decode_error(frame_of(msg::kProtocolVersion, static_cast<uint32_t>(msg::MessageKind::WorkerResult),
                                [](auto& packer) {
-                                 packer.pack_array(7);
+                                 packer.pack_array(8);
                                  packer.pack(3);
                                  packer.pack_bin(0);
                                  packer.pack_bin(3);  // 3 bytes cannot hold whole floats
                                  packer.pack_bin_body("abc", 3);
                                  packer.pack_bin(0);
                                  packer.pack_bin(0);
+                                 packer.pack_array(0);
                                  packer.pack_array(0);
                                  packer.pack(false);
                                }),

@@ -9,6 +9,10 @@ msg::SamplingParams sample_sampling() {
   params.top_p = 0.9f;
   params.top_k = 40;
   params.min_p = 0.05f;
+  params.presence_penalty = -0.5f;
+  params.frequency_penalty = 1.25f;
+  params.repetition_penalty = 1.1f;
+  params.logit_bias = {{151645, -100.0f}, {0, 2.5f}};
   params.max_new_tokens = 512;
   params.min_new_tokens = 3;
   params.stop = {"\n\n", "</answer>", "ünïcode"};
@@ -52,6 +56,9 @@ std::vector<msg::Message> sample_messages() {
   generate.sampling = sample_sampling();
   generate.stream = true;
   generate.return_logprob = true;
+  generate.top_logprobs_num = 20;
+  generate.speculative = false;
+  generate.chat_template_kwargs = R"({"enable_thinking": false})";
   generate.routing = sample_routing_options();
   messages.emplace_back(generate);
 
@@ -70,7 +77,7 @@ std::vector<msg::Message> sample_messages() {
                          .sequences = {},
                          .capture_routing = true,
                          .capture_router_weights = true,
-                         .worker_instance = 0x1234567890abcdefull};
+                         .stage_instances = {0x1234567890abcdefull, 7}};
   batch.sequences.push_back({.num_new_tokens = 3,
                              .kv_slots = {10, 11, 12},
                              .needs_logits = true,
@@ -79,15 +86,25 @@ std::vector<msg::Message> sample_messages() {
                              .kv_slots = {1, 2, 3, 4, 5, 6, 7, 8, 9, 99},
                              .needs_logits = false,
                              .sampling = {{0.0f, 1.0f, -1, 0.0f}, 7, 9, false}});
+  batch.sequences.back().sampling.top_logprobs = 5;
+  batch.sequences.back().sampling.generated_ids = {4, 4, 151935};
+  batch.sequences.back().sampling.suppressed_ids = {151645};
+  batch.sequences.back().sampling.repetition_penalty = 1.5f;
+  batch.sequences.back().sampling.logit_bias = {{3, 1.0f}};
+  batch.sequences.front().tree_parents = {-1, 0, 0};  // a draft tree: the root and two children
+  batch.max_tree_experts = 6;
   messages.emplace_back(batch);
 
   msg::WorkerResult result{
       .step = 99, .sampled_ids = {151645, 3}, .logprobs = {-0.25f, -7.5f}, .routing = {}, .worker_instance = 1ull << 63};
+  result.top_logprobs = {{{151645, 2}, {-0.25f, -1.5f}, {}}, {{3, 9}, {-7.5f, -8.0f}, {}}};
+  result.sampled_counts = {2};  // the tree's accepted draft and one more
+  result.verify_experts = {3, 8};
   result.routing.push_back({.step = 98, .rows = sample_rows(4, 3, 2, true)});
   result.routing.push_back({.step = 99, .rows = sample_rows(2, 3, 2, false)});
   messages.emplace_back(result);
   msg::RoutingUpdate routing_only{.routing = {}, .worker_instance = 77};
-  routing_only.routing.push_back({.step = 100, .rows = sample_rows(1, 3, 2, true)});
+  routing_only.routing.push_back({.step = 100, .rows = sample_rows(1, 3, 2, true), .first_layer = 5});
   messages.emplace_back(routing_only);
 
   msg::DetokenizeBatch detokenize;
@@ -99,6 +116,7 @@ std::vector<msg::Message> sample_messages() {
                                                              .routing = sample_routing_options()},
                               .new_token_ids = {11, 12},
                               .new_logprobs = {-1.0f, -2.0f},
+                              .new_top_logprobs = {{{11}, {-1.0f}, {}}, {{12}, {-2.0f}, {}}},
                               .routing = sample_rows(2, 4, 8, true),
                               .finish_reason = msg::FinishReason{msg::FinishKind::Stop, 151645, std::nullopt, ""},
                               .prompt_tokens = 30,
@@ -121,6 +139,8 @@ std::vector<msg::Message> sample_messages() {
                           .text = "Once upon",
                           .output_ids = {7, 8},
                           .output_logprobs = {-0.5f, -0.75f},
+                          .output_token_texts = {"Once", " upon"},
+                          .output_top_logprobs = {{{7, 1}, {-0.5f, -0.6f}, {"Once", "\xEF\xBF\xBD"}}, {{8}, {-0.75f}, {" upon"}}},
                           .finish_reason = msg::FinishReason{msg::FinishKind::Length, std::nullopt, std::nullopt, ""},
                           .prompt_tokens = 12,
                           .completion_tokens = 2,
@@ -143,7 +163,11 @@ std::vector<msg::Message> sample_messages() {
                                                    .max_batch_tokens = 8192,
                                                    .capture_routing = true,
                                                    .capture_router_weights = false,
-                                                   .ep_size = 4}});
+                                                   .ep_size = 4,
+                                                   .pp_size = 3,
+                                                   .pp_rank = 2,
+                                                   .layer_begin = 8,
+                                                   .layer_end = 11}});
   const msg::UpdateWeights update{
       .id = 3, .model_path = "/ckpt/step-8", .weight_version = "step-8", .abort_all_requests = true, .worker_instance = 5};
   messages.emplace_back(update);

@@ -1,0 +1,105 @@
+// The server's whole path with --device cuda: the four actors as threads over real ZeroMQ sockets,
+// the model worker running the CUDA model (CUDA graphs on, rows from the CUDA copy engine), a
+// client on tcp://. Every fixture's golden cases come back with transformers' ids and routing rows
+// one at a time, all at once, from the prefix cache, with the prompts chunked, under preemption and
+// as n = 3 completions. Skipped where no GPU is visible.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "cuda/device.h"
+#include "moe/client.h"
+#include "pipeline/pipeline_harness.h"
+
+namespace moe::testing {
+namespace {
+
+class CudaServing : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    golden_ = load_golden(GetParam());
+  }
+
+  actors::ServeOptions options() const {
+    actors::ServeOptions options = tiny_serve_options();
+    options.model_path = golden_.model_dir;
+    options.device = "cuda";
+    return options;
+  }
+
+  // Every case at once (rids prefix + index), each reply checked against its golden.
+  std::vector<JoinedReply> all_golden_at_once(Client& client, const std::string& prefix) {
+    std::vector<std::shared_ptr<std::vector<msg::TextOutput>>> outputs;
+    std::vector<std::future<void>> done;
+    for (size_t i = 0; i < golden_.cases.size(); ++i) {
+      auto received = std::make_shared<std::vector<msg::TextOutput>>();
+      auto finished = std::make_shared<std::promise<void>>();
+      done.push_back(finished->get_future());
+      client.submit(
+          golden_request(golden_, golden_.cases[i], prefix + std::to_string(i)),
+          [received](const msg::TextOutput& output) { received->push_back(output); },
+          [finished](std::exception_ptr error) { error ? finished->set_exception(error) : finished->set_value(); });
+      outputs.push_back(received);
+    }
+    std::vector<JoinedReply> joined;
+    for (size_t i = 0; i < done.size(); ++i) {
+      SCOPED_TRACE(prefix + " case " + std::to_string(i));
+      EXPECT_EQ(done[i].wait_for(std::chrono::seconds(60)), std::future_status::ready);
+      done[i].get();
+      joined.push_back(join_reply(*outputs[i]));
+      expect_golden_reply(golden_, golden_.cases[i], joined.back());
+    }
+    return joined;
+  }
+
+  Golden golden_;
+};
+
+TEST_P(CudaServing, OneAtATimeAllAtOnceAndFromThePrefixCache) {
+  actors::EngineRuntime runtime(options());
+  Client client(runtime.client_endpoint());
+  for (size_t i = 0; i < golden_.cases.size(); ++i) {
+    SCOPED_TRACE("alone case " + std::to_string(i));
+    expect_golden_reply(golden_, golden_.cases[i],
+                        join_reply(client.generate(golden_request(golden_, golden_.cases[i], "one" + std::to_string(i)))));
+  }
+  // The prompts were all served once: the second time all of each prompt but its last token is a
+  // prefix-cache hit, and the cached rows are the real ones.
+  const auto again = all_golden_at_once(client, "again");
+  for (size_t i = 0; i < again.size(); ++i)
+    EXPECT_EQ(again[i].cached_tokens, static_cast<int32_t>(golden_.cases[i].prompt_ids.size()) - 1) << "case " << i;
+}
+
+TEST_P(CudaServing, ChunkedPrefillAndAPoolSmallEnoughToPreempt) {
+  actors::ServeOptions small = options();
+  small.chunked_prefill_size = 7;
+  // Room for the longest case alone, not for all of them at once.
+  int64_t longest = 0;
+  for (const GoldenCase& c : golden_.cases)
+    longest = std::max<int64_t>(longest, static_cast<int64_t>(c.prompt_ids.size()) + golden_.max_new_tokens);
+  small.max_total_tokens = longest + 8;
+  actors::EngineRuntime runtime(small);
+  Client client(runtime.client_endpoint());
+  all_golden_at_once(client, "small");
+  const SchedulerStats stats = wait_until_idle(runtime);
+  EXPECT_GT(stats.num_preemptions, 0);
+}
+
+TEST_P(CudaServing, ThreeCompletionsOfOnePrompt) {
+  actors::EngineRuntime runtime(options());
+  Client client(runtime.client_endpoint());
+  msg::GenerateRequest request = golden_request(golden_, golden_.cases[2], "three");
+  request.sampling.n = 3;
+  const auto outputs = client.generate(request);
+  ASSERT_EQ(outputs.size(), 3u);
+  for (int32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(outputs[i].index, i);
+    expect_golden_reply(golden_, golden_.cases[2], join_reply({outputs[i]}));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaServing, ::testing::ValuesIn(kGoldenFixtures), fixture_test_name);
+
+}  // namespace
+}  // namespace moe::testing

@@ -1,0 +1,183 @@
+// The quantized GEMM (Q8 and Q4, every instruction set this CPU runs) against reference::linear_rows
+// in double precision over a float32 matrix of the dequantized weights (value × scale), built here
+// from the row-major values and scales, so the expected values owe nothing to the tiled layout:
+// token counts 1..13 and past the token slab, odd row and column counts, row ranges that start and
+// end mid-tile, group sizes 32 and 128 with a short last group, and one scale per row.
+#include "kernels/quantized_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "common/error.h"
+#include "kernels/quantized_weight.h"
+#include "kernels/reference.h"
+
+namespace moe {
+namespace {
+
+constexpr float kSentinel = -12345.0f;
+
+struct TestMatrix {
+  DType dtype;
+  int64_t rows, cols, group_size;  // group_size as stored
+  std::vector<int8_t> values;      // row-major
+  std::vector<float> scales;       // [rows, groups]
+  std::vector<float> dequantized;  // row-major float32: value × scale
+  quantized::QuantizedMatrix tiled;
+
+  TestMatrix(DType dtype_, int64_t rows_, int64_t cols_, int64_t requested_group, uint32_t seed)
+      : dtype(dtype_), rows(rows_), cols(cols_),
+        group_size(quantized::storage_group_size(requested_group, cols_, "test")) {
+    std::mt19937 rng(seed);
+    const int low = dtype == DType::Q8 ? -128 : -8, high = dtype == DType::Q8 ? 127 : 7;
+    std::uniform_int_distribution<int> value(low, high);
+    std::uniform_real_distribution<float> scale(0.001f, 0.1f);
+    const int64_t groups = quantized::num_groups(cols, group_size);
+    for (int64_t i = 0; i < rows * cols; ++i) values.push_back(static_cast<int8_t>(value(rng)));
+    for (int64_t i = 0; i < rows * groups; ++i) scales.push_back(scale(rng));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        dequantized.push_back(static_cast<float>(values[r * cols + c]) * scales[r * groups + c / group_size]);
+    tiled = quantized::quantized_copy(dtype, values, rows, cols, scales, group_size);
+  }
+  WeightView reference_view() const { return WeightView{dequantized.data(), DType::F32, rows, cols}; }
+};
+
+std::vector<float> random_activations(int64_t tokens, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(tokens * cols));
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
+std::vector<GemmIsa> supported_isas() {
+  std::vector<GemmIsa> isas;
+  for (const GemmIsa isa : {GemmIsa::Avx2, GemmIsa::Avx512})
+    if (gemm_isa_supported(isa)) isas.push_back(isa);
+  return isas;
+}
+
+// Rows [row_begin, row_end) into columns [y_offset, ...) of a y of row stride out_stride; every other
+// element must keep its sentinel.
+void expect_matches_reference(GemmIsa isa, const TestMatrix& w, int64_t tokens, int64_t row_begin, int64_t row_end,
+                              int64_t out_stride, int64_t y_offset) {
+  const std::vector<float> x = random_activations(tokens, w.cols, static_cast<uint32_t>(tokens + 7));
+  PackedActivations packed;
+  pack_activations(x.data(), tokens, w.cols, w.dtype, packed, isa);
+  std::vector<float> y(static_cast<size_t>(tokens * out_stride), kSentinel);
+  quantized_gemm_rows(packed, w.tiled.view, row_begin, row_end, y.data() + y_offset, out_stride);
+  const int64_t rows = row_end - row_begin;
+  std::vector<double> want(static_cast<size_t>(tokens * rows)), magnitude(want.size());
+  reference::linear_rows(x.data(), tokens, w.reference_view(), row_begin, row_end, want.data(), magnitude.data());
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t col = 0; col < out_stride; ++col) {
+      const float got = y[t * out_stride + col];
+      const int64_t r = row_begin + col - y_offset;
+      if (r < row_begin || r >= row_end) {
+        ASSERT_EQ(got, kSentinel) << "wrote outside its rows: token " << t << ", y column " << col;
+        continue;
+      }
+      const int64_t i = t * rows + (r - row_begin);
+      ASSERT_NEAR(got, want[i], 1e-5 * magnitude[i]) << gemm_isa_name(isa) << " " << dtype_name(w.dtype) << " group "
+                                                     << w.group_size << ", " << tokens << " tokens, token " << t
+                                                     << ", row " << r;
+    }
+}
+
+TEST(QuantizedWeight, TiledElementsAreValueTimesScale) {
+  for (const DType dtype : {DType::Q8, DType::Q4})
+    for (const int64_t group : {int64_t{32}, int64_t{128}, int64_t{0}}) {
+      const TestMatrix w(dtype, 13, 203, group, 3);
+      for (int64_t r = 0; r < w.rows; ++r)
+        for (int64_t c = 0; c < w.cols; ++c) {
+          ASSERT_EQ(quantized::stored_value(w.tiled.view, r, c), w.values[r * w.cols + c]) << r << ", " << c;
+          ASSERT_EQ(w.tiled.view.at(r, c), w.dequantized[r * w.cols + c]) << r << ", " << c;
+        }
+      std::vector<float> row(static_cast<size_t>(w.cols));
+      w.tiled.view.row_to_float(12, row.data());
+      EXPECT_EQ(row, std::vector<float>(w.dequantized.end() - w.cols, w.dequantized.end()));
+    }
+}
+
+TEST(QuantizedWeight, GroupSizesMustBeWholeChunks) {
+  EXPECT_EQ(quantized::storage_group_size(128, 768, "w"), 128);
+  EXPECT_EQ(quantized::storage_group_size(-1, 100, "w"), 128);   // one group: padded to whole chunks
+  EXPECT_EQ(quantized::storage_group_size(1024, 768, "w"), 768);
+  EXPECT_THROW(quantized::storage_group_size(48, 768, "w"), Error);
+}
+
+TEST(QuantizedWeight, SymmetricQuantizationRoundsToTheNearestStep) {
+  const int64_t rows = 5, cols = 70;
+  std::vector<float> w = random_activations(rows, cols, 11);
+  w[3] = 0.0f;
+  std::fill(w.begin() + cols, w.begin() + 2 * cols, 0.0f);  // an all-zero row gets scale 0
+  for (const DType dtype : {DType::Q8, DType::Q4})
+    for (const int64_t group : {int64_t{32}, int64_t{0}}) {
+      const int64_t stored = quantized::storage_group_size(group, cols, "w"), groups = quantized::num_groups(cols, stored);
+      std::vector<int8_t> values(static_cast<size_t>(rows * cols));
+      std::vector<float> scales(static_cast<size_t>(rows * groups));
+      quantized::quantize_symmetric(WeightView{w.data(), DType::F32, rows, cols}, dtype, stored, values.data(),
+                                    scales.data());
+      const float limit = dtype == DType::Q8 ? 127.0f : 7.0f;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t g = 0; g < groups; ++g) {
+          float largest = 0.0f;
+          for (int64_t c = g * stored; c < std::min(cols, (g + 1) * stored); ++c) largest = std::max(largest, std::abs(w[r * cols + c]));
+          const float scale = scales[r * groups + g];
+          ASSERT_EQ(scale, largest / limit);
+          for (int64_t c = g * stored; c < std::min(cols, (g + 1) * stored); ++c) {
+            const float error = std::abs(values[r * cols + c] * scale - w[r * cols + c]);
+            ASSERT_LE(error, scale / 2 * (1 + 1e-6f)) << dtype_name(dtype) << " row " << r << " col " << c;
+          }
+        }
+    }
+}
+
+class QuantizedGemmTokens : public ::testing::TestWithParam<std::tuple<GemmIsa, DType, int64_t, int64_t>> {};
+
+// 60 x 203: 53 rows from 5, neither end on a tile or block boundary; 203 columns end mid-chunk and
+// leave a short last group; y 70 wide, the rows written from column 6.
+TEST_P(QuantizedGemmTokens, MatchesDoublePrecisionOnRowRangeAndGroupTail) {
+  const auto [isa, dtype, group, tokens] = GetParam();
+  const TestMatrix w(dtype, 60, 203, group, 1);
+  expect_matches_reference(isa, w, tokens, 5, 58, 70, 6);
+}
+
+TEST_P(QuantizedGemmTokens, MatchesDoublePrecisionOnWholeGroups) {
+  const auto [isa, dtype, group, tokens] = GetParam();
+  const TestMatrix w(dtype, 49, 256, group, 2);
+  expect_matches_reference(isa, w, tokens, 0, 49, 49, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryShape, QuantizedGemmTokens,
+                         ::testing::Combine(::testing::ValuesIn(supported_isas()),
+                                            ::testing::Values(DType::Q8, DType::Q4),
+                                            ::testing::Values(int64_t{32}, int64_t{128}, int64_t{0}),
+                                            ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 13, 64, 193)));
+
+// Few columns: under one chunk, one, and one and a bit; a single row.
+TEST(QuantizedGemm, NarrowMatricesAndASingleRow) {
+  for (const GemmIsa isa : supported_isas())
+    for (const DType dtype : {DType::Q8, DType::Q4})
+      for (const int64_t cols : {1, 5, 31, 32, 33}) {
+        expect_matches_reference(isa, TestMatrix(dtype, 9, cols, 32, 5), 3, 0, 9, 9, 0);
+        expect_matches_reference(isa, TestMatrix(dtype, 1, cols, 0, 6), 2, 0, 1, 1, 0);
+      }
+}
+
+TEST(QuantizedGemm, RejectsActivationsPackedForOtherWeights) {
+  const TestMatrix w(DType::Q4, 8, 64, 32, 1);
+  const std::vector<float> x = random_activations(1, 64, 1);
+  PackedActivations packed;
+  pack_activations(x.data(), 1, 64, DType::Q8, packed);
+  std::vector<float> y(8);
+  EXPECT_THROW(quantized_gemm_rows(packed, w.tiled.view, 0, 8, y.data(), 8), Error);
+}
+
+}  // namespace
+}  // namespace moe

@@ -1,0 +1,64 @@
+// Pipeline stages each send the routing rows of their own MoE layers: the tracker puts every slice
+// at its layers in the host cache, and releases a reply only once every layer of its step arrived.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "serving/routing_rows_tracker.h"
+
+namespace moe::testing {
+namespace {
+
+// Rows of `tokens` tokens for MoE layers [first, first + layers), top-2: id = 10 * layer + token.
+msg::StepRouting slice(uint64_t step, int first, int layers, int tokens) {
+  msg::StepRouting routing;
+  routing.step = step;
+  routing.first_layer = first;
+  routing.rows.num_layers = layers;
+  routing.rows.top_k = 2;
+  for (int t = 0; t < tokens; ++t)
+    for (int l = first; l < first + layers; ++l)
+      for (int k = 0; k < 2; ++k) routing.rows.expert_ids.push_back(static_cast<int16_t>(10 * l + t));
+  return routing;
+}
+
+TEST(RoutingSlices, ARowIsReleasedOnlyWhenEveryStagesSliceHasArrived) {
+  RoutingRowsTracker tracker(8, 4, 2, false);
+  tracker.step_scheduled(1, {5, 2});
+  bool released = false;
+  tracker.after_rows_of(1, [&] { released = true; });
+  tracker.rows_arrived(slice(1, 3, 1, 2));  // the last stage's layer first
+  EXPECT_FALSE(released);
+  tracker.rows_arrived(slice(1, 0, 2, 2));
+  EXPECT_FALSE(released);
+  tracker.rows_arrived(slice(1, 2, 1, 2));
+  EXPECT_TRUE(released);
+  const int32_t slots[] = {5, 2};
+  const msg::RoutingRows rows = tracker.gather(slots, 2, false);
+  EXPECT_EQ(rows.expert_ids, (std::vector<int16_t>{0, 0, 10, 10, 20, 20, 30, 30, 1, 1, 11, 11, 21, 21, 31, 31}));
+}
+
+TEST(RoutingSlices, LaterStepsWaitForEarlierStepsMissingSlices) {
+  RoutingRowsTracker tracker(8, 2, 2, false);
+  tracker.step_scheduled(1, {0});
+  tracker.step_scheduled(2, {1});
+  std::vector<int> order;
+  tracker.after_rows_of(1, [&] { order.push_back(1); });
+  tracker.after_rows_of(2, [&] { order.push_back(2); });
+  tracker.rows_arrived(slice(2, 0, 2, 1));  // step 2 whole (a single-stage worker), step 1 half
+  tracker.rows_arrived(slice(1, 1, 1, 1));
+  EXPECT_TRUE(order.empty());
+  tracker.rows_arrived(slice(1, 0, 1, 1));
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST(RoutingSlices, ASliceTwiceOrOutsideTheModelIsRefused) {
+  RoutingRowsTracker tracker(8, 4, 2, false);
+  tracker.step_scheduled(1, {0, 1});
+  tracker.rows_arrived(slice(1, 0, 2, 2));
+  EXPECT_THROW(tracker.rows_arrived(slice(1, 1, 1, 2)), Error);  // layer 1 again
+  EXPECT_THROW(tracker.rows_arrived(slice(1, 3, 2, 2)), Error);  // layers 3..4 of a 4-layer model
+  EXPECT_THROW(tracker.rows_arrived(slice(1, -1, 1, 2)), Error);
+}
+
+}  // namespace
+}  // namespace moe::testing
