@@ -12,6 +12,7 @@ struct HttpRequest {
   std::string method;  // "GET", "POST"...
   std::string target;  // path and query
   std::string body;
+  std::string authorization;  // the Authorization header; empty when absent
 };
 
 // A complete (not streamed) answer.

@@ -26,6 +26,8 @@ struct HttpServerConfig {
   std::chrono::milliseconds request_timeout{60'000};  // to receive a request's body
   std::chrono::milliseconds write_timeout{60'000};    // for a client to take one write of the answer
   std::chrono::milliseconds close_linger{2'000};      // reading what a refused client still sends before closing
+  // When set, every endpoint but /health and /metrics needs "Authorization: Bearer <api_key>" (401 otherwise).
+  std::string api_key;
 };
 
 // Owns the listening socket; connections live on as long as their operations are pending.

@@ -124,7 +124,7 @@ void HttpSession::dispatch() {
   disarm_deadline();
   auto& message = parser_->get();
   const HttpRequest request{std::string(message.method_string()), std::string(message.target()),
-                            std::move(message.body())};
+                            std::move(message.body()), std::string(message[beast_http::field::authorization])};
   parser_.reset();
   answering_ = true;
   answer_queued_ = false;

@@ -62,13 +62,28 @@ constexpr std::array kRoutes = {
 
 }  // namespace
 
-RequestRouter::RequestRouter(EngineFrontend& engine)
-    : engine_(engine), started_(static_cast<int64_t>(std::time(nullptr))) {}
+RequestRouter::RequestRouter(EngineFrontend& engine, std::string api_key)
+    : engine_(engine), api_key_(std::move(api_key)), started_(static_cast<int64_t>(std::time(nullptr))) {}
+
+std::optional<HttpReply> RequestRouter::refuse_without_key(const std::string& path, const HttpRequest& request) const {
+  if (api_key_.empty() || path == "/health" || path == "/metrics") return std::nullopt;
+  if (request.authorization == "Bearer " + api_key_) return std::nullopt;
+  HttpReply reply = error_reply(api::ApiError(401, request.authorization.empty()
+                                                       ? "this server needs an API key: Authorization: Bearer <key>"
+                                                       : "the API key is not this server's",
+                                              {}, "invalid_api_key"));
+  reply.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return reply;
+}
 
 std::shared_ptr<PendingAnswer> RequestRouter::route(const HttpRequest& request,
                                                          const std::shared_ptr<ResponseChannel>& channel) {
   const std::string_view target = request.target;
   const std::string path(target.substr(0, target.find('?')));
+  if (std::optional<HttpReply> refusal = refuse_without_key(path, request)) {
+    channel->send(std::move(*refusal));
+    return nullptr;
+  }
   const Route* matched = nullptr;
   for (const Route& route : kRoutes) {
     if (route.path == path) matched = &route;

@@ -5,6 +5,8 @@
 // /get_server_info) and the informational ones (/v1/models, /health, /metrics, /expert_load,
 // /expert_load/reset). 404 for an unknown path, 405 for a known path and wrong method.
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "api/generation_call.h"
 #include "http/engine_frontend.h"
@@ -16,8 +18,9 @@ namespace moe::http {
 // Answers each request of every connection of one server.
 class RequestRouter {
  public:
-  // `engine` must outlive the router.
-  explicit RequestRouter(EngineFrontend& engine);
+  // `engine` must outlive the router. A non-empty `api_key` is required as a Bearer token by every
+  // endpoint but /health and /metrics (which load balancers and Prometheus probe without one).
+  RequestRouter(EngineFrontend& engine, std::string api_key = {});
 
   // Answers `request` through `channel` now, or later: then it returns what the session must
   // cancel when the client leaves (a generation, a health probe), or null when nothing needs to be
@@ -45,7 +48,11 @@ class RequestRouter {
   // Prometheus text.
   HttpReply metrics() const;
 
+  // The 401 for a request without the API key, or nothing when it may pass.
+  std::optional<HttpReply> refuse_without_key(const std::string& path, const HttpRequest& request) const;
+
   EngineFrontend& engine_;
+  std::string api_key_;
   int64_t started_;  // Unix time, the `created` of the model list
 };
 

@@ -158,7 +158,8 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   auto optional_token = [](const std::string& s) { return s.empty() ? std::nullopt : std::optional<std::string>(s); };
 
   const EngineSizing sizing =
-      sized(options, config, tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok), std::random_device{}());
+      sized(options, config, tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok),
+            options.random_seed.value_or(std::random_device{}()));
   auto service = std::make_unique<SchedulerService>(
       sizing.service, ServingModelInfo{config.num_moe_layers(), config.num_experts_per_tok, config.num_experts});
   kv_slots_ = service->kv_cache_slots();
@@ -180,10 +181,13 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
           tok, PromptFormat{tok_config.chat_template, optional_token(tok_config.bos_token), optional_token(tok_config.eos_token)},
           sizing.limits),
       TokenizerActorEndpoints{endpoints.tokenizer, endpoints.scheduler, options.zmq_endpoint}, read_expert_load);
+  // Set on the actors' own loops, which may already be running.
+  a.tokenizer_loop->post([&a, on = options.log_requests] { a.tokenizer->log_requests(on); });
   a.scheduler = std::make_unique<SchedulerActor>(
       *a.scheduler_loop, std::move(service),
       SchedulerActorEndpoints{endpoints.scheduler, endpoints.worker, endpoints.detokenizer, endpoints.tokenizer},
       std::chrono::milliseconds(options.worker_timeout_ms));
+  a.scheduler_loop->post([&a, steps = options.decode_log_interval] { a.scheduler->log_stats_every(steps); });
   a.detokenizer = std::make_unique<DetokenizerActor>(*a.detokenizer_loop, tok, config.num_experts,
                                                      endpoints.detokenizer, endpoints.tokenizer, endpoints.scheduler);
   if (options.port > 0) {
@@ -207,6 +211,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     http::HttpServerConfig http_config;
     http_config.host = options.host;
     http_config.port = static_cast<uint16_t>(options.port);
+    http_config.api_key = options.api_key;
     a.http_server = std::make_unique<http::HttpServer>(a.tokenizer_loop->io(), *a.http_frontend, http_config);
   }
   std::vector<std::string> names = {"tokenizer", "scheduler", "detokenizer"};

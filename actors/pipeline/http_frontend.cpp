@@ -56,6 +56,8 @@ api::ServerStats HttpFrontend::stats() const {
   stats.spec_accepted_drafts_total = static_cast<uint64_t>(scheduler.stats.accepted_drafts);
   stats.spec_verify_distinct_experts_total = static_cast<uint64_t>(scheduler.stats.verify_distinct_experts);
   stats.spec_verify_layer_passes_total = static_cast<uint64_t>(scheduler.stats.verify_layer_passes);
+  stats.latencies = tokenizer_.latencies();
+  stats.weight_version = scheduler.weights.weight_version;
   return stats;
 }
 

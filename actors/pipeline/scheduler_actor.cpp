@@ -96,7 +96,8 @@ void SchedulerActor::on_result(const msg::WorkerResult& result) {
     step_sent_.erase(sent);
   }
   count_capture_bytes(result.routing);
-  if (service_->batch_in_flight())
+  count_for_stats(result.sampled_ids.size());
+  if (service_->step_in_flight(result.step))
     service_->on_worker_result(result);  // stores the rows that rode along too
   else
     spdlog::warn("scheduler: dropping the result of step {}, abandoned after a worker failure", result.step);
@@ -124,6 +125,20 @@ void SchedulerActor::count_capture_bytes(const std::vector<msg::StepRouting>& ro
 SchedulerSnapshot SchedulerActor::snapshot() const {
   return {service_->stats(), step_time_seconds_, capture_bytes_total_, service_->host_cache_bytes(), worker_problem(),
           service_->weights()};
+}
+
+void SchedulerActor::count_for_stats(size_t tokens) {
+  if (stats_interval_ <= 0 || tokens == 0) return;  // an idle server stays quiet
+  tokens_since_stats_ += tokens;
+  if (++steps_since_stats_ < stats_interval_) return;
+  const auto now = std::chrono::steady_clock::now();
+  const SchedulerStats stats = service_->stats();
+  spdlog::info("{}", api::periodic_stats_line({stats.num_running, stats.num_waiting, stats.kv_slots_used,
+                                               stats.kv_slots_total, tokens_since_stats_,
+                                               std::chrono::duration<double>(now - stats_logged_).count()}));
+  steps_since_stats_ = 0;
+  tokens_since_stats_ = 0;
+  stats_logged_ = now;
 }
 
 std::string SchedulerActor::worker_problem() const {

@@ -49,6 +49,9 @@ class SchedulerActor {
   std::optional<api::ExpertLoad> expert_load(bool reset);
   // Evicts every cached prefix no running request uses; returns the cached tokens evicted.
   int64_t flush_cache();
+  // Logs SGLang's stats line (#running-req, #queue-req, token usage, gen throughput) every `steps`
+  // steps that generate tokens (--decode-log-interval); 0 turns it off.
+  void log_stats_every(int steps) { stats_interval_ = steps; }
 
  private:
   void on_message(msg::Message&& message);
@@ -85,6 +88,13 @@ class SchedulerActor {
   std::map<uint64_t, std::chrono::steady_clock::time_point> step_sent_;
   api::Histogram step_time_seconds_ = api::step_time_histogram();
   uint64_t capture_bytes_total_ = 0;
+  // The periodic stats line: every stats_interval_ steps that generated tokens (0 = never), with
+  // the tokens generated since it was last logged, and when that was.
+  int stats_interval_ = 40;
+  int steps_since_stats_ = 0;
+  uint64_t tokens_since_stats_ = 0;
+  std::chrono::steady_clock::time_point stats_logged_ = std::chrono::steady_clock::now();
+  void count_for_stats(size_t tokens);
   struct Timer;
   std::unique_ptr<Timer> timer_;
 };

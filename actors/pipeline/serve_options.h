@@ -2,6 +2,7 @@
 // Everything moe-serve can be told, named after SGLang's server flags: the embedding API's options
 // (which carry the engine's settings) and what only a server process needs.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "moe/engine_options.h"
@@ -26,6 +27,10 @@ struct ServeOptions : EngineOptions {
   std::string pp_layer_split;
   int pp_rank = 0;
   std::string pp_next_endpoint;
+  std::string api_key;                 // HTTP clients must send it as a Bearer token; empty = no key
+  bool log_requests = false;           // log each finished request: rid, lengths, timings, finish reason
+  int decode_log_interval = 40;        // log the stats line every this many generating steps; 0 = never
+  std::optional<uint64_t> random_seed;  // seeds the seeds of requests that bring none; none = the OS's
 };
 
 }  // namespace moe::actors

@@ -31,6 +31,9 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"worker_endpoint", options.worker_endpoint},
       {"scheduler_endpoint", options.scheduler_endpoint},
       {"worker_timeout_ms", options.worker_timeout_ms},
+      {"chat_template", options.chat_template},
+      {"random_seed", options.random_seed ? nlohmann::json(*options.random_seed) : nlohmann::json()},
+      {"api_key_required", !options.api_key.empty()},  // never the key itself
       // What the engine derived from them.
       {"max_total_num_tokens", scheduler.max_total_tokens},
       {"max_batch_tokens", sizing.worker.settings.max_batch_tokens},

@@ -31,6 +31,7 @@ std::optional<std::string> TokenizerActor::submit(const msg::GenerateRequest& re
     on_error(msg::ErrorReply{request.rid, "the server is shutting down", 503, "tokenizer"});
     return std::nullopt;
   }
+  const api::SteadyTime arrival = std::chrono::steady_clock::now();
   msg::TokenizedRequest tokenized;
   try {
     if (!request.rid.empty() && clients_.count(request.rid)) throw Error("rid '" + request.rid + "' is already in use");
@@ -47,7 +48,8 @@ std::optional<std::string> TokenizerActor::submit(const msg::GenerateRequest& re
     }
     on_output(output);
   };
-  clients_[tokenized.rid] = Client{std::move(counted), std::move(on_error), tokenized.sampling.n, std::nullopt};
+  clients_.insert_or_assign(tokenized.rid, Client{std::move(counted), std::move(on_error), tokenized.sampling.n,
+                                                  std::nullopt, api::RequestTiming(arrival)});
   to_scheduler_->send(tokenized);
   return tokenized.rid;
 }
@@ -108,6 +110,11 @@ void TokenizerActor::on_message(msg::Message&& message) {
       auto it = clients_.find(output.rid);
       if (it == clients_.end()) continue;  // aborted meanwhile
       const bool last = output.finish_reason && --it->second.remaining == 0;
+      it->second.timing.observe(output, std::chrono::steady_clock::now(), latencies_);
+      if (last) {
+        it->second.timing.end(latencies_);
+        if (log_requests_) spdlog::info("{}", api::request_log_line(output, it->second.timing));
+      }
       OutputHandler on_output = last ? std::move(it->second.on_output) : it->second.on_output;
       if (last) clients_.erase(it);
       on_output(output);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "api/request_latency.h"
 #include "api/server_stats.h"
 #include "frontend/request_preparer.h"
 #include "transport/actor_loop.h"
@@ -70,6 +71,10 @@ class TokenizerActor {
   void begin_shutdown() { shutting_down_ = true; }
   bool shutting_down() const { return shutting_down_; }
   void fail_remaining(const std::string& message);
+  // Log every finished request's lengths, timings and finish reason (--log-requests).
+  void log_requests(bool on) { log_requests_ = on; }
+  // Time to first output, between tokens and end to end of the requests finished so far.
+  const api::LatencyHistograms& latencies() const { return latencies_; }
 
  private:
   struct Client {
@@ -77,6 +82,7 @@ class TokenizerActor {
     ErrorHandler on_error;
     int32_t remaining = 1;  // completions still to finish
     std::optional<transport::ClientAddress> zmq_address;
+    api::RequestTiming timing;
   };
   void on_message(msg::Message&& message);
   void on_zmq_request(transport::ClientAddress address, std::string payload);
@@ -98,6 +104,8 @@ class TokenizerActor {
   uint64_t next_update_id_ = 1;
   bool shutting_down_ = false;
   TrafficTotals traffic_;
+  bool log_requests_ = false;
+  api::LatencyHistograms latencies_;
 };
 
 }  // namespace moe::actors

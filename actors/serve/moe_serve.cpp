@@ -32,6 +32,13 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("weight-version", po::value(&o.weight_version)->default_value(o.weight_version),
        "the label of the weights loaded at start, in every reply's meta_info.weight_version")
       ("host", po::value(&o.host)->default_value(o.host), "HTTP address")
+      ("decode-log-interval", po::value(&o.decode_log_interval)->default_value(o.decode_log_interval),
+       "log #running-req, #queue-req, token usage and gen throughput every this many generating steps (0 = never)")
+      ("log-requests", po::bool_switch(&o.log_requests),
+       "log every finished request: rid, prompt and output lengths, time to first output, total time, finish reason")
+      ("api-key", po::value(&o.api_key), "HTTP clients must send Authorization: Bearer KEY (not /health, /metrics)")
+      ("random-seed", po::value<uint64_t>()->notifier([&o](uint64_t seed) { o.random_seed = seed; }),
+       "seeds the seed of every request that brings none, so a restarted server samples alike")
       ("port", po::value(&o.port)->default_value(30000), "HTTP port (0 = no HTTP server)")
       ("zmq-endpoint", po::value(&o.zmq_endpoint), "ZeroMQ ROUTER endpoint for clients, e.g. tcp://127.0.0.1:5555")
       ("enable-return-routed-experts", po::bool_switch(&o.enable_return_routed_experts),

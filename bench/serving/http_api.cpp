@@ -1,5 +1,7 @@
 #include "serving/http_api.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -35,7 +37,7 @@ std::string request_body(HttpApi api, const BenchRequest& request) {
             {"sampling_params", {{"max_new_tokens", request.output_len}, {"ignore_eos", true}, {"temperature", 0}}}};
   } else {
     body = {{"prompt", request.input_ids}, {"max_tokens", request.output_len}, {"ignore_eos", true},
-            {"temperature", 0},            {"logprobs", 0}};
+            {"temperature", 0},            {"logprobs", 0},          {"stream_options", {{"include_usage", true}}}};
   }
   body["stream"] = true;
   body["return_routed_experts"] = request.return_routed_experts;
@@ -75,12 +77,23 @@ StreamUpdate StreamEventReader::read(const std::string& data) {
     tokens_so_far_ = tokens;
     return update;
   }
-  static const json::json_pointer tokens("/choices/0/logprobs/tokens");
-  if (!event.contains(tokens) || !event[tokens].is_array()) {
-    update.error = "a chunk without choices[0].logprobs.tokens: " + data.substr(0, kQuotedBytes);
+  static const json::json_pointer tokens("/choices/0/logprobs/tokens"), text("/choices/0/text"),
+      usage("/usage/completion_tokens");
+  int64_t counted = 0;
+  if (event.contains(tokens) && event[tokens].is_array())
+    counted = static_cast<int64_t>(event[tokens].size());
+  else if (event.contains(text) && event[text].is_string() && !event[text].get_ref<const std::string&>().empty())
+    counted = 1;
+  else if (!event.contains("choices") && !event.contains(usage)) {
+    update.error = "a chunk with neither choices nor usage: " + data.substr(0, kQuotedBytes);
     return update;
   }
-  update.new_tokens = static_cast<int>(event[tokens].size());
+  // The server's own count, where it sends one, is the total: what the chunks did not show (a
+  // token whose text was held back, several tokens in one chunk) arrives now.
+  if (event.contains(usage) && event[usage].is_number_integer())
+    counted = std::max<int64_t>(0, event[usage].get<int64_t>() - tokens_so_far_);
+  tokens_so_far_ += counted;
+  update.new_tokens = static_cast<int>(counted);
   return update;
 }
 

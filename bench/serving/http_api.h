@@ -17,7 +17,9 @@ HttpApi parse_http_api(const std::string& name);
 std::string api_path(HttpApi api);
 
 // The JSON body of `request`, streamed, greedy, ignore_eos. OpenAI's chunks carry text only, so the
-// OpenAI body asks for `logprobs: 0`, whose per-chunk token list tells how many tokens arrived.
+// OpenAI body asks for `logprobs: 0`, whose per-chunk token list tells how many tokens arrived
+// (this engine, SGLang, vLLM), and for the final chunk's `usage` (stream_options.include_usage),
+// which servers without token lists (llama.cpp's) send.
 std::string request_body(HttpApi api, const BenchRequest& request);
 
 // A failed response's one-line description: its status and the error message of its JSON body
@@ -31,7 +33,8 @@ struct StreamUpdate {
 };
 
 // Reads the events of one response's stream, in order (the /generate stream counts its tokens
-// cumulatively, so the reader keeps the count so far).
+// cumulatively, so the reader keeps the count so far). An OpenAI chunk counts its logprobs token
+// list, or else one token if it has text; a final usage.completion_tokens makes up the difference.
 class StreamEventReader {
  public:
   explicit StreamEventReader(HttpApi api) : api_(api) {}

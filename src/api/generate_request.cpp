@@ -92,6 +92,15 @@ void read_logprob_start_len(const FieldReader& root) {
   }
 }
 
+// "stream_routed_experts": "cumulative" (default: the final chunk carries every row) or "delta".
+bool stream_routing_is_delta(const FieldReader& root) {
+  std::string form = "cumulative";
+  root.read("stream_routed_experts", form);
+  if (form != "cumulative" && form != "delta")
+    throw ApiError::invalid_field("stream_routed_experts", "must be \"cumulative\" or \"delta\", got \"" + form + "\"");
+  return form == "delta";
+}
+
 }  // namespace
 
 GenerationCall parse_generate(const json& body) {
@@ -100,6 +109,7 @@ GenerationCall parse_generate(const json& body) {
   call.api = ApiKind::Generate;
   call.requests = prompts(root, call.batched);
   root.read("stream", call.stream);
+  call.stream_routing_delta = stream_routing_is_delta(root);
   msg::GenerateRequest shared;  // the fields every prompt of a batch shares
   root.read("return_logprob", shared.return_logprob);
   root.read("speculative", shared.speculative);

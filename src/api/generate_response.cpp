@@ -51,7 +51,10 @@ json generate_object(const CompletionState& completion, bool return_logprob, boo
 class GenerateResponseBuilder final : public ResponseBuilder {
  public:
   explicit GenerateResponseBuilder(const GenerationCall& call)
-      : ResponseBuilder(call), batched_(call.batched), text_in_logprobs_(call.text_in_logprobs) {
+      : ResponseBuilder(call),
+        batched_(call.batched),
+        text_in_logprobs_(call.text_in_logprobs),
+        routing_delta_(call.stream_routing_delta) {
     for (const msg::GenerateRequest& request : call.requests) {
       return_logprob_.push_back(request.return_logprob);
       completions_ += static_cast<size_t>(request.sampling.n);
@@ -61,6 +64,13 @@ class GenerateResponseBuilder final : public ResponseBuilder {
   std::vector<json> add(size_t prompt, const msg::TextOutput& output) override {
     const CompletionState& completion = grid_.record(prompt, output);
     if (!stream_) return {};
+    if (!routing_delta_) {
+      // As SGLang: text and ids are cumulative, and the final chunk carries the whole request's rows.
+      const bool last = completion.finish_reason.has_value();
+      return {generate_object(completion, return_logprob_[prompt], text_in_logprobs_,
+                              last && completion.routed_experts ? &*completion.routed_experts : nullptr,
+                              last && completion.router_weights ? &*completion.router_weights : nullptr)};
+    }
     const std::optional<RawRows> experts = chunk_rows(output.routed_experts);
     const std::optional<RawRows> weights = chunk_rows(output.router_weights);
     return {generate_object(completion, return_logprob_[prompt], text_in_logprobs_, experts ? &*experts : nullptr,
@@ -88,6 +98,7 @@ class GenerateResponseBuilder final : public ResponseBuilder {
 
   bool batched_;
   bool text_in_logprobs_;
+  bool routing_delta_;
   std::vector<bool> return_logprob_;
   size_t completions_ = 0;
 };

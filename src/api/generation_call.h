@@ -30,13 +30,17 @@ struct GenerationCall {
   RoutingFormat routing_format = RoutingFormat::Base64;
   bool tokens_as_ids = false;     // OpenAI logprobs name tokens "token_id:N" (vLLM's return_tokens_as_token_ids)
   bool text_in_logprobs = false;  // /generate logprob triples carry token texts (SGLang's return_text_in_logprobs)
+  // A streamed /generate sends each chunk's own routing rows ("stream_routed_experts": "delta")
+  // instead of the whole request's rows on its final chunk (SGLang's cumulative convention).
+  bool stream_routing_delta = false;
 };
 
 // Parses a request body; malformed JSON is an ApiError (400) quoting the parser's complaint.
 nlohmann::json parse_json_body(std::string_view body);
 
 // SGLang's /generate: `text` or `input_ids` (one or a list), `sampling_params` (one or a list),
-// `stream`, `return_logprob`, the routed-experts fields, `rid` (one or a list).
+// `stream` (with `stream_routed_experts`), `return_logprob`, `top_logprobs_num`,
+// `return_text_in_logprobs`, `logprob_start_len`, the routed-experts fields, `rid` (one or a list).
 GenerationCall parse_generate(const nlohmann::json& body);
 
 // OpenAI's /v1/completions; a `model` other than `served_model` is a 404.

@@ -88,9 +88,10 @@ std::unique_ptr<ResponseBuilder> make_response_builder(const GenerationCall& cal
 
 // SGLang's /generate answer (generate_response.cpp): {"text", "output_ids", "meta_info": {...}} per
 // completion, a list of them for a batch or n > 1. Streaming follows SGLang's default
-// (non-incremental) output: each event repeats the text, ids and logprobs so far, and carries the
-// routing rows of the tokens it covers, so that the rows of all events concatenated equal those of
-// the unstreamed answer.
+// (non-incremental) output: each event repeats the text, ids and logprobs so far, and the final event
+// carries the whole request's routing rows (those of the unstreamed answer); with
+// "stream_routed_experts": "delta" each event carries the rows of the tokens it covers instead, so
+// that the rows of all events concatenated equal those of the unstreamed answer.
 
 // SGLang's finish_reason: {"type": "stop", "matched": id or text} | {"type": "length", "length": n}
 // | {"type": "abort", "message": why}; null while unfinished.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -79,6 +80,10 @@ Histogram step_time_histogram() {
   return Histogram({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0});
 }
 
+Histogram LatencyHistograms::request_time_histogram() {
+  return Histogram({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0});
+}
+
 std::string render_prometheus(const ServerStats& stats, const std::string& model_name) {
   Exposition out(model_name);
   const auto d = [](auto v) { return static_cast<double>(v); };
@@ -111,7 +116,26 @@ std::string render_prometheus(const ServerStats& stats, const std::string& model
   out.scalar("moe_spec_verify_experts_per_layer", "gauge",
              "Distinct experts a verifying step's draft-tree tokens use per MoE layer, on average.",
              ratio(stats.spec_verify_distinct_experts_total, stats.spec_verify_layer_passes_total));
+  out.histogram("moe_time_to_first_token_seconds", "Time from a request's arrival to its first output.",
+                stats.latencies.ttft_seconds);
+  out.histogram("moe_inter_token_latency_seconds", "Time between a request's outputs, per token.",
+                stats.latencies.inter_token_seconds);
+  out.histogram("moe_e2e_request_latency_seconds", "Time from a request's arrival to its end.",
+                stats.latencies.e2e_seconds);
+  out.family("moe_weight_version_info", "gauge", "The weight version serving now, as a label (value 1).");
+  out.sample("moe_weight_version_info", "1", "weight_version=\"" + escaped(stats.weight_version) + "\"");
   return out.text();
+}
+
+std::string periodic_stats_line(const PeriodicStats& s) {
+  char line[256];
+  const double usage = s.kv_slots_total > 0 ? static_cast<double>(s.kv_slots_used) / static_cast<double>(s.kv_slots_total) : 0.0;
+  const double throughput = s.interval_seconds > 0.0 ? static_cast<double>(s.tokens_generated) / s.interval_seconds : 0.0;
+  std::snprintf(line, sizeof line,
+                "#running-req: %lld, #queue-req: %lld, #token: %lld, token usage: %.2f, gen throughput (token/s): %.2f",
+                static_cast<long long>(s.running_requests), static_cast<long long>(s.waiting_requests),
+                static_cast<long long>(s.kv_slots_used), usage, throughput);
+  return line;
 }
 
 nlohmann::json expert_load_json(const ExpertLoad& load) {

@@ -35,6 +35,16 @@ class Histogram {
 // Buckets for the time of one scheduler step (a forward pass): 1 ms to 10 s.
 Histogram step_time_histogram();
 
+// Request latencies (request_latency.h): time to first output and end to end (10 ms to 5 min), and
+// between tokens (1 ms to 10 s).
+struct LatencyHistograms {
+  Histogram ttft_seconds = request_time_histogram();
+  Histogram inter_token_seconds = step_time_histogram();
+  Histogram e2e_seconds = request_time_histogram();
+
+  static Histogram request_time_histogram();
+};
+
 // Counters since start and gauges now.
 struct ServerStats {
   uint64_t requests_total = 0;           // generation requests received
@@ -55,7 +65,23 @@ struct ServerStats {
   uint64_t spec_accepted_drafts_total = 0;
   uint64_t spec_verify_distinct_experts_total = 0;
   uint64_t spec_verify_layer_passes_total = 0;
+  LatencyHistograms latencies;
+  std::string weight_version;             // of the weights serving now: a label of moe_weight_version_info
 };
+
+// What the server's periodic log line reports, as SGLang's: the batch now and the generation
+// throughput over the last interval.
+struct PeriodicStats {
+  int64_t running_requests = 0;
+  int64_t waiting_requests = 0;
+  int64_t kv_slots_used = 0;
+  int64_t kv_slots_total = 0;
+  uint64_t tokens_generated = 0;  // during the interval
+  double interval_seconds = 0.0;
+};
+
+// "#running-req: 2, #queue-req: 0, #token: 310, token usage: 0.08, gen throughput (token/s): 41.20".
+std::string periodic_stats_line(const PeriodicStats& stats);
 
 // The /metrics body; every sample carries the label model_name="<model_name>".
 std::string render_prometheus(const ServerStats& stats, const std::string& model_name);

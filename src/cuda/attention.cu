@@ -1,4 +1,4 @@
-// The KV store and causal GQA attention over the slot pool. One block per (token, query head), so
+// The heads' norm, rotation and KV store, and causal GQA attention over the slot pool. Attention: one block per (token, query head), so
 // prefill chunks and decode tokens of any sequences share one launch. The block's warps take
 // positions in turn, each keeping a running softmax (max, sum, weighted values) with head_dim
 // spread over its lanes; the warps' partial results are merged at the end.
@@ -17,13 +17,52 @@ constexpr int kWarps = 16;  // a decode token is one block per head: its positio
 constexpr int kUnroll = 4;  // positions a warp loads at once
 constexpr int kPerLane = kMaxHeadDim / kWarpSize;  // head_dim elements each lane holds, at most
 
-__global__ void store_kv_kernel(const float* k, const float* v, const int32_t* slots, int64_t tokens,
-                                int64_t row_size, float* key_pool, float* value_pool) {
-  MOE_GRID_STRIDE(i, tokens * row_size) {
-    const int64_t at = static_cast<int64_t>(slots[i / row_size]) * row_size + i % row_size;
-    key_pool[at] = k[i];
-    value_pool[at] = v[i];
+// blockIdx.x: the token; blockIdx.y: a q head, then the k heads. Thread j holds the pair
+// (j, j + head_dim/2) of its head, which is what the rotation mixes.
+__global__ void norm_rotate_store_kernel(float* q, const float* k, const float* v, HeadShape heads, const float* q_norm,
+                                         const float* k_norm, float eps, const int32_t* positions,
+                                         const float* inv_freq, const int32_t* slots, float* key_pool,
+                                         float* value_pool) {
+  __shared__ float warp_sums[kMaxHeadDim / 2 / kWarpSize];
+  const int64_t t = blockIdx.x;
+  const int head = static_cast<int>(blockIdx.y), half = heads.head_dim / 2, j = static_cast<int>(threadIdx.x);
+  const bool is_q = head < heads.num_heads;
+  const int64_t kv_width = static_cast<int64_t>(heads.num_kv_heads) * heads.head_dim;
+  const int64_t kv_offset = static_cast<int64_t>(head - heads.num_heads) * heads.head_dim;
+  float* q_row = q + (t * heads.num_heads + head) * heads.head_dim;
+  const float* src = is_q ? q_row : k + t * kv_width + kv_offset;
+  const float* norm = is_q ? q_norm : k_norm;
+  float a = 0.0f, b = 0.0f;
+  if (j < half) {
+    a = src[j];
+    b = src[j + half];
   }
+  if (norm != nullptr) {  // the same for every block of a launch
+    float sum = a * a + b * b;
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullWarp, sum, offset);
+    if (j % kWarpSize == 0) warp_sums[j / kWarpSize] = sum;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < static_cast<int>(blockDim.x / kWarpSize); ++w) total += warp_sums[w];
+    const float scale = 1.0f / sqrtf(total / static_cast<float>(heads.head_dim) + eps);
+    a = norm[j < half ? j : 0] * (a * scale);
+    b = norm[j < half ? j + half : 0] * (b * scale);
+  }
+  if (j >= half) return;
+  const float angle = static_cast<float>(positions[t]) * inv_freq[j];
+  const float c = cosf(angle), s = sinf(angle);
+  const float rotated_a = a * c - b * s, rotated_b = b * c + a * s;
+  if (is_q) {
+    q_row[j] = rotated_a;
+    q_row[j + half] = rotated_b;
+    return;
+  }
+  const int64_t at = static_cast<int64_t>(slots[t]) * kv_width + kv_offset;
+  key_pool[at + j] = rotated_a;
+  key_pool[at + j + half] = rotated_b;
+  const float* v_row = v + t * kv_width + kv_offset;
+  value_pool[at + j] = v_row[j];
+  value_pool[at + j + half] = v_row[j + half];
 }
 
 __global__ void attention_kernel(const float* q, AttentionTables tables, const float* key_pool,
@@ -119,12 +158,19 @@ __global__ void attention_kernel(const float* q, AttentionTables tables, const f
 
 }  // namespace
 
-void store_kv(const float* k, const float* v, const int32_t* slots, int64_t tokens, int64_t row_size, float* key_pool,
-              float* value_pool, cudaStream_t stream) {
+void norm_rotate_store(float* q, const float* k, const float* v, int64_t tokens, HeadShape heads, const float* q_norm,
+                       const float* k_norm, float eps, const int32_t* positions, const float* inv_freq,
+                       const int32_t* slots, float* key_pool, float* value_pool, cudaStream_t stream) {
+  if (heads.head_dim > kMaxHeadDim || heads.head_dim % 2 != 0)
+    throw Error("CUDA attention supports even head_dim up to " + std::to_string(kMaxHeadDim) + ", not " +
+                std::to_string(heads.head_dim));
   if (tokens == 0) return;
-  store_kv_kernel<<<blocks_for(tokens * row_size), kThreads, 0, stream>>>(k, v, slots, tokens, row_size, key_pool,
-                                                                          value_pool);
-  check_launch("store_kv");
+  // Whole warps (the norm's shuffles take all 32 lanes), a thread per pair.
+  const auto threads = static_cast<unsigned>((heads.head_dim / 2 + kWarpSize - 1) / kWarpSize * kWarpSize);
+  const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(heads.num_heads + heads.num_kv_heads));
+  norm_rotate_store_kernel<<<grid, threads, 0, stream>>>(q, k, v, heads, q_norm, k_norm, eps, positions, inv_freq,
+                                                         slots, key_pool, value_pool);
+  check_launch("norm_rotate_store");
 }
 
 void causal_attention(const float* q, int64_t tokens, const AttentionTables& tables, const float* key_pool,

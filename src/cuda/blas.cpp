@@ -42,6 +42,21 @@ void Blas::linear(const float* x, int64_t rows, const DeviceMatrix& w, float* y)
   }
 }
 
+void Blas::linears(const float* x, int64_t rows, std::span<const DeviceMatrix* const> w,
+                   std::span<float* const> y) const {
+  if (w.size() != y.size() || w.size() > static_cast<size_t>(kMaxLinearParts))
+    throw Error("Blas::linears: up to 3 matrices, one output each");
+  bool together = rows > 0 && rows <= kSmallRows;
+  for (const DeviceMatrix* m : w) together = together && m->is_bf16() && m->cols == w[0]->cols;
+  if (!together) {
+    for (size_t i = 0; i < w.size(); ++i) linear(x, rows, *w[i], y[i]);
+    return;
+  }
+  WeightRef refs[kMaxLinearParts];
+  for (size_t i = 0; i < w.size(); ++i) refs[i] = w[i]->ref();
+  small_linears(x, rows, refs, y.data(), static_cast<int>(w.size()), stream_);
+}
+
 void Blas::sgemm(const float* x, int64_t rows, const float* w, int64_t m, int64_t k, float* y, int64_t ldy) const {
   // cuBLAS is column-major: row-major y[rows, ldy] is column-major yᵀ[ldy, rows] = W·xᵀ, where
   // row-major W[m, k] read column-major is Wᵀ (hence CUBLAS_OP_T) and row-major x[rows, k] is xᵀ.

@@ -7,6 +7,7 @@
 #include <cublas_v2.h>
 
 #include <cstdint>
+#include <span>
 
 #include "cuda/device_weights.h"
 
@@ -21,6 +22,9 @@ class Blas {
 
   // y[rows, w.rows] = x[rows, w.cols] · wᵀ; nothing happens for rows == 0.
   void linear(const float* x, int64_t rows, const DeviceMatrix& w, float* y) const;
+  // y[i] = linear(x, w[i]) for each of up to kMaxLinearParts matrices of x's width (a layer's q, k
+  // and v): one launch where every one would take small_linear.
+  void linears(const float* x, int64_t rows, std::span<const DeviceMatrix* const> w, std::span<float* const> y) const;
 
   // Rows up to which small_linear beats widening and SGEMM for bf16 weights.
   static constexpr int64_t kSmallRows = 16;

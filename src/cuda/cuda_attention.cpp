@@ -25,22 +25,17 @@ void CudaAttention::forward(const float* x, const StepContext& step, DeviceKvPoo
   float* k = scratch.k.reserve(static_cast<size_t>(T * kv_width));
   float* v = scratch.v.reserve(static_cast<size_t>(T * kv_width));
   float* attn = scratch.attn.reserve(static_cast<size_t>(T * q_width));
-  step.blas.linear(x, T, w_.q_proj, q);
-  step.blas.linear(x, T, w_.k_proj, k);
-  step.blas.linear(x, T, w_.v_proj, v);
+  const DeviceMatrix* projections[] = {&w_.q_proj, &w_.k_proj, &w_.v_proj};
+  float* const projected[] = {q, k, v};
+  step.blas.linears(x, T, projections, projected);
   if (!w_.q_bias.empty()) {
     add_bias(q, w_.q_bias.data(), T, q_width, step.stream);
     add_bias(k, w_.k_bias.data(), T, kv_width, step.stream);
     add_bias(v, w_.v_bias.data(), T, kv_width, step.stream);
   }
-  if (!w_.q_norm.empty()) {
-    rms_norm(q, T * num_heads_, head_dim_, w_.q_norm.data(), norm_eps_, q, step.stream);
-    rms_norm(k, T * num_kv_heads_, head_dim_, w_.k_norm.data(), norm_eps_, k, step.stream);
-  }
-  rotary(q, step.batch.positions(), T, num_heads_, head_dim_, inv_freq_.data(), step.stream);
-  rotary(k, step.batch.positions(), T, num_kv_heads_, head_dim_, inv_freq_.data(), step.stream);
-  // Every new token's K/V are stored before any token attends (a prefill chunk sees its own).
-  store_kv(k, v, step.batch.own_slots(), T, kv_width, kv.keys_of(layer_), kv.values_of(layer_), step.stream);
+  norm_rotate_store(q, k, v, T, {num_heads_, num_kv_heads_, head_dim_}, w_.q_norm.empty() ? nullptr : w_.q_norm.data(),
+                    w_.k_norm.empty() ? nullptr : w_.k_norm.data(), norm_eps_, step.batch.positions(), inv_freq_.data(),
+                    step.batch.own_slots(), kv.keys_of(layer_), kv.values_of(layer_), step.stream);
   causal_attention(q, T, step.batch.attention_tables(), kv.keys_of(layer_), kv.values_of(layer_), num_heads_,
                    num_kv_heads_, head_dim_, attn, step.stream);
   step.blas.linear(attn, T, w_.o_proj, out);

@@ -29,6 +29,11 @@ void gather_weight_rows(const WeightRef& src, const int32_t* index, int64_t rows
 // column, tokens in tiles, so the weights are read once per tile. For few tokens (decode), where a
 // step is bound by reading the weights.
 void small_linear(const float* x, int64_t tokens, const WeightRef& w, float* y, cudaStream_t stream);
+// Up to kMaxLinearParts small_linears of the same input in one launch (y[i] = x · w[i]ᵀ): a layer's
+// q, k and v projections. Every w[i] has x's width and one stored type.
+constexpr int kMaxLinearParts = 3;
+void small_linears(const float* x, int64_t tokens, const WeightRef* w, float* const* y, int parts,
+                   cudaStream_t stream);
 // dst[i] = widened src[i], bf16 bits to float32 (exact).
 void widen_bf16(const uint16_t* src, int64_t n, float* dst, cudaStream_t stream);
 
@@ -66,11 +71,6 @@ void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, fl
 void add_rms_norm(float* x, const float* branch, int64_t rows, int64_t dim, const float* weight, float eps, float* out,
                   cudaStream_t stream);
 
-// Rotates each token's `num_heads` heads of `head_dim` floats in place by its position: the pair
-// (i, i + head_dim/2) by position · inv_freq[i] (kernels/rotary.h's convention and frequencies).
-void rotary(float* heads, const int32_t* positions, int64_t tokens, int num_heads, int head_dim,
-            const float* inv_freq, cudaStream_t stream);
-
 // Where each new token's attention reads: token t sits at positions[t] of its sequence, whose slot
 // of position p is slot_table[slot_offsets[t] + p].
 struct AttentionTables {
@@ -79,9 +79,20 @@ struct AttentionTables {
   const int32_t* slot_table;
 };
 
-// key_pool[slots[t]] = k[t], value_pool[slots[t]] = v[t], rows of row_size floats.
-void store_kv(const float* k, const float* v, const int32_t* slots, int64_t tokens, int64_t row_size, float* key_pool,
-              float* value_pool, cudaStream_t stream);
+// The heads of a layer's attention: num_heads query heads and num_kv_heads key/value heads of
+// head_dim floats each.
+struct HeadShape {
+  int num_heads, num_kv_heads, head_dim;
+};
+// Everything between the q/k/v projections and the attention, one block per token and head: each
+// q and k head RMS-normed over head_dim with q_norm / k_norm where given (Qwen3; null: none), then
+// rotated by its token's position (the pair (i, i + head_dim/2) by position · inv_freq[i],
+// kernels/rotary.h's convention); the rotated q stays in q, each token's k and v go to its slot of
+// the pools (a prefill chunk's tokens all stored before any attends). q: [tokens, num_heads ·
+// head_dim]; k, v: [tokens, num_kv_heads · head_dim]; pools: [slot, num_kv_heads · head_dim].
+void norm_rotate_store(float* q, const float* k, const float* v, int64_t tokens, HeadShape heads, const float* q_norm,
+                       const float* k_norm, float eps, const int32_t* positions, const float* inv_freq,
+                       const int32_t* slots, float* key_pool, float* value_pool, cudaStream_t stream);
 // Causal grouped-query attention of every new token (prefill chunks and decodes mixed) over its
 // sequence's slots 0..position, whose K/V are already stored. q, out: [tokens, num_heads · head_dim];
 // pools: [slot, num_kv_heads · head_dim]. head_dim <= kMaxHeadDim.

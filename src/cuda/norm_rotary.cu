@@ -1,4 +1,4 @@
-// Per-row kernels: RMSNorm (a block per row) and rotary embeddings.
+// RMSNorm, a block per row (with the residual add before it, or without).
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
 
@@ -34,21 +34,6 @@ __global__ void rms_norm_kernel(float* x, const float* branch, int64_t dim, cons
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) o[i] = weight[i] * (in[i] * scale);
 }
 
-__global__ void rotary_kernel(float* heads, const int32_t* positions, int64_t tokens, int num_heads, int head_dim,
-                              const float* inv_freq) {
-  const int half = head_dim / 2;
-  MOE_GRID_STRIDE(i, tokens * num_heads * half) {
-    const int64_t head = i / half;  // token · num_heads + h
-    const int j = static_cast<int>(i % half);
-    const float angle = static_cast<float>(positions[head / num_heads]) * inv_freq[j];
-    const float c = cosf(angle), s = sinf(angle);
-    float* x = heads + head * head_dim;
-    const float a = x[j], b = x[j + half];
-    x[j] = a * c - b * s;
-    x[j + half] = b * c + a * s;
-  }
-}
-
 // Whole warps, no more than a row's elements (q/k norms have rows of head_dim).
 unsigned norm_threads(int64_t dim) {
   return static_cast<unsigned>(std::min<int64_t>(kThreads, (dim + kWarpSize - 1) / kWarpSize * kWarpSize));
@@ -71,14 +56,6 @@ void add_rms_norm(float* x, const float* branch, int64_t rows, int64_t dim, cons
   rms_norm_kernel<true><<<static_cast<unsigned>(rows), norm_threads(dim), 0, stream>>>(x, branch, dim, weight, eps,
                                                                                       out);
   check_launch("add_rms_norm");
-}
-
-void rotary(float* heads, const int32_t* positions, int64_t tokens, int num_heads, int head_dim,
-            const float* inv_freq, cudaStream_t stream) {
-  if (tokens == 0) return;
-  rotary_kernel<<<blocks_for(tokens * num_heads * (head_dim / 2)), kThreads, 0, stream>>>(heads, positions, tokens,
-                                                                                          num_heads, head_dim, inv_freq);
-  check_launch("rotary");
 }
 
 }  // namespace moe::cuda

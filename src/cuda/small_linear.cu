@@ -5,6 +5,7 @@
 // host round trip and a decode step can be captured in a CUDA graph.
 #include <cstdint>
 
+#include "common/error.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
 #include "cuda/weight_access.cuh"
@@ -69,11 +70,23 @@ __device__ __forceinline__ int64_t warp_column() {
   return static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
 }
 
+// The matrices of one small_linears launch: their columns side by side, warp by warp.
+struct LinearParts {
+  const void* w[kMaxLinearParts];
+  float* y[kMaxLinearParts];
+  int64_t n[kMaxLinearParts];
+  int count;
+};
+
 template <typename W, bool kVector, int kTile>
-__global__ void small_linear_kernel(const float* x, int64_t tokens, const W* w, int64_t n, int64_t k, float* y) {
-  const int64_t column = warp_column();
-  if (column >= n) return;
-  const W* row = w + column * k;
+__global__ void small_linear_kernel(const float* x, int64_t tokens, LinearParts parts, int64_t k) {
+  int64_t column = warp_column();
+  int part = 0;
+  while (part < parts.count && column >= parts.n[part]) column -= parts.n[part++];
+  if (part == parts.count) return;
+  const int64_t n = parts.n[part];
+  const W* row = static_cast<const W*>(parts.w[part]) + column * k;
+  float* y = parts.y[part];
   for (int64_t t0 = 0; t0 < tokens; t0 += kTile) {
     const int rows = static_cast<int>(tokens - t0 < kTile ? tokens - t0 : kTile);
     float acc[kTile];
@@ -151,9 +164,10 @@ void dispatch(bool bf16, bool vector, int tile, Args... args) {
 
 template <typename W, bool kVector, int kTile>
 struct SmallLinear {
-  static void run(const float* x, int64_t tokens, WeightRef w, float* y, cudaStream_t stream) {
-    small_linear_kernel<W, kVector, kTile><<<column_blocks(w.rows), kWarpsPerBlock * kWarpSize, 0, stream>>>(
-        x, tokens, static_cast<const W*>(w.data), w.rows, w.cols, y);
+  static void run(const float* x, int64_t tokens, const LinearParts& parts, int64_t columns, int64_t k,
+                  cudaStream_t stream) {
+    small_linear_kernel<W, kVector, kTile><<<column_blocks(columns), kWarpsPerBlock * kWarpSize, 0, stream>>>(
+        x, tokens, parts, k);
   }
 };
 
@@ -173,9 +187,27 @@ struct GroupedExpertMlp {
 }  // namespace
 
 void small_linear(const float* x, int64_t tokens, const WeightRef& w, float* y, cudaStream_t stream) {
+  small_linears(x, tokens, &w, &y, 1, stream);
+}
+
+void small_linears(const float* x, int64_t tokens, const WeightRef* w, float* const* y, int parts,
+                   cudaStream_t stream) {
+  if (parts < 1 || parts > kMaxLinearParts) throw Error("small_linears takes 1 to 3 matrices");
   if (tokens == 0) return;
-  const bool vector = w.cols % 8 == 0 && aligned16(x) && aligned16(w.data);
-  dispatch<SmallLinear>(w.bf16, vector, tile_for(tokens), x, tokens, w, y, stream);
+  LinearParts launch{};
+  launch.count = parts;
+  int64_t columns = 0;
+  bool vector = w[0].cols % 8 == 0 && aligned16(x);
+  for (int i = 0; i < parts; ++i) {
+    if (w[i].cols != w[0].cols || w[i].bf16 != w[0].bf16)
+      throw Error("small_linears: the matrices differ in width or stored type");
+    launch.w[i] = w[i].data;
+    launch.y[i] = y[i];
+    launch.n[i] = w[i].rows;
+    columns += w[i].rows;
+    vector = vector && aligned16(w[i].data);
+  }
+  dispatch<SmallLinear>(w[0].bf16, vector, tile_for(tokens), x, tokens, launch, columns, w[0].cols, stream);
   check_launch("small_linear");
 }
 

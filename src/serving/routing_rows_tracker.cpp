@@ -34,18 +34,24 @@ void RoutingRowsTracker::rows_arrived(const msg::StepRouting& routing) {
     if (out.layer_arrived[l])
       throw Error("routing rows of step " + std::to_string(routing.step) + " arrived twice for MoE layer " +
                   std::to_string(l));
-  StagedRouting staged{routing.step, routing.rows.num_rows(), count, routing.rows.top_k, routing.rows.expert_ids,
-                       routing.rows.weights};
-  host_.store(staged, out.token_slots, first);
+  out.slices.emplace_back(first, StagedRouting{routing.step, routing.rows.num_rows(), count, routing.rows.top_k,
+                                               routing.rows.expert_ids, routing.rows.weights});
   for (int l = first; l < first + count; ++l) out.layer_arrived[l] = true;
   out.layers_missing -= count;
-  if (out.layers_missing > 0) return;
-  step_slots_.erase(it);
-  const uint64_t oldest_missing = step_slots_.empty() ? UINT64_MAX : step_slots_.begin()->first;
-  while (!pending_.empty() && pending_.front().first < oldest_missing) {
-    auto emit = std::move(pending_.front().second);
-    pending_.pop_front();
-    emit();
+  if (out.layers_missing == 0) store_whole_steps();
+}
+
+void RoutingRowsTracker::store_whole_steps() {
+  while (!step_slots_.empty() && step_slots_.begin()->second.layers_missing == 0) {
+    const OutstandingStep& whole = step_slots_.begin()->second;
+    for (const auto& [first, staged] : whole.slices) host_.store(staged, whole.token_slots, first);
+    step_slots_.erase(step_slots_.begin());
+    const uint64_t oldest_missing = step_slots_.empty() ? UINT64_MAX : step_slots_.begin()->first;
+    while (!pending_.empty() && pending_.front().first < oldest_missing) {
+      auto emit = std::move(pending_.front().second);
+      pending_.pop_front();
+      emit();
+    }
   }
 }
 

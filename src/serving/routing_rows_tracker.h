@@ -3,11 +3,15 @@
 // KV slot, and holds back a request's output until the rows it covers have arrived, so every reply
 // carries exactly its rows, in order, even though rows travel a step behind the sampled tokens. With
 // pipeline parallelism every stage sends the slice of its own MoE layers; a step's rows count as
-// arrived once every layer's slice has.
+// arrived once every layer's slice has. Slices are written to the host cache in step order: stages
+// answer independently, so a later step's slice (which may reuse the KV slots of a request that
+// finished in an earlier step) can arrive before the earlier step is whole, and must not overwrite
+// rows that request's reply has not gathered yet.
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "capture/routing_host_cache.h"
@@ -41,7 +45,10 @@ class RoutingRowsTracker {
     std::vector<int32_t> token_slots;
     std::vector<bool> layer_arrived;  // per MoE layer
     int layers_missing = 0;
+    std::vector<std::pair<int, StagedRouting>> slices;  // (first layer, rows), held until stored in order
   };
+  // Stores every whole step at the front, oldest first, each followed by the emissions it unblocks.
+  void store_whole_steps();
   std::map<uint64_t, OutstandingStep> step_slots_;  // scheduled steps whose rows are still (partly) out
   std::deque<std::pair<uint64_t, std::function<void()>>> pending_;
 };

@@ -12,8 +12,8 @@ SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const
     : options_(options),
       model_(model),
       scheduler_(options.scheduler, options.seed_source),
-      weights_(options.weights),
-      stages_(options.expected_stages.size()) {
+      stages_(options.expected_stages.size()),
+      weights_(options.weights) {
   if (stages_.empty()) throw Error("SchedulerService: no expected worker settings");
   // With capture on, every step is captured (not only steps with a request that asked): a later
   // request's prefix-cache hit must find real rows for slots computed on behalf of anyone.
@@ -141,10 +141,10 @@ std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& messa
 }
 
 std::vector<msg::ErrorReply> SchedulerService::on_heartbeat(const msg::Heartbeat& heartbeat) {
-  const int rank = heartbeat.settings.pp_rank;
-  // A worker of another pipeline shape is refused in stage 0's place, naming the difference.
-  StageWorker& stage = stages_[rank >= 0 && rank < num_stages() ? rank : 0];
-  const msg::WorkerSettings& expected = options_.expected_stages[rank >= 0 && rank < num_stages() ? rank : 0];
+  // A worker of a rank this pipeline does not have is refused in stage 0's place, naming the difference.
+  const int rank = heartbeat.settings.pp_rank >= 0 && heartbeat.settings.pp_rank < num_stages() ? heartbeat.settings.pp_rank : 0;
+  StageWorker& stage = stages_[rank];
+  const msg::WorkerSettings& expected = options_.expected_stages[rank];
   if (heartbeat.instance == stage.accepted || heartbeat.instance == stage.refused) return {};
   std::vector<msg::ErrorReply> errors = forget_worker_kv();
   if (std::optional<std::string> mismatch = settings_mismatch(expected, heartbeat.settings)) {

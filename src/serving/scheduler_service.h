@@ -110,6 +110,7 @@ class SchedulerService {
   // Items produced since the last call, for the detokenizer.
   msg::DetokenizeBatch take_output();
   bool batch_in_flight() const { return !in_flight_.empty(); }
+  bool step_in_flight(uint64_t step) const { return in_flight_.count(step) > 0; }
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
   // Items held back until rows still on their way from the worker arrive.
   bool awaiting_rows() const { return tracker_ && tracker_->pending_emissions() > 0; }

@@ -167,6 +167,8 @@ TEST(GenerateRequest, RefusesOutOfRangeSamplingNamingTheField) {
                    "[0, 20]");
   expect_api_error([&] { parse_generate({{"text", "x"}, {"logprob_start_len", 0}}); }, 400, "logprob_start_len",
                    "must be -1");
+  expect_api_error([&] { parse_generate({{"text", "x"}, {"stream_routed_experts", "rows"}}); }, 400,
+                   "stream_routed_experts", "\"cumulative\" or \"delta\"");
 }
 
 TEST(GenerateRequest, RefusesBadBatchShapes) {

@@ -79,31 +79,53 @@ TEST(GenerateResponse, TopLogprobsAreListsOfTriplesWithTextWhenAsked) {
   EXPECT_EQ(meta["output_top_logprobs"], json::parse(R"([[[-0.5, 10, "Hi"], [-1.5, 3, "Ho"]]])"));
 }
 
-TEST(GenerateResponse, StreamRepeatsTextAndCarriesEachChunksRows) {
-  const GenerationCall call = generate_call({{"text", "x"}, {"stream", true}, {"return_routed_experts", true}});
-  const auto builder = make_response_builder(call, "id", 0);
-  const std::vector<msg::TextOutput> outputs = two_chunks();
-  const std::vector<json> first = builder->add(0, outputs[0]);
-  const std::vector<json> last = builder->add(0, outputs[1]);
-  ASSERT_EQ(first.size(), 1u);
-  ASSERT_EQ(last.size(), 1u);
-  // SGLang's default streaming: the text and ids so far.
-  EXPECT_EQ(first[0]["text"], "Hel");
-  EXPECT_EQ(last[0]["text"], "Hello");
-  EXPECT_EQ(last[0]["output_ids"], json({10, 11}));
-  EXPECT_TRUE(first[0]["meta_info"]["finish_reason"].is_null());
-  EXPECT_EQ(last[0]["meta_info"]["finish_reason"]["type"], "stop");
-  EXPECT_FALSE(last[0]["meta_info"].contains("output_token_logprobs"));  // not asked
-  // Rows: each event its own; concatenated they are the unstreamed answer's.
-  EXPECT_EQ(first[0]["meta_info"]["routed_experts_shape"], json({3, 2, 2}));
-  EXPECT_EQ(last[0]["meta_info"]["routed_experts_shape"], json({1, 2, 2}));
-  std::vector<int32_t> streamed = decoded_experts(first[0]["meta_info"]);
-  const std::vector<int32_t> tail = decoded_experts(last[0]["meta_info"]);
-  streamed.insert(streamed.end(), tail.begin(), tail.end());
+// The events of two_chunks() streamed for a /generate `body`: one per chunk.
+std::vector<json> streamed_events(const json& body) {
+  const auto builder = make_response_builder(generate_call(body), "id", 0);
+  std::vector<json> events;
+  for (const msg::TextOutput& output : two_chunks()) {
+    const std::vector<json> added = builder->add(0, output);
+    EXPECT_EQ(added.size(), 1u);
+    events.insert(events.end(), added.begin(), added.end());
+  }
+  return events;
+}
 
+// The routed experts of two_chunks() answered unstreamed.
+std::vector<int32_t> unstreamed_experts() {
   const auto whole = make_response_builder(generate_call({{"text", "x"}, {"return_routed_experts", true}}), "id", 0);
-  for (const msg::TextOutput& output : outputs) whole->add(0, output);
-  EXPECT_EQ(streamed, decoded_experts(whole->response()["meta_info"]));
+  for (const msg::TextOutput& output : two_chunks()) whole->add(0, output);
+  return decoded_experts(whole->response()["meta_info"]);
+}
+
+TEST(GenerateResponse, StreamsTheWholeRoutingOnTheFinalChunkByDefault) {
+  const std::vector<json> events = streamed_events({{"text", "x"}, {"stream", true}, {"return_routed_experts", true}});
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_FALSE(events[0]["meta_info"].contains("routed_experts"));
+  EXPECT_EQ(events[1]["meta_info"]["routed_experts_shape"], json({4, 2, 2}));
+  EXPECT_EQ(decoded_experts(events[1]["meta_info"]), unstreamed_experts());
+}
+
+TEST(GenerateResponse, StreamRepeatsTextAndCarriesEachChunksRowsWhenAskedForDeltas) {
+  const std::vector<json> events = streamed_events(
+      {{"text", "x"}, {"stream", true}, {"return_routed_experts", true}, {"stream_routed_experts", "delta"}});
+  ASSERT_EQ(events.size(), 2u);
+  const json& first = events[0];
+  const json& last = events[1];
+  // SGLang's default streaming: the text and ids so far.
+  EXPECT_EQ(first["text"], "Hel");
+  EXPECT_EQ(last["text"], "Hello");
+  EXPECT_EQ(last["output_ids"], json({10, 11}));
+  EXPECT_TRUE(first["meta_info"]["finish_reason"].is_null());
+  EXPECT_EQ(last["meta_info"]["finish_reason"]["type"], "stop");
+  EXPECT_FALSE(last["meta_info"].contains("output_token_logprobs"));  // not asked
+  // Rows: each event its own; concatenated they are the unstreamed answer's.
+  EXPECT_EQ(first["meta_info"]["routed_experts_shape"], json({3, 2, 2}));
+  EXPECT_EQ(last["meta_info"]["routed_experts_shape"], json({1, 2, 2}));
+  std::vector<int32_t> streamed = decoded_experts(first["meta_info"]);
+  const std::vector<int32_t> tail = decoded_experts(last["meta_info"]);
+  streamed.insert(streamed.end(), tail.begin(), tail.end());
+  EXPECT_EQ(streamed, unstreamed_experts());
 }
 
 TEST(GenerateResponse, BatchesAndSamplesAnswerAListInPromptThenSampleOrder) {

@@ -25,7 +25,8 @@ TEST(HttpApi, GenerateBodyIsSglangsStreamedGreedyRequest) {
 TEST(HttpApi, OpenAiBodyGivesThePromptAsIdsAndAsksForTokenLogprobs) {
   EXPECT_EQ(json::parse(request_body(HttpApi::OpenAiCompletions, {{7, 8}, 2, false})),
             json::parse(R"({"prompt": [7, 8], "max_tokens": 2, "ignore_eos": true, "temperature": 0,
-                            "logprobs": 0, "stream": true, "return_routed_experts": false})"));
+                            "logprobs": 0, "stream": true, "return_routed_experts": false,
+                            "stream_options": {"include_usage": true}})"));
   EXPECT_EQ(api_path(HttpApi::OpenAiCompletions), "/v1/completions");
 }
 
@@ -60,8 +61,22 @@ TEST(StreamEventReader, OpenAiCountsEachChunksTokenList) {
   };
   EXPECT_EQ(reader.read(chunk(1)).new_tokens, 1);
   EXPECT_EQ(reader.read(chunk(3)).new_tokens, 3);
-  const std::string without_logprobs = R"({"choices":[{"logprobs":null,"text":"x"}]})";
-  EXPECT_EQ(reader.read(without_logprobs).error, "a chunk without choices[0].logprobs.tokens: " + without_logprobs);
+  // The final usage agrees with the lists: nothing more.
+  EXPECT_EQ(reader.read(R"({"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":4}})").new_tokens, 0);
+}
+
+// llama.cpp's server streams a chunk of text per token and no token lists; a token whose text it
+// held back (part of a UTF-8 character) shows only in the final usage.
+TEST(StreamEventReader, OpenAiWithoutTokenListsCountsChunksOfTextAndTheUsageCorrects) {
+  StreamEventReader reader(HttpApi::OpenAiCompletions);
+  EXPECT_EQ(reader.read(R"({"choices":[{"index":0,"text":"He","logprobs":null}]})").new_tokens, 1);
+  EXPECT_EQ(reader.read(R"({"choices":[{"index":0,"text":"llo"}]})").new_tokens, 1);
+  EXPECT_EQ(reader.read(R"({"choices":[{"index":0,"text":"","finish_reason":"length"}]})").new_tokens, 0);
+  const StreamUpdate usage = reader.read(R"({"choices":[{"text":""}],"usage":{"completion_tokens":3}})");
+  EXPECT_EQ(usage.error, "");
+  EXPECT_EQ(usage.new_tokens, 1);
+  EXPECT_EQ(reader.read(R"({"object":"text_completion"})").error,
+            R"(a chunk with neither choices nor usage: {"object":"text_completion"})");
 }
 
 TEST(StreamEventReader, ErrorEventsAndUnreadableEventsAreErrors) {

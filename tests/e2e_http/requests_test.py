@@ -1,7 +1,8 @@
 """SGLang's /generate called with Python requests, decoding meta_info.routed_experts with numpy as SGLang's
 documentation shows: every golden case (one by one, concurrently and as one batch) gives the golden ids and
-routing; the narrower dtypes and routed_experts_start_len give the same rows; a streamed response,
-concatenated, equals the non-streamed one.
+routing; the narrower dtypes and routed_experts_start_len give the same rows; a streamed response ends with
+the non-streamed one's text, ids and routing (SGLang's cumulative convention), and its per-event rows, asked
+for with "stream_routed_experts": "delta", concatenate to the same routing.
 Usage: requests_test.py PATH/TO/moe-serve"""
 import json
 from concurrent.futures import ThreadPoolExecutor
@@ -82,7 +83,7 @@ class GenerateWithRequests(hh.ServerTest):
             whole = self.generate(body)
             events = stream_events(self.server.url + "/generate", dict(body, stream=True))
             self.assertGreater(len(events), 1)
-            # SGLang's stream repeats the cumulative text and ids; the routing comes in new rows only.
+            # SGLang's stream repeats the cumulative text and ids; the final event carries the whole routing.
             for earlier, later in zip(events, events[1:]):
                 self.assertTrue(later["text"].startswith(earlier["text"]))
                 self.assertEqual(later["output_ids"][:len(earlier["output_ids"])], earlier["output_ids"])
@@ -91,7 +92,14 @@ class GenerateWithRequests(hh.ServerTest):
             self.assertEqual(events[-1]["output_ids"], whole["output_ids"])
             self.assertEqual(events[-1]["meta_info"]["finish_reason"], whole["meta_info"]["finish_reason"])
             self.assertEqual(len({event["meta_info"]["id"] for event in events}), 1)
-            rows = np.concatenate([hh.decode_routed_experts(event["meta_info"]) for event in events])
+            for event in events[:-1]:
+                self.assertNotIn("routed_experts", event["meta_info"])
+            np.testing.assert_array_equal(hh.decode_routed_experts(events[-1]["meta_info"]),
+                                          hh.decode_routed_experts(whole["meta_info"]))
+            # "stream_routed_experts": "delta": each event its new rows, which concatenate to the whole.
+            deltas = stream_events(self.server.url + "/generate",
+                                   dict(body, stream=True, stream_routed_experts="delta"))
+            rows = np.concatenate([hh.decode_routed_experts(event["meta_info"]) for event in deltas])
             np.testing.assert_array_equal(rows, hh.decode_routed_experts(whole["meta_info"]))
 
 

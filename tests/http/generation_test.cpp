@@ -87,7 +87,7 @@ TEST_F(ServerTest, GenerateAnswersInSGLangsShape) {
 TEST_F(ServerTest, StreamedGenerateConcatenatesToTheWholeAnswer) {
   TestClient c = client();
   const std::string request = R"({"text": "abc", "sampling_params": {"max_new_tokens": 4},
-      "return_routed_experts": true, "stream": true})";
+      "return_routed_experts": true, "stream": true, "stream_routed_experts": "delta"})";
   const TestResponse streamed = c.request("POST", "/generate", request);
   ASSERT_EQ(streamed.status, 200);
   EXPECT_EQ(streamed.headers.at("content-type"), "text/event-stream");
@@ -110,6 +110,13 @@ TEST_F(ServerTest, StreamedGenerateConcatenatesToTheWholeAnswer) {
   EXPECT_EQ(last["output_ids"], body["output_ids"]);
   EXPECT_EQ(rows, decoded(body["meta_info"], "routed_experts"));
   EXPECT_EQ(rows, expected_rows(0, 6, 0, 3));
+
+  // By default (SGLang's convention) only the final event carries rows: all of them.
+  const std::vector<std::string> cumulative = sse_payloads(c.request("POST", "/generate", R"({"text": "abc",
+      "sampling_params": {"max_new_tokens": 4}, "return_routed_experts": true, "stream": true})").body);
+  ASSERT_EQ(cumulative.size(), 5u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_FALSE(json::parse(cumulative[i])["meta_info"].contains("routed_experts"));
+  EXPECT_EQ(decoded(json::parse(cumulative[3])["meta_info"], "routed_experts"), rows);
 }
 
 TEST_F(ServerTest, BatchedGenerateAnswersAList) {

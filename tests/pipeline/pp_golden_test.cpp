@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <ostream>
 
 #include "common/error.h"
 #include "model/model_config.h"
@@ -21,6 +22,9 @@ struct PpCase {
   std::string fixture;
   int pp_size;
 };
+
+// How gtest shows a case (instead of its bytes).
+void PrintTo(const PpCase& c, std::ostream* out) { *out << c.fixture << " pp " << c.pp_size; }
 
 std::string pp_case_name(const ::testing::TestParamInfo<PpCase>& info) {
   std::string name = info.param.fixture + "_pp" + std::to_string(info.param.pp_size);

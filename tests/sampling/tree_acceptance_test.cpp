@@ -66,6 +66,35 @@ TEST(TreeAcceptance, SampledWalksDrawWhatEachOutputIndexDrawsAlone) {
   }
 }
 
+TEST(TreeAcceptance, PenaltiesCountTheAcceptedDraftsAndEachTokenHasItsAlternatives) {
+  // root (9) -> node 1 (4) -> node 2 (4). The root's row favours 4; node 1's favours 4 over 2 by 0.5.
+  const std::vector<int32_t> tokens = {9, 4, 4}, parents = {-1, 0, 1};
+  std::vector<float> rows(3 * kVocab, 0.0f);
+  rows[4] = 5.0f;
+  rows[kVocab + 4] = 5.0f;
+  rows[kVocab + 2] = 4.5f;
+  msg::TokenSampling greedy;
+  greedy.temperature = 0.0f;
+  greedy.top_logprobs = 2;
+  std::vector<int32_t> ids;
+  for (const SampledToken& t : accept_draft_tree(rows.data(), kVocab, tokens, parents, greedy)) ids.push_back(t.id);
+  EXPECT_EQ(ids, (std::vector<int32_t>{4, 4, 0}));
+  // A presence penalty of 1 sees the accepted 4 when node 1 draws, as plain decoding would: 2 wins.
+  msg::TokenSampling penalized = greedy;
+  penalized.presence_penalty = 1.0f;
+  const std::vector<SampledToken> drawn = accept_draft_tree(rows.data(), kVocab, tokens, parents, penalized);
+  ASSERT_EQ(drawn.size(), 2u);
+  EXPECT_EQ(drawn[0].id, 4);
+  EXPECT_EQ(drawn[1].id, 2);
+  msg::TokenSampling plain = penalized;
+  plain.generated_ids = {4};
+  const SampledToken alone = sample_token(rows.data() + kVocab, kVocab, plain);
+  EXPECT_EQ(drawn[1].id, alone.id);
+  EXPECT_EQ(drawn[1].top, alone.top);
+  EXPECT_EQ(drawn[1].top.ids.size(), 2u);
+  EXPECT_EQ(drawn[0].top.ids.size(), 2u);
+}
+
 TEST(TreeAcceptance, MalformedTreesAndResultsAreErrors) {
   msg::TokenSampling greedy;
   greedy.temperature = 0.0f;

@@ -51,6 +51,25 @@ TEST(RoutingSlices, LaterStepsWaitForEarlierStepsMissingSlices) {
   EXPECT_EQ(order, (std::vector<int>{1, 2}));
 }
 
+// A request finished in step 1 freed slot 0, step 2 reuses it, and stage 0 answers step 2 before the
+// last stage answers step 1: step 1's reply must still gather step 1's rows.
+TEST(RoutingSlices, ALaterStepsSliceDoesNotOverwriteASlotBeforeTheEarlierStepsReplyGathered) {
+  RoutingRowsTracker tracker(8, 2, 2, false);
+  tracker.step_scheduled(1, {0});
+  tracker.step_scheduled(2, {0});
+  std::vector<int16_t> gathered;
+  tracker.after_rows_of(1, [&] {
+    const int32_t slot = 0;
+    gathered = tracker.gather(&slot, 1, false).expert_ids;
+  });
+  tracker.rows_arrived(slice(1, 0, 1, 1));
+  msg::StepRouting later = slice(2, 0, 1, 1);
+  for (int16_t& id : later.rows.expert_ids) id = 99;
+  tracker.rows_arrived(later);
+  tracker.rows_arrived(slice(1, 1, 1, 1));
+  EXPECT_EQ(gathered, (std::vector<int16_t>{0, 0, 10, 10}));
+}
+
 TEST(RoutingSlices, ASliceTwiceOrOutsideTheModelIsRefused) {
   RoutingRowsTracker tracker(8, 4, 2, false);
   tracker.step_scheduled(1, {0, 1});

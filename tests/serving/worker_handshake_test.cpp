@@ -89,6 +89,91 @@ TEST_F(WorkerHandshake, AResultFromAnotherInstanceIsDroppedAndFailsLiveRequests)
   EXPECT_TRUE(service_.worker_accepted());
 }
 
+// Pipeline stages: one accepted worker per stage, each checked against its own layers.
+class StageHandshake : public ::testing::Test {
+ protected:
+  static msg::WorkerSettings stage(int rank) {
+    msg::WorkerSettings s = expected_settings();
+    s.pp_size = 2;
+    s.pp_rank = rank;
+    s.layer_begin = rank == 0 ? 0 : 3;
+    s.layer_end = rank == 0 ? 3 : 5;
+    return s;
+  }
+  static SchedulerServiceOptions stage_options() {
+    SchedulerServiceOptions o = options();
+    o.expected_stages = {stage(0), stage(1)};
+    o.scheduler.max_in_flight = 2;
+    return o;
+  }
+  SchedulerService service_{stage_options(), ServingModelInfo{2, 2, 4}};
+};
+
+TEST_F(StageHandshake, StepsOnlyOnceEveryStageIsAcceptedAndTheyNameEveryStagesInstance) {
+  ASSERT_FALSE(service_.add_request(request("a")));
+  ASSERT_FALSE(service_.add_request(request("b")));
+  service_.on_heartbeat({10, stage(0)});
+  EXPECT_FALSE(service_.worker_accepted());
+  EXPECT_FALSE(service_.next_batch());
+  service_.on_heartbeat({11, stage(1)});
+  ASSERT_TRUE(service_.worker_accepted());
+  EXPECT_EQ(service_.stage_of(11), 1);
+  const auto first = service_.next_batch();
+  const auto second = service_.next_batch();  // a micro-batch per stage in flight
+  ASSERT_TRUE(first && second);
+  EXPECT_FALSE(service_.next_batch());
+  EXPECT_EQ(first->stage_instances, (std::vector<uint64_t>{10, 11}));
+  service_.on_worker_result(answer(*first, 11));
+  service_.on_worker_result(answer(*second, 11));
+}
+
+TEST_F(StageHandshake, AStageWithOtherLayersIsRefusedNamingTheSplit) {
+  msg::WorkerSettings shifted = stage(1);
+  shifted.layer_begin = 2;
+  service_.on_heartbeat({10, stage(0)});
+  service_.on_heartbeat({11, shifted});
+  EXPECT_FALSE(service_.worker_accepted());
+  EXPECT_NE(service_.worker_refusal().find("pipeline stage 1"), std::string::npos) << service_.worker_refusal();
+  EXPECT_NE(service_.worker_refusal().find("--pp-layer-split"), std::string::npos) << service_.worker_refusal();
+  msg::WorkerSettings one_stage = expected_settings();
+  service_.on_heartbeat({12, one_stage});  // a single-stage worker where stage 0 belongs
+  EXPECT_NE(service_.worker_refusal().find("--pp-size"), std::string::npos) << service_.worker_refusal();
+}
+
+TEST_F(StageHandshake, ARestartedStageFailsLiveRequests) {
+  service_.on_heartbeat({10, stage(0)});
+  service_.on_heartbeat({11, stage(1)});
+  ASSERT_FALSE(service_.add_request(request("live")));
+  auto batch = service_.next_batch();
+  ASSERT_TRUE(batch);
+  service_.on_worker_result(answer(*batch, 11));
+  const std::vector<msg::ErrorReply> errors = service_.on_heartbeat({21, stage(1)});
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].rid, "live");
+  EXPECT_TRUE(service_.worker_accepted());  // stage 0 kept its instance, stage 1 has its new one
+  EXPECT_EQ(service_.stage_of(21), 1);
+  EXPECT_EQ(service_.stage_of(11), std::nullopt);
+}
+
+// The scheduler actor drops a late result of an abandoned step by asking whether that step is still in
+// flight: a new step sent after the restart must not make the old one look alive.
+TEST_F(StageHandshake, AStepAbandonedByARestartIsNoLongerInFlightBesideANewOne) {
+  service_.on_heartbeat({10, stage(0)});
+  service_.on_heartbeat({11, stage(1)});
+  ASSERT_FALSE(service_.add_request(request("old")));
+  const auto abandoned = service_.next_batch();
+  ASSERT_TRUE(abandoned);
+  EXPECT_TRUE(service_.step_in_flight(abandoned->step));
+  EXPECT_EQ(service_.on_heartbeat({21, stage(1)}).size(), 1u);
+  ASSERT_FALSE(service_.add_request(request("new")));
+  const auto fresh = service_.next_batch();
+  ASSERT_TRUE(fresh);
+  EXPECT_TRUE(service_.batch_in_flight());
+  EXPECT_TRUE(service_.step_in_flight(fresh->step));
+  EXPECT_FALSE(service_.step_in_flight(abandoned->step));
+  service_.on_worker_result(answer(*fresh, 21));
+}
+
 TEST(WorkerSettings, EveryMismatchNamesItsSetting) {
   const msg::WorkerSettings base = expected_settings();
   EXPECT_FALSE(settings_mismatch(base, base));
