@@ -70,6 +70,8 @@ def main():
     parser.add_argument("--ignore-eos", action="store_true")
     parser.add_argument("--routed-experts", action="store_true", help="ask for the routed experts of every token")
     parser.add_argument("--stream", action="store_true")
+    parser.add_argument("--no-speculative", action="store_true",
+                        help="decode without speculation on a server started with --speculative-algorithm")
     parser.add_argument("--json", action="store_true", help="print one JSON object per request")
     args = parser.parse_args()
 
@@ -80,6 +82,7 @@ def main():
         {"input_ids": [int(i) for i in ids.split(",")]} for ids in args.input_ids]
     for prompt in prompts:
         request = dict(prompt, stream=args.stream, return_routed_experts=args.routed_experts,
+                       speculative=not args.no_speculative,
                        sampling_params={"max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
                                         "ignore_eos": args.ignore_eos})
         try:

@@ -4,6 +4,7 @@
 // settings as one struct; every size derived from them is computed in one place (the engine's
 // sizing, src/engine/engine_sizing.h).
 #include <cstdint>
+#include <string>
 
 namespace moe {
 
@@ -16,6 +17,13 @@ struct EngineSettings {
   int64_t context_length = 0;           // 0 = the model's max_position_embeddings
   bool enable_return_routed_experts = false;
   bool enable_return_router_weights = false;  // also keep top-k router weights (implies the above)
+  // Speculative decoding: "" (off) or NGRAM (drafts from n-gram matches in the request's own tokens).
+  std::string speculative_algorithm;
+  int speculative_num_steps = 4;         // deepest draft token after the root
+  int speculative_eagle_topk = 2;        // most children of one draft-tree node
+  int speculative_num_draft_tokens = 8;  // tokens per verify, the root included
+  std::string speculative_draft_model_path;
+  int max_tree_experts = 0;              // expert pool of a verify pass per MoE layer; 0 = off
 
   bool captures_routing() const { return enable_return_routed_experts || enable_return_router_weights; }
 };

@@ -80,6 +80,7 @@ void visit_option_fields(M& m, Visit&& visit) {
   visit("return_logprob", m.return_logprob);
   visit("top_logprobs_num", m.top_logprobs_num);
   visit("routing", m.routing);
+  visit("speculative", m.speculative);
 }
 
 template <StructOf<RequestOptions> M, class Visit>
@@ -121,6 +122,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("kv_slots", m.kv_slots);
   visit("needs_logits", m.needs_logits);
   visit("sampling", m.sampling);
+  visit("tree_parents", m.tree_parents);
 }
 
 template <StructOf<WorkerBatch> M, class Visit>
@@ -131,6 +133,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("sequences", m.sequences);
   visit("capture_routing", m.capture_routing);
   visit("capture_router_weights", m.capture_router_weights);
+  visit("max_tree_experts", m.max_tree_experts);
   visit("stage_instances", m.stage_instances);
 }
 
@@ -154,6 +157,8 @@ void visit_fields(M& m, Visit&& visit) {
   visit("step", m.step);
   visit("sampled_ids", m.sampled_ids);
   visit("logprobs", m.logprobs);
+  visit("sampled_counts", m.sampled_counts);
+  visit("verify_experts", m.verify_experts);
   visit("top_logprobs", m.top_logprobs);
   visit("routing", m.routing);
   visit("worker_instance", m.worker_instance);

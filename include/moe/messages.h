@@ -17,7 +17,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 6;
+inline constexpr uint32_t kProtocolVersion = 7;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -110,6 +110,7 @@ struct RequestOptions {
   bool return_logprob = false;
   int32_t top_logprobs_num = 0;  // with return_logprob: the most probable alternatives at each output token
   RoutingOptions routing;
+  bool speculative = true;  // false: never speculate for this request, even on a speculating server
   bool operator==(const RequestOptions&) const = default;
 };
 
@@ -151,8 +152,10 @@ struct TokenSampling : DrawSettings {
 struct WorkerSequence {
   int32_t num_new_tokens = 0;
   std::vector<int32_t> kv_slots;  // KV slot of every position 0 .. prefix + num_new_tokens - 1
-  bool needs_logits = false;      // sample after its last new token
+  bool needs_logits = false;      // sample after its last new token (verify the tree, with a tree)
   TokenSampling sampling;
+  // A speculative draft tree over the new tokens (ForwardBatch's tree_parents); empty: none.
+  std::vector<int32_t> tree_parents;
   bool operator==(const WorkerSequence&) const = default;
 };
 
@@ -165,6 +168,7 @@ struct WorkerBatch {
   std::vector<WorkerSequence> sequences;
   bool capture_routing = false;         // capture is on: every step is captured
   bool capture_router_weights = false;  // capture keeps router weights too
+  int32_t max_tree_experts = 0;         // expert limit of the step's verify tokens; 0 = off
   // The worker instance of each pipeline stage (one entry without pipeline parallelism) the
   // scheduler planned this step for; a stage whose instance differs drops it (a restarted stage
   // must not run a step queued for its predecessor, over KV it does not have).
@@ -195,12 +199,17 @@ struct StepRouting {
   bool operator==(const StepRouting&) const = default;
 };
 
-// A worker's answer to a WorkerBatch: one sampled token per sequence that needed logits, in order.
+// A worker's answer to a WorkerBatch: the tokens sampled for each sequence that needed logits, in
+// order: one, or for a draft tree its accepted draft tokens then one more.
 struct WorkerResult {
   static constexpr MessageKind kind = MessageKind::WorkerResult;
   uint64_t step = 0;
   std::vector<int32_t> sampled_ids;
   std::vector<float> logprobs;      // aligned with sampled_ids; empty when nobody asked
+  // How many of sampled_ids each sequence that needed logits has; empty: one each (no tree).
+  std::vector<int32_t> sampled_counts{};
+  // Per MoE layer, how many distinct experts the step's draft-tree tokens used; empty without trees.
+  std::vector<int32_t> verify_experts{};
   std::vector<TokenAlternatives> top_logprobs{};  // aligned with sampled_ids; empty when nobody asked
   std::vector<StepRouting> routing;  // rows whose copies completed, oldest step first
   uint64_t worker_instance = 0;      // the Heartbeat's: which worker (and so which KV cache) computed it

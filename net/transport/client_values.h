@@ -24,6 +24,7 @@ void visit_client_fields(M& r, Visit&& visit) {
   visit("sampling_params", r.sampling);
   visit("stream", r.stream);
   visit("return_logprob", r.return_logprob);
+  visit("speculative", r.speculative);
   visit("top_logprobs_num", r.top_logprobs_num);
   visit("return_routed_experts", r.routing.return_routed_experts);
   visit("routed_experts_start_len", r.routing.start_len);

@@ -112,6 +112,7 @@ GenerationCall parse_generate(const json& body) {
   call.stream_routing_delta = stream_routing_is_delta(root);
   msg::GenerateRequest shared;  // the fields every prompt of a batch shares
   root.read("return_logprob", shared.return_logprob);
+  root.read("speculative", shared.speculative);
   if (root.read("top_logprobs_num", shared.top_logprobs_num))
     check_top_logprobs(root, "top_logprobs_num", shared.top_logprobs_num);
   root.read("return_text_in_logprobs", call.text_in_logprobs);
@@ -120,6 +121,7 @@ GenerationCall parse_generate(const json& body) {
   for (msg::GenerateRequest& request : call.requests) {
     request.stream = call.stream;
     request.return_logprob = shared.return_logprob;
+    request.speculative = shared.speculative;
     request.top_logprobs_num = shared.top_logprobs_num;
     request.routing = shared.routing;
   }

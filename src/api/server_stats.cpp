@@ -101,6 +101,21 @@ std::string render_prometheus(const ServerStats& stats, const std::string& model
              d(stats.capture_bytes_total));
   out.scalar("moe_routed_experts_host_cache_bytes", "gauge", "Size of the routed-experts host cache.",
              d(stats.capture_host_cache_bytes));
+  out.scalar("moe_spec_verify_passes_total", "counter", "Speculative draft trees verified.",
+             d(stats.spec_verify_passes_total));
+  out.scalar("moe_spec_draft_tokens_total", "counter", "Draft tokens verified.", d(stats.spec_draft_tokens_total));
+  out.scalar("moe_spec_accepted_drafts_total", "counter", "Draft tokens accepted.", d(stats.spec_accepted_drafts_total));
+  const auto ratio = [](uint64_t a, uint64_t b) { return b == 0 ? 0.0 : static_cast<double>(a) / static_cast<double>(b); };
+  out.scalar("moe_spec_accepted_tokens_per_verify", "gauge",
+             "Tokens one verify adds on average (accepted drafts and the one it draws itself).",
+             stats.spec_verify_passes_total == 0
+                 ? 0.0
+                 : 1.0 + ratio(stats.spec_accepted_drafts_total, stats.spec_verify_passes_total));
+  out.scalar("moe_spec_acceptance_rate", "gauge", "Accepted draft tokens over verified draft tokens.",
+             ratio(stats.spec_accepted_drafts_total, stats.spec_draft_tokens_total));
+  out.scalar("moe_spec_verify_experts_per_layer", "gauge",
+             "Distinct experts a verifying step's draft-tree tokens use per MoE layer, on average.",
+             ratio(stats.spec_verify_distinct_experts_total, stats.spec_verify_layer_passes_total));
   out.histogram("moe_time_to_first_token_seconds", "Time from a request's arrival to its first output.",
                 stats.latencies.ttft_seconds);
   out.histogram("moe_inter_token_latency_seconds", "Time between a request's outputs, per token.",

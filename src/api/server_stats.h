@@ -58,6 +58,13 @@ struct ServerStats {
   Histogram step_time_seconds = step_time_histogram();
   uint64_t capture_bytes_total = 0;       // routed-experts bytes copied from the device
   int64_t capture_host_cache_bytes = 0;   // size of the routing host cache
+  // Speculative decoding: draft trees verified, their draft tokens, the drafts accepted; distinct
+  // experts the verifying steps used summed over steps and MoE layers, and the (step, layer) pairs.
+  uint64_t spec_verify_passes_total = 0;
+  uint64_t spec_draft_tokens_total = 0;
+  uint64_t spec_accepted_drafts_total = 0;
+  uint64_t spec_verify_distinct_experts_total = 0;
+  uint64_t spec_verify_layer_passes_total = 0;
   LatencyHistograms latencies;
   std::string weight_version;             // of the weights serving now: a label of moe_weight_version_info
 };

@@ -17,8 +17,18 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                                                  8 * context);
 
   SchedulerServiceOptions& service = sizing.service;
+  SpeculativeConfig speculative{parse_speculative_algorithm(settings.speculative_algorithm),
+                                settings.speculative_num_steps,
+                                settings.speculative_eagle_topk,
+                                settings.speculative_num_draft_tokens,
+                                settings.max_tree_experts,
+                                settings.speculative_draft_model_path};
+  const std::vector<LayerRange> stages =
+      identity.stages.empty() ? std::vector<LayerRange>{{0, model.num_hidden_layers}} : identity.stages;
+  validate(speculative, model.num_experts_per_tok, static_cast<int>(stages.size()));
   service.scheduler = SchedulerConfig{pool,    settings.max_running_requests, settings.chunked_prefill_size,
-                                      !settings.disable_radix_cache, context, std::move(eos_token_ids)};
+                                      !settings.disable_radix_cache, context, std::move(eos_token_ids),
+                                      std::move(speculative)};
   service.enable_routed_experts = settings.captures_routing();
   service.enable_router_weights = settings.enable_return_router_weights;
   service.seed_source = seed_source;
@@ -30,8 +40,6 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
   worker.capture_routing = settings.captures_routing();
   worker.capture_router_weights = settings.enable_return_router_weights;
   worker.ep_size = identity.ep_size;
-  const std::vector<LayerRange> stages =
-      identity.stages.empty() ? std::vector<LayerRange>{{0, model.num_hidden_layers}} : identity.stages;
   worker.pp_size = static_cast<int32_t>(stages.size());
   for (size_t rank = 0; rank < stages.size(); ++rank) {
     msg::WorkerSettings stage = worker;

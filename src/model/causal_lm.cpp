@@ -74,6 +74,7 @@ class CausalLm final : public Model {
   }
 
   const ModelConfig& config() const override { return config_; }
+  bool supports_tree_verify() const override { return true; }
 
   KvCache make_kv_cache(int64_t num_slots) const override {
     return KvCache(layers_range_.size(), config_.num_key_value_heads, config_.head_dim, num_slots);
@@ -100,13 +101,16 @@ class CausalLm final : public Model {
     for (std::vector<float>* buffer : {&normed, &branch}) buffer->resize(n);
     if (is_first_stage())
       for (int64_t t = 0; t < T; ++t) embed_.row_to_float(batch.token_ids[t], x + t * H);
+    // Read from the batch on every forward: the limit is part of each step's plan, never cached.
+    const std::vector<uint8_t> tree_tokens = batch.tree_token_mask();
+    const ExpertLimit limit{batch.max_tree_experts, tree_tokens};
     for (const DecoderLayer& layer : layers_) {
       rms_norm(x, T, H, H, layer.input_norm.data(), eps, normed.data());
       layer.attention->forward(normed.data(), batch, kv, branch.data());
       for (size_t i = 0; i < n; ++i) x[i] += branch[i];
       rms_norm(x, T, H, H, layer.post_attention_norm.data(), eps, normed.data());
       if (layer.moe)
-        layer.moe->forward(normed.data(), T, *runner_, capture, branch.data());
+        layer.moe->forward(normed.data(), T, *runner_, capture, branch.data(), limit);
       else
         layer.mlp->forward(normed.data(), T, branch.data());
       for (size_t i = 0; i < n; ++i) x[i] += branch[i];

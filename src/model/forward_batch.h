@@ -1,6 +1,7 @@
 #pragma once
 // One forward pass over several sequences, flattened into one token axis. Each sequence adds any
-// number of new tokens (a prefill chunk, or one decode token) on top of what its KV slots already hold.
+// number of new tokens (a prefill chunk, one decode token, or a speculative draft tree) on top of
+// what its KV slots already hold.
 #include <cstdint>
 #include <vector>
 
@@ -8,27 +9,60 @@ namespace moe {
 
 struct BatchSequence {
   int32_t num_new_tokens = 0;      // this sequence's tokens in the flattened axis, in order
-  std::vector<int32_t> kv_slots;   // KV slot of every position 0 .. prefix + num_new_tokens - 1
-  bool needs_logits = false;       // produce logits for its last new token (it will be sampled)
+  // KV slot of every position 0 .. prefix + num_new_tokens - 1; with a tree, of every position
+  // before the tree, then of every tree node in node order.
+  std::vector<int32_t> kv_slots;
+  bool needs_logits = false;       // produce logits for its last new token (every tree node's, with a tree)
+  // Empty: the new tokens follow each other. Otherwise a tree over the last tree_parents.size()
+  // entries of kv_slots (speculative verify): node i's parent is tree_parents[i] < i, or -1 for a
+  // node that follows the last position before the tree. A node sees the positions before the tree
+  // and its own ancestors only, at position (positions before the tree) + its depth. The last
+  // num_new_tokens nodes are this step's tokens; earlier nodes already hold their K/V.
+  std::vector<int32_t> tree_parents;
+
+  bool is_tree() const { return !tree_parents.empty(); }
+  // Positions before the tree (all of kv_slots but the new tokens, without a tree).
+  int64_t prefix_len() const;
+  // The KV slot new token i writes.
+  int32_t new_token_slot(int32_t i) const { return kv_slots[kv_slots.size() - num_new_tokens + i]; }
+  // Logits rows this sequence produces: 0, 1, or one per new token of a tree.
+  int32_t num_logit_rows() const { return needs_logits ? (is_tree() ? num_new_tokens : 1) : 0; }
+  // The KV slots new token i attends to, in position order: the positions before the tree, then
+  // its ancestors and itself (every earlier position, without a tree).
+  std::vector<int32_t> visible_slots(int32_t i) const;
 };
 
 struct ForwardBatch {
   std::vector<int32_t> token_ids;  // [T]
   std::vector<int32_t> positions;  // [T], position of each token in its own sequence
   std::vector<BatchSequence> sequences;
+  // Speculative verify with expert limiting: per MoE layer, the tokens of tree sequences together
+  // route only to the max_tree_experts experts their router probabilities favour most; 0 = off.
+  // Tokens of other sequences always route freely.
+  int32_t max_tree_experts = 0;
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
   int64_t num_logit_rows() const;
   // The token index (in the flattened axis) of each logits row: the last new token of every
-  // sequence that needs_logits, in batch order.
+  // sequence that needs_logits (every new token of a tree), in batch order.
   std::vector<int64_t> logit_tokens() const;
+  // Whether token t belongs to a tree sequence, for every token (empty when no sequence is a tree).
+  std::vector<uint8_t> tree_token_mask() const;
   // Appends one sequence's new tokens; positions run on from kv_slots.size() - tokens.size().
   void add_sequence(const std::vector<int32_t>& tokens, std::vector<int32_t> kv_slots, bool needs_logits);
+  // Appends a tree whose nodes are all new (see BatchSequence::tree_parents): kv_slots holds the
+  // positions before the tree, then one slot per node.
+  void add_tree_sequence(const std::vector<int32_t>& tokens, std::vector<int32_t> kv_slots,
+                         std::vector<int32_t> parents, bool needs_logits);
 };
+
+// Depth of every node of a tree given by its parents (-1 = a node at depth 0); a parent that is
+// not an earlier node is a moe::Error.
+std::vector<int32_t> tree_depths(const std::vector<int32_t>& parents);
 
 // A malformed batch would read or write outside the model's tables or KV cache: every model refuses
 // it (moe::Error) before touching anything. Token ids must lie in [0, vocab_size), positions run on
-// within each sequence, and every KV slot lies in [0, num_slots).
+// within each sequence (follow the tree's depths in a tree), and every KV slot lies in [0, num_slots).
 void validate_forward_batch(const ForwardBatch& batch, int64_t vocab_size, int64_t num_slots);
 
 }  // namespace moe

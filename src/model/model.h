@@ -52,6 +52,9 @@ class Model {
   // needs_logits, in batch order) into `logits`.
   virtual void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
                        RoutingCapture* capture = nullptr) = 0;
+  // Whether forward runs draft trees (BatchSequence::tree_parents) and expert limits; a model that
+  // does not is never given one (the worker refuses such a step).
+  virtual bool supports_tree_verify() const { return false; }
   // The decoder layers this model holds: all of them unless it was loaded as a pipeline stage.
   virtual LayerRange layers() const { return {0, config().num_hidden_layers}; }
   bool is_first_stage() const { return layers().begin == 0; }

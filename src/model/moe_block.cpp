@@ -38,10 +38,10 @@ MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Arch
   }
 }
 
-void MoeBlock::forward(const float* x, int64_t num_tokens, MoeRunner& runner, RoutingCapture* capture,
-                       float* out) const {
+void MoeBlock::forward(const float* x, int64_t num_tokens, MoeRunner& runner, RoutingCapture* capture, float* out,
+                       const ExpertLimit& limit) const {
   Routing routing;
-  route_tokens(x, num_tokens, router_, top_k_, normalize_top_k_, routing);
+  route_tokens(x, num_tokens, router_, top_k_, normalize_top_k_, routing, limit);
   if (capture) capture->on_routing(capture_index_, num_tokens, top_k_, routing.ids.data(), routing.weights.data());
   runner.run(x, num_tokens, routing, experts_, out);
   if (!shared_expert_) return;

@@ -23,8 +23,10 @@ class MoeBlock {
   // `capture_index`: the layer's index among the MoE layers its capture buffer holds (a pipeline
   // stage captures only its own).
   MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer, int capture_index);
-  // out[T, H] = moe(x[T, H]); out is overwritten.
-  void forward(const float* x, int64_t num_tokens, MoeRunner& runner, RoutingCapture* capture, float* out) const;
+  // out[T, H] = moe(x[T, H]); out is overwritten. `limit` restricts a verify pass's tokens to a
+  // shared pool of experts (off by default); the capture hook sees the routing actually used.
+  void forward(const float* x, int64_t num_tokens, MoeRunner& runner, RoutingCapture* capture, float* out,
+               const ExpertLimit& limit = {}) const;
 
  private:
   int capture_index_;

@@ -126,12 +126,32 @@ class GroupedMoeRunner final : public MoeRunner {
 
 }  // namespace
 
+std::vector<int32_t> expert_pool(const float* probs, int64_t num_tokens, int num_experts, const ExpertLimit& limit) {
+  std::vector<double> mass(static_cast<size_t>(num_experts), 0.0);
+  for (int64_t t = 0; t < num_tokens; ++t)
+    if (limit.limited[t])
+      for (int e = 0; e < num_experts; ++e) mass[e] += probs[t * num_experts + e];
+  std::vector<int32_t> pool(static_cast<size_t>(num_experts));
+  std::iota(pool.begin(), pool.end(), 0);
+  const int kept = std::min(limit.max_experts, num_experts);
+  std::partial_sort(pool.begin(), pool.begin() + kept, pool.end(),
+                    [&](int32_t a, int32_t b) { return mass[a] != mass[b] ? mass[a] > mass[b] : a < b; });
+  pool.resize(static_cast<size_t>(kept));
+  std::sort(pool.begin(), pool.end());
+  return pool;
+}
+
 void route_tokens(const float* hidden, int64_t num_tokens, const WeightView& router_weight, int top_k,
-                  bool normalize_top_k, Routing& out) {
+                  bool normalize_top_k, Routing& out, const ExpertLimit& limit) {
   const int64_t num_experts = router_weight.rows;
   if (top_k < 1 || top_k > num_experts)
     throw Error("route_tokens: top_k " + std::to_string(top_k) + " is outside [1, " + std::to_string(num_experts) +
                 "] (the router has " + std::to_string(num_experts) + " experts)");
+  const bool limiting = limit.max_experts > 0 &&
+                        std::any_of(limit.limited.begin(), limit.limited.end(), [](uint8_t m) { return m != 0; });
+  if (limiting && (limit.max_experts < top_k || limit.limited.size() != static_cast<size_t>(num_tokens)))
+    throw Error("route_tokens: an expert limit of " + std::to_string(limit.max_experts) +
+                " needs at least top_k = " + std::to_string(top_k) + " experts and a mark per token");
   out.num_tokens = num_tokens;
   out.top_k = top_k;
   out.ids.resize(static_cast<size_t>(num_tokens * top_k));
@@ -139,11 +159,15 @@ void route_tokens(const float* hidden, int64_t num_tokens, const WeightView& rou
 
   std::vector<float> probs(static_cast<size_t>(num_tokens * num_experts));
   linear(hidden, num_tokens, router_weight, probs.data());
-  std::vector<int32_t> order(static_cast<size_t>(num_experts));
+  for (int64_t t = 0; t < num_tokens; ++t) softmax_in_place(probs.data() + t * num_experts, num_experts);
+  std::vector<int32_t> every(static_cast<size_t>(num_experts));
+  std::iota(every.begin(), every.end(), 0);
+  const std::vector<int32_t> pool =
+      limiting ? expert_pool(probs.data(), num_tokens, static_cast<int>(num_experts), limit) : every;
+  std::vector<int32_t> order;
   for (int64_t t = 0; t < num_tokens; ++t) {
-    float* token_probs = probs.data() + t * num_experts;
-    softmax_in_place(token_probs, num_experts);
-    std::iota(order.begin(), order.end(), 0);
+    const float* token_probs = probs.data() + t * num_experts;
+    order = limiting && limit.limited[t] ? pool : every;
     std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](int32_t a, int32_t b) {
       return token_probs[a] != token_probs[b] ? token_probs[a] > token_probs[b] : a < b;
     });

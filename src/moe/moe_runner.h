@@ -3,6 +3,7 @@
 // computes out[T,H] = Σ_k weight[t,k] · expert_{ids[t,k]}(hidden[t]).
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,9 +22,23 @@ struct Routing {
   std::vector<float> weights;
 };
 
+// Expert limiting (speculative verify): the tokens marked in `limited` ([T], 1 = limited) share one
+// pool of at most max_experts experts, those with the largest router probability summed over them
+// (ties: lower id); each limited token takes its top-k from the pool. Off when max_experts is 0 or no
+// token is marked; a pool of every expert routes exactly as no limit.
+struct ExpertLimit {
+  int max_experts = 0;
+  std::span<const uint8_t> limited;
+};
+
 // logits = hidden[T,H] · router_weightᵀ, then softmax, top-k (ties broken by lower id), renormalise.
+// With `limit`, limited tokens choose among the pool's experts only: their weights are still the
+// router's softmax probabilities over every expert, renormalised over the k when the model asks.
 void route_tokens(const float* hidden, int64_t num_tokens, const WeightView& router_weight, int top_k,
-                  bool normalize_top_k, Routing& out);
+                  bool normalize_top_k, Routing& out, const ExpertLimit& limit = {});
+// The pool of an expert limit: the max_experts experts with the largest summed probability over the
+// limited tokens, ascending ids. probs is [T, num_experts].
+std::vector<int32_t> expert_pool(const float* probs, int64_t num_tokens, int num_experts, const ExpertLimit& limit);
 
 // The weights of one MoE layer's routed experts, in global expert order.
 struct ExpertWeights {

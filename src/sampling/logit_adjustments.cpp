@@ -15,11 +15,11 @@ void check_id(int32_t id, int64_t vocab_size, const char* what) {
     throw Error(std::string(what) + ": token id " + std::to_string(id) + " is outside the vocabulary");
 }
 
+}  // namespace
+
 bool penalizes(const msg::DrawSettings& s) {
   return s.presence_penalty != 0.0f || s.frequency_penalty != 0.0f || s.repetition_penalty != 1.0f;
 }
-
-}  // namespace
 
 bool adjusts_logits(const msg::TokenSampling& s) {
   return penalizes(s) || !s.logit_bias.empty() || !s.suppressed_ids.empty();

@@ -7,6 +7,10 @@
 
 namespace moe {
 
+// True when a presence, frequency or repetition penalty is set (the draw then needs the tokens
+// generated so far).
+bool penalizes(const msg::DrawSettings& sampling);
+
 // True when `sampling` changes the logits at all (the draw then reads an adjusted copy).
 bool adjusts_logits(const msg::TokenSampling& sampling);
 

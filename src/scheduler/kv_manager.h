@@ -4,6 +4,7 @@
 // request stops running, its computed KV goes to the cache for later requests and the rest is freed.
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "scheduler/kv_slot_pool.h"
 #include "scheduler/radix_cache.h"
@@ -37,6 +38,8 @@ class KvManager {
   void release(Request& request);
   // Evicts every cached prefix no running request uses.
   void flush_cache();
+  // Returns slots no request or cached prefix refers to any more (a verify's rejected drafts).
+  void free_slots(std::span<const int32_t> slots) { pool_.free(slots); }
 
  private:
   // Inserts request's computed tokens into the cache and frees its own slots the cache already had.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sampling/logit_adjustments.h"
+
 namespace moe {
 
 std::vector<int32_t> Request::tokens(int64_t begin, int64_t end) const {
@@ -22,6 +24,23 @@ std::optional<msg::FinishReason> Request::stop_reason(const std::vector<int32_t>
     return msg::FinishReason::stop_token(token);
   if (static_cast<int64_t>(output_ids.size()) >= sampling.max_new_tokens) return msg::FinishReason::length();
   return std::nullopt;
+}
+
+ScheduledSequence scheduled_sequence(const Request& request, const std::vector<int32_t>& eos_token_ids) {
+  msg::TokenSampling sampling;
+  static_cast<msg::DrawSettings&>(sampling) = request.sampling;
+  sampling.seed = *request.sampling.seed;
+  sampling.step = request.output_ids.size();
+  sampling.return_logprob = request.return_logprob;
+  if (request.return_logprob) sampling.top_logprobs = request.top_logprobs_num;
+  if (penalizes(request.sampling)) sampling.generated_ids = request.output_ids;
+  // min_new_tokens: the tokens that would stop the request may not be drawn before then (SGLang).
+  if (static_cast<int64_t>(request.output_ids.size()) < request.sampling.min_new_tokens) {
+    sampling.suppressed_ids = request.sampling.stop_token_ids;
+    if (!request.sampling.ignore_eos)
+      sampling.suppressed_ids.insert(sampling.suppressed_ids.end(), eos_token_ids.begin(), eos_token_ids.end());
+  }
+  return {request.uid, request.rid, request.index, sampling};
 }
 
 std::span<const int32_t> ScheduledBatch::new_token_slots(size_t sequence) const {
@@ -47,10 +66,11 @@ msg::WorkerBatch ScheduledBatch::to_message(bool capture_routing, bool capture_r
   out.positions = forward.positions;
   out.capture_routing = capture_routing;
   out.capture_router_weights = capture_router_weights;
+  out.max_tree_experts = forward.max_tree_experts;
   out.sequences.reserve(sequences.size());
   for (size_t i = 0; i < sequences.size(); ++i) {
     const BatchSequence& seq = forward.sequences[i];
-    out.sequences.push_back({seq.num_new_tokens, seq.kv_slots, seq.needs_logits, sequences[i].sampling});
+    out.sequences.push_back({seq.num_new_tokens, seq.kv_slots, seq.needs_logits, sequences[i].sampling, seq.tree_parents});
   }
   return out;
 }

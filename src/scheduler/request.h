@@ -60,6 +60,10 @@ struct ScheduledSequence {
   msg::TokenSampling sampling;  // the draw of the token sampled here (seed fixed, step = its output index)
 };
 
+// How request is sampled at its next output token (and, in a verify, the ones after it): its draw
+// settings, penalties over its output so far, and min_new_tokens' ban on `eos_token_ids` and its stop ids.
+ScheduledSequence scheduled_sequence(const Request& request, const std::vector<int32_t>& eos_token_ids);
+
 // What the scheduler hands the model worker for one step: the ForwardBatch, plus for each of its
 // sequences who it belongs to and how to sample it. The worker needs nothing else, so it keeps no
 // per-request state beyond KV contents.
@@ -102,11 +106,20 @@ struct FinishedRequest {
   std::vector<int32_t> kv_slots;
 };
 
+// A request whose draft tree a step verified.
+struct VerifiedSequence {
+  std::string rid;
+  int index = 0;
+  // KV slot of every position computed now: the batch's kv_slots list the whole tree instead.
+  std::vector<int32_t> computed_slots;
+};
+
 // What the scheduler reports after a step's result: the tokens each request gained and the
 // requests that finished, for the detokenizer.
 struct StepOutcome {
   std::vector<GeneratedToken> tokens;
   std::vector<FinishedRequest> finished;
+  std::vector<VerifiedSequence> verified;  // unfinished requests only
 };
 
 }  // namespace moe

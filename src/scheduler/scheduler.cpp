@@ -58,28 +58,56 @@ Request* Scheduler::find(const std::string& rid, int index, uint64_t uid) {
 }
 
 StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
-                                      std::span<const float> logprobs,
+                                      std::span<const float> logprobs, std::span<const int32_t> sampled_counts,
                                       std::span<const msg::TokenAlternatives> top) {
   if (!in_flight_steps_.count(batch.step_id))
     throw std::logic_error("Scheduler::process_result: not a batch in flight");
-  const auto num_sampled = static_cast<size_t>(batch.forward.num_logit_rows());
+  size_t num_samplers = 0, num_sampled = 0;
+  for (const BatchSequence& seq : batch.forward.sequences) num_samplers += seq.needs_logits ? 1 : 0;
+  if (!sampled_counts.empty() && sampled_counts.size() != num_samplers)
+    throw Error("worker result counts the tokens of " + std::to_string(sampled_counts.size()) +
+                " sequences for a batch that samples " + std::to_string(num_samplers));
+  size_t sampler = 0;
+  for (const BatchSequence& seq : batch.forward.sequences) {
+    if (!seq.needs_logits) continue;
+    const int64_t count = sampled_counts.empty() ? 1 : sampled_counts[sampler];
+    ++sampler;
+    if (count < 1 || count > (seq.is_tree() ? seq.num_new_tokens : 1))
+      throw Error("worker result samples " + std::to_string(count) + " tokens for a sequence of " +
+                  std::to_string(seq.num_new_tokens) + " new tokens");
+    num_sampled += static_cast<size_t>(count);
+  }
   if (sampled_ids.size() != num_sampled || (!logprobs.empty() && logprobs.size() != num_sampled) ||
       (!top.empty() && top.size() != num_sampled))
-    throw Error("worker result has " + std::to_string(sampled_ids.size()) + " sampled ids and " +
-                std::to_string(logprobs.size()) + " logprobs for a batch that samples " +
-                std::to_string(num_sampled) + " sequences");
+    throw Error("worker result has " + std::to_string(sampled_ids.size()) + " sampled ids, " +
+                std::to_string(logprobs.size()) + " logprobs and " + std::to_string(top.size()) +
+                " top logprob lists for a batch that samples " + std::to_string(num_sampled) + " tokens");
   in_flight_steps_.erase(batch.step_id);
 
   StepOutcome outcome;
   size_t sample = 0;
+  sampler = 0;
+  int64_t first_token = 0;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const BatchSequence& seq = batch.forward.sequences[i];
     const ScheduledSequence& info = batch.sequences[i];
     const size_t row = sample;
-    if (seq.needs_logits) ++sample;
+    const size_t count = !seq.needs_logits ? 0 : sampled_counts.empty() ? 1 : static_cast<size_t>(sampled_counts[sampler]);
+    sampler += seq.needs_logits ? 1 : 0;
+    sample += count;
+    const std::span<const int32_t> node_tokens(batch.forward.token_ids.data() + first_token,
+                                               static_cast<size_t>(seq.num_new_tokens));
+    first_token += seq.num_new_tokens;
     Request* request = find(info.rid, info.index, info.uid);
     if (request == nullptr) continue;  // finished or aborted while the batch was in flight
     request->in_flight = false;
+    if (seq.is_tree()) {
+      commit_verified(seq, node_tokens, *request,
+                      {sampled_ids.subspan(row, count), logprobs.empty() ? logprobs : logprobs.subspan(row, count),
+                       top.empty() ? top : top.subspan(row, count)},
+                      outcome);
+      continue;
+    }
 
     request->num_computed += seq.num_new_tokens;
     if (request->num_computed <= request->prefill_end) kv_.cache_progress(*request);
@@ -92,18 +120,26 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
 
     const int32_t token = sampled_ids[row];
     const float logprob = logprobs.empty() ? 0.0f : logprobs[row];
-    request->output_ids.push_back(token);
-    request->output_logprobs.push_back(logprob);
-    outcome.tokens.push_back(
-        {request->rid, request->index, token, logprob, top.empty() ? msg::TokenAlternatives{} : top[row]});
-    std::optional<msg::FinishReason> reason = request->stop_reason(config_.eos_token_ids);
-    if (!reason) continue;
-    if (request->routing.routes_last_token())
-      request->finishing = std::move(reason);  // the next step feeds the token, then it finishes
-    else
-      outcome.finished.push_back(finish(*request, std::move(*reason)));
+    if (std::optional<msg::FinishReason> reason =
+            append_output(*request, token, logprob, top.empty() ? msg::TokenAlternatives{} : top[row], outcome))
+      stop(*request, std::move(*reason), outcome);
   }
   return outcome;
+}
+
+std::optional<msg::FinishReason> Scheduler::append_output(Request& request, int32_t token, float logprob,
+                                                          msg::TokenAlternatives top, StepOutcome& outcome) const {
+  request.output_ids.push_back(token);
+  request.output_logprobs.push_back(logprob);
+  outcome.tokens.push_back({request.rid, request.index, token, logprob, std::move(top)});
+  return request.stop_reason(config_.eos_token_ids);
+}
+
+void Scheduler::stop(Request& request, msg::FinishReason reason, StepOutcome& outcome) {
+  if (request.routing.routes_last_token())
+    request.finishing = std::move(reason);  // the next step feeds the token, then it finishes
+  else
+    outcome.finished.push_back(finish(request, std::move(reason)));
 }
 
 void Scheduler::abandon_in_flight() {
@@ -210,7 +246,10 @@ SchedulerStats Scheduler::stats() const {
           kv_.pool().capacity(),
           kv_.cached_tokens(),
           cache_hit_tokens_,
-          num_preemptions_};
+          num_preemptions_,
+          verify_passes_,
+          draft_tokens_,
+          accepted_drafts_};
 }
 
 }  // namespace moe

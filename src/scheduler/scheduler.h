@@ -21,6 +21,7 @@
 
 #include "scheduler/kv_manager.h"
 #include "scheduler/request.h"
+#include "scheduler/speculation.h"
 
 namespace moe {
 
@@ -32,6 +33,7 @@ struct SchedulerConfig {
   bool enable_radix_cache = true;       // --disable-radix-cache clears it
   int64_t context_length = 0;           // the model's max positions; 0 = only the KV pool limits
   std::vector<int32_t> eos_token_ids;   // the model's end-of-sequence ids
+  SpeculativeConfig speculative;        // off unless --speculative-algorithm
   // Batches planned before the first comes back (--pp-size): each step then takes about
   // 1/max_in_flight of the requests, so that every stage has a micro-batch to run.
   int max_in_flight = 1;
@@ -46,6 +48,15 @@ struct SchedulerStats {
   int64_t radix_cached_tokens = 0;
   int64_t cache_hit_tokens = 0;  // since start
   int64_t num_preemptions = 0;   // since start
+  // Speculative decoding, since start: draft trees verified, their draft tokens, and the drafts
+  // kept (each verify also adds one token of its own).
+  int64_t verify_passes = 0;
+  int64_t draft_tokens = 0;
+  int64_t accepted_drafts = 0;
+  // Distinct experts the verifying steps' tree tokens used, summed over those steps and MoE layers,
+  // and how many (step, layer) pairs that sums (filled by the scheduler service, which sees them).
+  int64_t verify_distinct_experts = 0;
+  int64_t verify_layer_passes = 0;
 };
 
 class Scheduler {
@@ -62,11 +73,14 @@ class Scheduler {
   // max_in_flight batches are in flight (std::logic_error). Requests in flight are left out.
   std::optional<ScheduledBatch> schedule_step();
   int64_t batches_in_flight() const { return static_cast<int64_t>(in_flight_steps_.size()); }
-  // Applies the worker's result for `batch`: one sampled id (and logprob and top alternatives, or none) per
-  // sequence that needs_logits, in batch order. A route_last_token request that meets its stop
-  // condition finishes one step later, once its last token has been fed without sampling.
+  // Applies the worker's result for `batch`: sampled ids (and logprobs and top alternatives, or none
+  // of them) of each sequence that needs_logits, in batch order: sampled_counts[i] of them for the
+  // i-th (a draft tree's accepted drafts and one more), one each when sampled_counts is empty. A
+  // route_last_token request that meets its stop condition finishes one step later, once its last
+  // token has been fed without sampling.
   StepOutcome process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
-                             std::span<const float> logprobs, std::span<const msg::TokenAlternatives> top = {});
+                             std::span<const float> logprobs, std::span<const int32_t> sampled_counts = {},
+                             std::span<const msg::TokenAlternatives> top = {});
   // Ends every completion of rid, waiting or running, freeing its slots. Unknown rid: nothing.
   std::vector<FinishedRequest> abort(const std::string& rid, const std::string& message);
   // Whether rid names a live request (a new request may not reuse it until it has ended).
@@ -114,7 +128,28 @@ class Scheduler {
   // Appends the request's next num_new_tokens (slots already granted) to the batch.
   void add_to_batch(ScheduledBatch& batch, Request& request, int64_t num_new_tokens);
 
+  // --- Speculative decoding (scheduler_speculation.cpp).
+  // Adds a decoding request's next token with a draft tree after it, when a tree is proposed and
+  // fits the budget and the pool without preempting anyone; false otherwise (it decodes as usual).
+  bool add_speculative(ScheduledBatch& batch, Request& request, int64_t& budget);
+  // A verified tree's result: the tokens drawn along the accepted path, then one more.
+  struct VerifiedTokens {
+    std::span<const int32_t> ids;
+    std::span<const float> logprobs;              // aligned with ids, or empty
+    std::span<const msg::TokenAlternatives> top;  // aligned with ids, or empty
+  };
+  // Applies a verified tree's drawn tokens to its request: keeps tokens up to a stop condition, the
+  // KV slots of the accepted path (the others go back to the pool) and reports what was kept.
+  void commit_verified(const BatchSequence& seq, std::span<const int32_t> node_tokens, Request& request,
+                       VerifiedTokens drawn, StepOutcome& outcome);
+
   // --- Lifecycle.
+  // Appends a sampled token to request's output; the reason to stop after it, if any.
+  std::optional<msg::FinishReason> append_output(Request& request, int32_t token, float logprob,
+                                                 msg::TokenAlternatives top, StepOutcome& outcome) const;
+  // Ends a request that met its stop condition (destroying it), or, when its reply includes the last
+  // token's routing, marks it to finish once that token has been fed.
+  void stop(Request& request, msg::FinishReason reason, StepOutcome& outcome);
   // Removes a request from wherever it is, frees its KV and reports it.
   FinishedRequest finish(Request& request, msg::FinishReason reason);
   // Moves rid's parked completions to the head of the waiting queue.
@@ -133,6 +168,9 @@ class Scheduler {
   int64_t step_sequence_cap_ = 0;  // sequences the step being planned may still take
   int64_t cache_hit_tokens_ = 0;
   int64_t num_preemptions_ = 0;
+  int64_t verify_passes_ = 0;
+  int64_t draft_tokens_ = 0;
+  int64_t accepted_drafts_ = 0;
 };
 
 }  // namespace moe

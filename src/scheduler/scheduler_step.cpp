@@ -17,6 +17,7 @@ std::optional<ScheduledBatch> Scheduler::schedule_step() {
   step_sequence_cap_ = config_.max_in_flight > 1 ? std::max<int64_t>(1, (live + config_.max_in_flight - 1) / config_.max_in_flight)
                                                  : std::numeric_limits<int64_t>::max();
   batch.step_id = ++last_step_id_;
+  batch.forward.max_tree_experts = config_.speculative.max_tree_experts;
   int64_t budget = config_.chunked_prefill_size > 0 ? config_.chunked_prefill_size
                                                     : std::numeric_limits<int64_t>::max();
   bool preempted = false;
@@ -39,6 +40,7 @@ void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& p
         continue;
       const int64_t pending = request->total_len() - request->num_computed;
       if ((pending == 1) != decode_pass) continue;
+      if (decode_pass && add_speculative(batch, *request, budget)) continue;
       const int64_t granted = grant_slots(*request, std::min(pending, budget), !decode_pass, batch, preempted);
       if (granted == 0) continue;  // the request was preempted itself, or waits for the steps in flight
       add_to_batch(batch, *request, granted);
@@ -128,23 +130,7 @@ void Scheduler::add_to_batch(ScheduledBatch& batch, Request& request, int64_t nu
   // A finishing request feeds its last token only for the routing: nothing more to sample.
   batch.forward.add_sequence(request.tokens(request.num_computed, end), std::move(slots),
                              end == request.total_len() && !request.finishing);
-  msg::TokenSampling sampling;
-  static_cast<msg::DrawSettings&>(sampling) = request.sampling;
-  sampling.seed = *request.sampling.seed;
-  sampling.step = request.output_ids.size();
-  sampling.return_logprob = request.return_logprob;
-  if (request.return_logprob) sampling.top_logprobs = request.top_logprobs_num;
-  const msg::DrawSettings& draw = request.sampling;
-  if (draw.presence_penalty != 0.0f || draw.frequency_penalty != 0.0f || draw.repetition_penalty != 1.0f)
-    sampling.generated_ids = request.output_ids;
-  // min_new_tokens: the tokens that would stop the request may not be drawn before then (SGLang).
-  if (static_cast<int64_t>(request.output_ids.size()) < request.sampling.min_new_tokens) {
-    sampling.suppressed_ids = request.sampling.stop_token_ids;
-    if (!request.sampling.ignore_eos)
-      sampling.suppressed_ids.insert(sampling.suppressed_ids.end(), config_.eos_token_ids.begin(),
-                                     config_.eos_token_ids.end());
-  }
-  batch.sequences.push_back({request.uid, request.rid, request.index, sampling});
+  batch.sequences.push_back(scheduled_sequence(request, config_.eos_token_ids));
   request.scheduled_step = batch.step_id;
   request.in_flight = true;
 }

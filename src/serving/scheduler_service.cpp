@@ -89,11 +89,16 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
   const ScheduledBatch batch = std::move(flying->second);
   in_flight_.erase(flying);
   on_routing(result.routing);
-  StepOutcome outcome = scheduler_.process_result(batch, result.sampled_ids, result.logprobs, result.top_logprobs);
+  StepOutcome outcome = scheduler_.process_result(batch, result.sampled_ids, result.logprobs,
+                                                  result.sampled_counts, result.top_logprobs);
+  for (int32_t distinct : result.verify_experts) verify_distinct_experts_ += distinct;
+  verify_layer_passes_ += static_cast<int64_t>(result.verify_experts.size());
 
-  std::map<Key, const BatchSequence*> sequences;
+  // The slots of each request's computed positions: the batch's, or after a verify the accepted path's.
+  std::map<Key, const std::vector<int32_t>*> computed_slots;
   for (size_t i = 0; i < batch.sequences.size(); ++i)
-    sequences[{batch.sequences[i].rid, batch.sequences[i].index}] = &batch.forward.sequences[i];
+    computed_slots[{batch.sequences[i].rid, batch.sequences[i].index}] = &batch.forward.sequences[i].kv_slots;
+  for (const VerifiedSequence& v : outcome.verified) computed_slots[{v.rid, v.index}] = &v.computed_slots;
   std::map<Key, NewTokens> tokens;
   for (GeneratedToken& t : outcome.tokens) {
     NewTokens& step_tokens = tokens[{t.rid, t.index}];
@@ -111,8 +116,7 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
            f.cached_tokens, batch.step_id);
       finished.erase(fin);
     } else {
-      emit(key, std::move(new_tokens), sequences.at(key)->kv_slots,
-           std::nullopt, 0, batch.step_id);
+      emit(key, std::move(new_tokens), *computed_slots.at(key), std::nullopt, 0, batch.step_id);
     }
   }
   std::vector<FinishedRequest> rest;
@@ -188,6 +192,13 @@ std::vector<msg::ErrorReply> SchedulerService::forget_worker_kv() {
   std::vector<msg::ErrorReply> errors = fail_all("the model worker restarted: its KV cache and routing rows were lost");
   scheduler_.flush_cache();
   return errors;
+}
+
+SchedulerStats SchedulerService::stats() const {
+  SchedulerStats stats = scheduler_.stats();
+  stats.verify_distinct_experts = verify_distinct_experts_;
+  stats.verify_layer_passes = verify_layer_passes_;
+  return stats;
 }
 
 std::vector<std::vector<uint64_t>> SchedulerService::expert_load() const {

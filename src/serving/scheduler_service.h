@@ -114,7 +114,7 @@ class SchedulerService {
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
   // Items held back until rows still on their way from the worker arrive.
   bool awaiting_rows() const { return tracker_ && tracker_->pending_emissions() > 0; }
-  SchedulerStats stats() const { return scheduler_.stats(); }
+  SchedulerStats stats() const;
   int64_t kv_cache_slots() const { return scheduler_.kv_cache_slots(); }
   int64_t host_cache_bytes() const { return tracker_ ? tracker_->host_cache().bytes() : 0; }
   void flush_cache() { scheduler_.flush_cache(); }
@@ -167,6 +167,9 @@ class SchedulerService {
   std::optional<RoutingRowsTracker> tracker_;
   std::optional<ExpertLoadCounter> load_;  // engaged with tracker_
   std::map<uint64_t, ScheduledBatch> in_flight_;  // by step
+  // Distinct experts per MoE layer of the steps that verified draft trees, summed; and the pairs.
+  int64_t verify_distinct_experts_ = 0;
+  int64_t verify_layer_passes_ = 0;
   uint64_t last_step_ = 0;
   struct StageWorker {
     uint64_t accepted = 0;  // the instance that gets steps; 0 = none yet, or it went away

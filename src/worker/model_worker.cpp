@@ -1,6 +1,8 @@
 #include "worker/model_worker.h"
 
 #include <chrono>
+#include <optional>
+#include <span>
 #include <random>
 #include <utility>
 
@@ -8,6 +10,8 @@
 #include "kernels/thread_pool.h"
 #include "model/model_fingerprint.h"
 #include "sampling/sampler.h"
+#include "sampling/tree_acceptance.h"
+#include "worker/verify_expert_counter.h"
 
 namespace moe {
 namespace {
@@ -16,8 +20,10 @@ ForwardBatch to_forward_batch(const msg::WorkerBatch& batch) {
   ForwardBatch forward;
   forward.token_ids = batch.token_ids;
   forward.positions = batch.positions;
+  forward.max_tree_experts = batch.max_tree_experts;
   forward.sequences.reserve(batch.sequences.size());
-  for (const auto& s : batch.sequences) forward.sequences.push_back({s.num_new_tokens, s.kv_slots, s.needs_logits});
+  for (const auto& s : batch.sequences)
+    forward.sequences.push_back({s.num_new_tokens, s.kv_slots, s.needs_logits, s.tree_parents});
   return forward;
 }
 
@@ -61,65 +67,106 @@ std::unique_ptr<RoutedExpertsCapturer> ModelWorker::make_capturer() const {
   return std::make_unique<RoutedExpertsCapturer>(model_->make_copy_engine(shape, on_routing_ready_));
 }
 
-void ModelWorker::run_forward(const msg::WorkerBatch& batch,
-                              const std::function<void(const ForwardBatch&, RoutingCapture*)>& run) {
-  const ForwardBatch forward = to_forward_batch(batch);
+ModelWorker::ForwardRun ModelWorker::run_forward(
+    const msg::WorkerBatch& batch, const std::function<void(const ForwardBatch&, RoutingCapture*)>& run) {
+  ForwardRun done{to_forward_batch(batch), {}};
+  const ForwardBatch& forward = done.forward;
   const bool capture = batch.capture_routing;
   if (capture && !capturer_) throw Error("routing capture asked of a worker started without it");
   if (capture && batch.capture_router_weights && !capturer_->with_weights())
     throw Error("router weights asked of a worker started without --enable-return-router-weights");
+  std::vector<uint8_t> tree_tokens = forward.tree_token_mask();
+  if (!tree_tokens.empty() && !model_->supports_tree_verify())
+    throw Error("this model backend cannot verify speculative draft trees; serve it without --speculative-algorithm");
+  const ModelConfig& config = model_->config();
+  std::optional<VerifyExpertCounter> counter;
+  if (!tree_tokens.empty())
+    counter.emplace(capture ? capturer_.get() : nullptr, std::move(tree_tokens),
+                    moe_layers_of(config.moe_layer_ids, model_->layers()).size(), config.num_experts);
+  RoutingCapture* hook = capture ? capturer_.get() : nullptr;
+  if (counter) hook = &*counter;
   if (capture) capturer_->begin_step(batch.step, forward.num_tokens());
   try {
-    run(forward, capture ? capturer_.get() : nullptr);
+    run(forward, hook);
   } catch (...) {
     if (capture) capturer_->end_step();  // keep the capturer's step sequence consistent
     throw;
   }
   if (capture) capturer_->end_step();
+  if (counter) done.verify_experts = counter->counts();
+  return done;
 }
 
 msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
-  run_forward(batch, [&](const ForwardBatch& forward, RoutingCapture* capture) {
+  ForwardRun done = run_forward(batch, [&](const ForwardBatch& forward, RoutingCapture* capture) {
     model_->forward(forward, kv_, logits_, capture);
   });
-  return sample(batch);
+  return sample(batch, std::move(done));
 }
 
 std::optional<msg::WorkerResult> ModelWorker::execute_stage(const msg::WorkerBatch& batch, float* hidden) {
-  run_forward(batch, [&](const ForwardBatch& forward, RoutingCapture* capture) {
+  ForwardRun done = run_forward(batch, [&](const ForwardBatch& forward, RoutingCapture* capture) {
     model_->forward_stage(forward, kv_, hidden, logits_, capture);
   });
   if (!model_->is_last_stage()) return std::nullopt;
-  return sample(batch);
+  return sample(batch, std::move(done));
 }
 
-msg::WorkerResult ModelWorker::sample(const msg::WorkerBatch& batch) {
+msg::WorkerResult ModelWorker::sample(const msg::WorkerBatch& batch, ForwardRun run) {
   msg::WorkerResult result;
   result.step = batch.step;
-  const int64_t vocab = model_->config().vocab_size;
-  std::vector<const msg::WorkerSequence*> samplers;  // logits row i belongs to samplers[i]
-  for (const auto& s : batch.sequences)
-    if (s.needs_logits) samplers.push_back(&s);
-  // Each draw passes over the whole vocabulary a few times: a batch's draws share the kernel threads.
-  std::vector<SampledToken> tokens(samplers.size());
-  parallel_for(static_cast<int64_t>(samplers.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      tokens[i] = sample_token(logits_.data() + i * vocab, vocab, samplers[i]->sampling);
-    }
-  });
-  bool any_logprob = false, any_top = false;
-  for (const msg::WorkerSequence* s : samplers) {
-    any_logprob |= s->sampling.return_logprob;
-    any_top |= s->sampling.top_logprobs > 0;
-  }
-  for (SampledToken& token : tokens) {
-    result.sampled_ids.push_back(token.id);
-    if (any_logprob) result.logprobs.push_back(token.logprob);
-    if (any_top) result.top_logprobs.push_back(std::move(token.top));
-  }
+  draw(batch, run.forward, result);
+  result.verify_experts = std::move(run.verify_experts);
   result.routing = take_ready_routing();
   result.worker_instance = instance_;
   return result;
+}
+
+void ModelWorker::draw(const msg::WorkerBatch& batch, const ForwardBatch& forward, msg::WorkerResult& result) const {
+  const int64_t vocab = model_->config().vocab_size;
+  struct Draw {
+    const msg::WorkerSequence* sequence;
+    int64_t first_row;    // its first logits row
+    int64_t first_token;  // its first token in the batch's flattened axis
+  };
+  std::vector<Draw> draws;
+  bool any_tree = false;
+  int64_t row = 0, token = 0;
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const msg::WorkerSequence& s = batch.sequences[i];
+    if (s.needs_logits) draws.push_back({&s, row, token});
+    row += forward.sequences[i].num_logit_rows();
+    token += s.num_new_tokens;
+    any_tree |= !s.tree_parents.empty();
+  }
+  // Each draw passes over the whole vocabulary a few times: a batch's draws share the kernel threads.
+  std::vector<std::vector<SampledToken>> drawn(draws.size());
+  parallel_for(static_cast<int64_t>(draws.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const Draw& d = draws[i];
+      const float* rows = logits_.data() + d.first_row * vocab;
+      if (d.sequence->tree_parents.empty()) {
+        drawn[i] = {sample_token(rows, vocab, d.sequence->sampling)};
+        continue;
+      }
+      const std::span<const int32_t> nodes(batch.token_ids.data() + d.first_token,
+                                           static_cast<size_t>(d.sequence->num_new_tokens));
+      drawn[i] = accept_draft_tree(rows, vocab, nodes, d.sequence->tree_parents, d.sequence->sampling);
+    }
+  });
+  bool any_logprob = false, any_top = false;
+  for (const Draw& d : draws) {
+    any_logprob |= d.sequence->sampling.return_logprob;
+    any_top |= d.sequence->sampling.top_logprobs > 0;
+  }
+  for (std::vector<SampledToken>& tokens : drawn) {
+    if (any_tree) result.sampled_counts.push_back(static_cast<int32_t>(tokens.size()));
+    for (SampledToken& t : tokens) {
+      result.sampled_ids.push_back(t.id);
+      if (any_logprob) result.logprobs.push_back(t.logprob);
+      if (any_top) result.top_logprobs.push_back(std::move(t.top));
+    }
+  }
 }
 
 msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update) {

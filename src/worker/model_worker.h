@@ -61,10 +61,22 @@ class ModelWorker {
 
  private:
   std::unique_ptr<RoutedExpertsCapturer> make_capturer() const;
+  // A step's forward as run: the batch the model saw, and per MoE layer of this worker how many
+  // distinct experts its draft-tree tokens used (empty without trees).
+  struct ForwardRun {
+    ForwardBatch forward;
+    std::vector<int32_t> verify_experts;
+  };
   // Forward (`run` is the model call) with the capture begun and ended around it when the batch asks.
-  void run_forward(const msg::WorkerBatch& batch, const std::function<void(const ForwardBatch&, RoutingCapture*)>& run);
-  // Samples every sequence that needs logits from logits_, and takes the ready routing rows.
-  msg::WorkerResult sample(const msg::WorkerBatch& batch);
+  ForwardRun run_forward(const msg::WorkerBatch& batch,
+                         const std::function<void(const ForwardBatch&, RoutingCapture*)>& run);
+  // Samples every sequence that needs logits from logits_ (walking a draft tree along its accepted
+  // drafts), and takes the ready routing rows.
+  msg::WorkerResult sample(const msg::WorkerBatch& batch, ForwardRun run);
+  // The drawn tokens of the step's sequences that need logits, in order (a tree's accepted drafts, then
+  // one more), into result: ids, logprobs and top alternatives when any asked, and with a tree in the
+  // batch each sequence's count.
+  void draw(const msg::WorkerBatch& batch, const ForwardBatch& forward, msg::WorkerResult& result) const;
 
   std::function<std::unique_ptr<Model>(const std::string&)> load_model_;
   std::unique_ptr<Model> model_;

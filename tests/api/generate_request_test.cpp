@@ -41,7 +41,8 @@ TEST(GenerateRequest, ReadsEveryField) {
                      {"routed_experts_dtype", "int16"},
                      {"routed_experts_include_last", true},
                      {"return_router_weights", true},
-                     {"router_weights_dtype", "float16"}};
+                     {"router_weights_dtype", "float16"},
+                     {"speculative", false}};
   const GenerationCall call = parse_generate(body);
   EXPECT_EQ(call.api, ApiKind::Generate);
   EXPECT_FALSE(call.batched);
@@ -69,6 +70,7 @@ TEST(GenerateRequest, ReadsEveryField) {
   expected.sampling.logit_bias = {{12, -100.0f}, {3, 2.5f}};
   expected.stream = true;
   expected.return_logprob = true;
+  expected.speculative = false;
   expected.top_logprobs_num = 5;
   expected.routing = {.return_routed_experts = true,
                       .start_len = 5,
@@ -187,6 +189,11 @@ TEST(GenerateRequest, RefusesBadRoutingOptions) {
                    "routed_experts_start_len", "at least 0");
   expect_api_error([] { parse_generate({{"text", "x"}, {"return_routed_experts", 1}}); }, 400,
                    "return_routed_experts", "true or false");
+}
+
+TEST(GenerateRequest, SpeculativeIsABoolean) {
+  EXPECT_TRUE(parse_generate({{"text", "x"}}).requests.front().speculative);
+  expect_api_error([] { parse_generate({{"text", "x"}, {"speculative", "no"}}); }, 400, "speculative", "true or false");
 }
 
 }  // namespace

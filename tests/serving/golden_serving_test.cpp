@@ -1,5 +1,7 @@
 #include "golden_serving_test.h"
 
+#include <algorithm>
+
 namespace moe::testing {
 
 void GoldenServingTest::SetUp() { golden_ = load_golden("qwen3-moe-tiny"); }
@@ -38,6 +40,29 @@ void GoldenServingTest::expect_all_golden(const std::map<std::pair<std::string, 
     ASSERT_NE(it, joined.end());
     expect_golden(it->second, i, include_last);
   }
+}
+
+void GoldenServingTest::expect_stopped_golden(const JoinedOutput& out, size_t i, size_t kept, bool include_last) const {
+  const GoldenCase& c = golden_.cases[i];
+  EXPECT_EQ(out.ids, std::vector<int32_t>(c.output_ids.begin(), c.output_ids.begin() + static_cast<std::ptrdiff_t>(kept)));
+  ASSERT_TRUE(out.finish);
+  EXPECT_EQ(out.finish->kind, msg::FinishKind::Stop);
+  const int64_t rows = static_cast<int64_t>(c.prompt_ids.size() + kept) - (include_last ? 0 : 1);
+  EXPECT_EQ(out.num_rows, rows);
+  expect_routing_matches_golden(golden_, c, out.rows, rows);
+}
+
+void GoldenServingTest::expect_prefix_hits_golden(EngineCore& engine) const {
+  engine.service().fill_routing_rows(-7);  // a row neither computed nor kept from a real run shows as -7
+  expect_all_golden(join_outputs(engine.run(all_cases("first"))), "first");
+  const auto second = join_outputs(engine.run(all_cases("again")));
+  for (size_t i = 0; i < golden_.cases.size(); ++i) {
+    const JoinedOutput& out = second.at({"again" + std::to_string(i), 0});
+    // All of the prompt but its last token came from the cache.
+    EXPECT_EQ(out.cached_tokens, static_cast<int32_t>(golden_.cases[i].prompt_ids.size()) - 1);
+    EXPECT_EQ(std::count(out.rows.begin(), out.rows.end(), -7), 0);
+  }
+  expect_all_golden(second, "again");
 }
 
 }  // namespace moe::testing

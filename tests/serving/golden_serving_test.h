@@ -21,6 +21,12 @@ class GoldenServingTest : public ::testing::Test {
                          const std::string& prefix, int32_t index = 0, bool include_last = false) const;
   // One output against case i.
   void expect_golden(const JoinedOutput& out, size_t i, bool include_last = false) const;
+  // A reply to case i that a stop condition ended after `kept` output tokens: the golden ids and
+  // rows up to there (P+kept-1 rows, P+kept with include_last), finish reason stop.
+  void expect_stopped_golden(const JoinedOutput& out, size_t i, size_t kept, bool include_last) const;
+  // Runs every case twice through `engine` (its host cache filled with a sentinel first): the second
+  // run hits the prefix cache for all of each prompt but its last token, and both are golden.
+  void expect_prefix_hits_golden(EngineCore& engine) const;
 
   Golden golden_;
 };

@@ -31,16 +31,7 @@ TEST_F(ServingRouting, ChunkedPrefillSizes1And7And16) {
 
 TEST_F(ServingRouting, PrefixCacheHitReturnsRealRowsForCachedTokens) {
   auto h = make_pipeline({});
-  h->service().fill_routing_rows(-7);  // a row neither computed nor kept from a real run shows as -7
-  expect_all_golden(join_outputs(h->run(all_cases("first"))), "first");
-  const auto second = join_outputs(h->run(all_cases("again")));
-  for (size_t i = 0; i < golden_.cases.size(); ++i) {
-    const JoinedOutput& out = second.at({"again" + std::to_string(i), 0});
-    // All of the prompt but its last token came from the cache.
-    EXPECT_EQ(out.cached_tokens, static_cast<int32_t>(golden_.cases[i].prompt_ids.size()) - 1);
-    EXPECT_EQ(std::count(out.rows.begin(), out.rows.end(), -7), 0);
-  }
-  expect_all_golden(second, "again");
+  expect_prefix_hits_golden(*h);
 }
 
 TEST_F(ServingRouting, PreemptionKeepsOutputsAndRowsExact) {
@@ -131,14 +122,7 @@ TEST_F(ServingRouting, AStopStringReplyHasTheRowsOfTheTokensItKeptWithOrWithoutI
       EXPECT_TRUE(h->errors().empty());
       for (size_t i = 0; i < requests.size(); ++i) {
         SCOPED_TRACE("case " + std::to_string(i));
-        const JoinedOutput& out = joined.at({"s" + std::to_string(i), 0});
-        const GoldenCase& c = golden_.cases[i];
-        EXPECT_EQ(out.ids, std::vector<int32_t>(c.output_ids.begin(), c.output_ids.begin() + kept[i]));
-        ASSERT_TRUE(out.finish);
-        EXPECT_EQ(out.finish->kind, msg::FinishKind::Stop);
-        const int64_t rows = static_cast<int64_t>(c.prompt_ids.size() + kept[i]) - (include_last ? 0 : 1);
-        EXPECT_EQ(out.num_rows, rows);
-        expect_routing_matches_golden(golden_, c, out.rows, rows);
+        expect_stopped_golden(joined.at({"s" + std::to_string(i), 0}), i, kept[i], include_last);
       }
       // Nothing is left behind: every slot but the prefix cache's is free again.
       h->service().flush_cache();

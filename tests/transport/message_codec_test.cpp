@@ -110,11 +110,13 @@ TEST(MessageCodec, NamesTheFieldOfABodyThatDoesNotFitItsKind) {
                       "Heartbeat.instance: -1 is out of range");
   expect_decode_error(frame_of(msg::kProtocolVersion, static_cast<uint32_t>(msg::MessageKind::WorkerResult),
                                [](auto& packer) {
-                                 packer.pack_array(6);
+                                 packer.pack_array(8);
                                  packer.pack(3);
                                  packer.pack_bin(0);
                                  packer.pack_bin(3);  // 3 bytes cannot hold whole floats
                                  packer.pack_bin_body("abc", 3);
+                                 packer.pack_bin(0);
+                                 packer.pack_bin(0);
                                  packer.pack_array(0);
                                  packer.pack_array(0);
                                  packer.pack(false);

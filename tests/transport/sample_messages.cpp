@@ -57,6 +57,7 @@ std::vector<msg::Message> sample_messages() {
   generate.stream = true;
   generate.return_logprob = true;
   generate.top_logprobs_num = 20;
+  generate.speculative = false;
   generate.chat_template_kwargs = R"({"enable_thinking": false})";
   generate.routing = sample_routing_options();
   messages.emplace_back(generate);
@@ -90,11 +91,15 @@ std::vector<msg::Message> sample_messages() {
   batch.sequences.back().sampling.suppressed_ids = {151645};
   batch.sequences.back().sampling.repetition_penalty = 1.5f;
   batch.sequences.back().sampling.logit_bias = {{3, 1.0f}};
+  batch.sequences.front().tree_parents = {-1, 0, 0};  // a draft tree: the root and two children
+  batch.max_tree_experts = 6;
   messages.emplace_back(batch);
 
   msg::WorkerResult result{
       .step = 99, .sampled_ids = {151645, 3}, .logprobs = {-0.25f, -7.5f}, .routing = {}, .worker_instance = 1ull << 63};
   result.top_logprobs = {{{151645, 2}, {-0.25f, -1.5f}, {}}, {{3, 9}, {-7.5f, -8.0f}, {}}};
+  result.sampled_counts = {2};  // the tree's accepted draft and one more
+  result.verify_experts = {3, 8};
   result.routing.push_back({.step = 98, .rows = sample_rows(4, 3, 2, true)});
   result.routing.push_back({.step = 99, .rows = sample_rows(2, 3, 2, false)});
   messages.emplace_back(result);

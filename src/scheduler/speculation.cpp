@@ -1,0 +1,81 @@
+#include "scheduler/speculation.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "common/error.h"
+
+namespace moe {
+namespace {
+
+// Longest n-gram matched against the context's suffix.
+constexpr int kMaxNgram = 4;
+
+// The child of `node` (-1: the root) carrying token, or -1.
+int32_t find_child(const DraftTree& tree, int32_t node, int32_t token) {
+  for (size_t i = 0; i < tree.size(); ++i)
+    if (tree.parents[i] == node && tree.tokens[i] == token) return static_cast<int32_t>(i);
+  return -1;
+}
+
+int32_t num_children(const DraftTree& tree, int32_t node) {
+  return static_cast<int32_t>(std::count(tree.parents.begin(), tree.parents.end(), node));
+}
+
+}  // namespace
+
+SpeculativeAlgorithm parse_speculative_algorithm(const std::string& name) {
+  std::string upper = name;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper.empty() || upper == "NONE") return SpeculativeAlgorithm::None;
+  if (upper == "NGRAM") return SpeculativeAlgorithm::Ngram;
+  if (upper == "STANDALONE") return SpeculativeAlgorithm::Standalone;
+  throw Error("unknown --speculative-algorithm '" + name + "'; choose NGRAM or STANDALONE");
+}
+
+void validate(const SpeculativeConfig& config, int top_k, int pp_size) {
+  if (!config.enabled()) {
+    if (config.max_tree_experts != 0) throw Error("--max-tree-experts needs --speculative-algorithm");
+    return;
+  }
+  if (config.num_steps < 1) throw Error("--speculative-num-steps must be at least 1");
+  if (config.eagle_topk < 1) throw Error("--speculative-eagle-topk must be at least 1");
+  if (config.num_draft_tokens < 2)
+    throw Error("--speculative-num-draft-tokens must be at least 2 (the root and one draft token)");
+  if (config.max_tree_experts < 0 || (config.max_tree_experts > 0 && config.max_tree_experts < top_k))
+    throw Error("--max-tree-experts must be 0 (off) or at least the model's top_k (" + std::to_string(top_k) +
+                "), got " + std::to_string(config.max_tree_experts));
+  if (config.algorithm == SpeculativeAlgorithm::Standalone)
+    throw Error("--speculative-algorithm STANDALONE is not available yet; use NGRAM");
+  if (pp_size > 1)
+    throw Error("--speculative-algorithm cannot be combined with --pp-size " + std::to_string(pp_size) +
+                " yet (draft trees are verified only by a whole model in one stage); use --pp-size 1 "
+                "or serve without --speculative-algorithm");
+}
+
+DraftTree ngram_draft(std::span<const int32_t> context, int max_nodes, int max_depth, int max_children) {
+  DraftTree tree;
+  const auto n = static_cast<int64_t>(context.size());
+  if (max_nodes < 1 || max_depth < 1 || n < 2) return tree;
+  for (int64_t g = std::min<int64_t>(kMaxNgram, n - 1); g >= 1 && tree.size() == 0; --g) {
+    const std::span<const int32_t> suffix = context.last(static_cast<size_t>(g));
+    // Earlier occurrences end at `end` (exclusive) < n, the most recent first.
+    for (int64_t end = n - 1; end >= g && static_cast<int>(tree.size()) < max_nodes; --end) {
+      if (!std::equal(suffix.begin(), suffix.end(), context.begin() + (end - g))) continue;
+      int32_t node = -1;
+      for (int64_t p = end; p < n && p - end < max_depth && static_cast<int>(tree.size()) < max_nodes; ++p) {
+        int32_t child = find_child(tree, node, context[p]);
+        if (child < 0) {
+          if (num_children(tree, node) >= max_children) break;
+          tree.tokens.push_back(context[p]);
+          tree.parents.push_back(node);
+          child = static_cast<int32_t>(tree.size()) - 1;
+        }
+        node = child;
+      }
+    }
+  }
+  return tree;
+}
+
+}  // namespace moe

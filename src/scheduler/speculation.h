@@ -1,0 +1,47 @@
+#pragma once
+// Speculative decoding's settings (SGLang's flag names) and the NGRAM drafter: draft tokens proposed
+// from n-gram matches in a request's own prompt and output (prompt lookup), as a tree when earlier
+// occurrences continue differently.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace moe {
+
+enum class SpeculativeAlgorithm { None, Ngram, Standalone };
+
+// "" or "NONE" | "NGRAM" | "STANDALONE" (any case); anything else is a moe::Error.
+SpeculativeAlgorithm parse_speculative_algorithm(const std::string& name);
+
+struct SpeculativeConfig {
+  SpeculativeAlgorithm algorithm = SpeculativeAlgorithm::None;
+  int num_steps = 4;         // --speculative-num-steps: deepest draft token, in tokens after the root
+  int eagle_topk = 2;        // --speculative-eagle-topk: most children of one tree node
+  int num_draft_tokens = 8;  // --speculative-num-draft-tokens: tokens per verify, the root included
+  int max_tree_experts = 0;  // --max-tree-experts: expert pool of a verify pass per MoE layer; 0 = off
+  std::string draft_model_path;  // --speculative-draft-model-path (STANDALONE)
+
+  bool enabled() const { return algorithm != SpeculativeAlgorithm::None; }
+};
+
+// Checks the settings against the model's routing (a pool smaller than top_k cannot route) and the
+// pipeline's stage count (draft trees are not verified across pipeline stages yet: speculation
+// needs --pp-size 1); throws a moe::Error naming the flag.
+void validate(const SpeculativeConfig& config, int top_k, int pp_size);
+
+// Draft tokens after a root, as a tree: node i carries tokens[i] and hangs below parents[i] (-1:
+// the root). Siblings carry distinct tokens.
+struct DraftTree {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> parents;
+  size_t size() const { return tokens.size(); }
+};
+
+// Prompt lookup over `context` (prompt then output; its last token is the root, the next one to be
+// fed): the longest suffix of 1 .. kMaxNgram tokens that occurred before is matched, and what
+// followed each earlier occurrence (the most recent first) is merged into a tree of at most
+// max_nodes nodes, max_depth deep, at most max_children per node. Empty when nothing matches.
+DraftTree ngram_draft(std::span<const int32_t> context, int max_nodes, int max_depth, int max_children);
+
+}  // namespace moe

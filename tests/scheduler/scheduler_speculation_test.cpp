@@ -1,0 +1,125 @@
+// The scheduler's side of speculative decoding: a decoding request's NGRAM draft tree goes into the
+// step; the verify's result keeps the accepted path's KV slots as the request's next positions,
+// returns the rejected nodes' slots to the pool and stops at stop conditions.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "scheduler/scheduler.h"
+#include "scheduler_driver.h"
+
+namespace moe::test {
+namespace {
+
+SchedulerConfig speculating_config() {
+  SchedulerConfig config;
+  config.max_total_tokens = 64;
+  config.enable_radix_cache = false;  // every slot a request holds shows in kv_slots_used
+  config.speculative.algorithm = SpeculativeAlgorithm::Ngram;
+  config.speculative.num_steps = 3;
+  config.speculative.eagle_topk = 2;
+  config.speculative.num_draft_tokens = 8;
+  return config;
+}
+
+// A request whose prompt repeats, prefilled, with 3 as its first output: "2 3" occurred before and
+// was followed by 1 2 3, so the next step verifies the root 3 with drafts 1 2 3.
+struct Prefilled {
+  Scheduler scheduler{speculating_config(), 1};
+  const std::vector<int32_t> prompt = {1, 2, 3, 1, 2, 3, 1, 2};
+  explicit Prefilled(bool include_last = false, int max_new_tokens = 8) {
+    Request request = make_request("r", prompt, max_new_tokens, 1);
+    request.routing.return_routed_experts = include_last;
+    request.routing.include_last = include_last;
+    scheduler.add_request(std::move(request));
+    const ScheduledBatch prefill = *scheduler.schedule_step();
+    scheduler.process_result(prefill, std::vector<int32_t>{3}, {});
+  }
+};
+
+TEST(SchedulerSpeculation, ADecodeCarriesItsDraftTree) {
+  Prefilled p;
+  const ScheduledBatch verify = *p.scheduler.schedule_step();
+  ASSERT_EQ(verify.forward.sequences.size(), 1u);
+  const BatchSequence& seq = verify.forward.sequences[0];
+  EXPECT_EQ(verify.forward.token_ids, (std::vector<int32_t>{3, 1, 2, 3}));
+  EXPECT_EQ(seq.tree_parents, (std::vector<int32_t>{-1, 0, 1, 2}));
+  EXPECT_EQ(verify.forward.positions, (std::vector<int32_t>{8, 9, 10, 11}));
+  EXPECT_EQ(seq.num_logit_rows(), 4);
+  EXPECT_EQ(p.scheduler.stats().kv_slots_used, 8 + 4);
+}
+
+TEST(SchedulerSpeculation, AcceptedDraftsKeepTheirSlotsAndRejectedOnesAreFreed) {
+  Prefilled p;
+  const ScheduledBatch verify = *p.scheduler.schedule_step();
+  const std::vector<int32_t> tree_slots(verify.forward.sequences[0].kv_slots.begin() + 8,
+                                        verify.forward.sequences[0].kv_slots.end());
+  // Drafts 1 and 2 accepted, then 9 drawn instead of the draft 3.
+  const StepOutcome outcome = p.scheduler.process_result(verify, std::vector<int32_t>{1, 2, 9}, {},
+                                                         std::vector<int32_t>{3});
+  ASSERT_EQ(outcome.tokens.size(), 3u);
+  EXPECT_EQ(outcome.tokens[2].token, 9);
+  ASSERT_EQ(outcome.verified.size(), 1u);
+  // Positions 0..10 are computed: the prompt, the root (3) and the accepted drafts 1 and 2.
+  const std::vector<int32_t>& computed = outcome.verified[0].computed_slots;
+  ASSERT_EQ(computed.size(), 11u);
+  EXPECT_EQ(std::vector<int32_t>(computed.begin() + 8, computed.end()),
+            (std::vector<int32_t>{tree_slots[0], tree_slots[1], tree_slots[2]}));
+  EXPECT_EQ(p.scheduler.stats().kv_slots_used, 11);  // the rejected draft's slot went back
+  EXPECT_EQ(p.scheduler.stats().accepted_drafts, 2);
+  EXPECT_EQ(p.scheduler.stats().draft_tokens, 3);
+}
+
+TEST(SchedulerSpeculation, AVerifyNeverYieldsMoreThanMaxNewTokensAllows) {
+  Prefilled p(false, 3);  // one output so far, two more allowed: one draft at most
+  const ScheduledBatch verify = *p.scheduler.schedule_step();
+  EXPECT_EQ(verify.forward.token_ids, (std::vector<int32_t>{3, 1}));
+  const StepOutcome outcome = p.scheduler.process_result(verify, std::vector<int32_t>{1, 5}, {},
+                                                         std::vector<int32_t>{2});
+  ASSERT_EQ(outcome.finished.size(), 1u);
+  EXPECT_EQ(outcome.finished[0].output_ids, (std::vector<int32_t>{3, 1, 5}));
+  EXPECT_EQ(outcome.finished[0].kv_slots.size(), 10u);  // P + G - 1
+  EXPECT_EQ(p.scheduler.stats().kv_slots_used, 0);
+}
+
+// A stop string that keeps every output while the verify is in flight, for a reply that includes
+// its last token's row: the root was that token and is fed now; the drafts count for nothing.
+TEST(SchedulerSpeculation, AStopStringDuringTheVerifyKeepsOnlyTheRoot) {
+  Prefilled p(true);
+  const ScheduledBatch verify = *p.scheduler.schedule_step();
+  EXPECT_FALSE(p.scheduler.stop_at_output("r", 0, 1, msg::FinishReason::stop_string("x")).has_value());
+  const StepOutcome outcome = p.scheduler.process_result(verify, std::vector<int32_t>{1, 2, 9}, {},
+                                                         std::vector<int32_t>{3});
+  EXPECT_TRUE(outcome.tokens.empty());
+  ASSERT_EQ(outcome.finished.size(), 1u);
+  EXPECT_EQ(outcome.finished[0].output_ids, (std::vector<int32_t>{3}));
+  EXPECT_EQ(outcome.finished[0].kv_slots.size(), 9u);  // P + G with include_last
+  EXPECT_EQ(p.scheduler.stats().kv_slots_used, 0);
+}
+
+TEST(SchedulerSpeculation, ResultsThatDoNotFitTheTreeAreRefused) {
+  Prefilled p;
+  const ScheduledBatch verify = *p.scheduler.schedule_step();
+  // 7 is no draft after the root.
+  EXPECT_THROW(p.scheduler.process_result(verify, std::vector<int32_t>{7, 2}, {}, std::vector<int32_t>{2}), Error);
+}
+
+TEST(SchedulerSpeculation, ResultsWithMoreTokensThanTheTreeAreRefused) {
+  Prefilled p;
+  const ScheduledBatch verify = *p.scheduler.schedule_step();
+  EXPECT_THROW(p.scheduler.process_result(verify, std::vector<int32_t>{1, 2, 3, 4, 5}, {}, std::vector<int32_t>{5}),
+               Error);
+}
+
+TEST(SchedulerSpeculation, RequestsThatOptOutDecodeOneTokenAtATime) {
+  Scheduler scheduler(speculating_config(), 1);
+  Request request = make_request("r", {1, 2, 3, 1, 2, 3, 1, 2}, 8, 1);
+  request.speculative = false;
+  scheduler.add_request(std::move(request));
+  scheduler.process_result(*scheduler.schedule_step(), std::vector<int32_t>{3}, {});
+  const ScheduledBatch decode = *scheduler.schedule_step();
+  EXPECT_EQ(decode.forward.token_ids, (std::vector<int32_t>{3}));
+  EXPECT_FALSE(decode.forward.sequences[0].is_tree());
+}
+
+}  // namespace
+}  // namespace moe::test

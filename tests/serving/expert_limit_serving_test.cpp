@@ -1,0 +1,75 @@
+// --max-tree-experts through the engine step: the rows a reply returns for the tokens of one
+// verify pass use at most that many experts per MoE layer (the routing actually used), and a limit
+// of every expert serves exactly what no limit serves.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "golden_serving_test.h"
+
+namespace moe::testing {
+namespace {
+
+EngineSettings limited_settings(int max_tree_experts) {
+  EngineSettings s = HarnessOptions{}.settings;
+  s.speculative_algorithm = "NGRAM";
+  s.speculative_num_steps = 4;
+  s.speculative_eagle_topk = 2;
+  s.speculative_num_draft_tokens = 8;
+  s.max_tree_experts = max_tree_experts;
+  return s;
+}
+
+std::unique_ptr<EngineCore> engine_with(const EngineSettings& settings) {
+  HarnessOptions options;
+  options.settings = settings;
+  return make_pipeline(options);
+}
+
+using ExpertLimitServing = GoldenServingTest;
+
+// Each request runs alone and streamed, so every chunk after the prompt's is one step's rows: one
+// plain decode's, or the kept tokens of one verify pass.
+TEST_F(ExpertLimitServing, RowsOfEachVerifyPassUseAtMostTheLimitPerLayer) {
+  const int L = golden_.num_moe_layers, K = golden_.top_k;
+  int64_t verify_chunks = 0, verify_passes = 0;
+  for (size_t i = 0; i < golden_.cases.size(); ++i) {
+    auto engine = engine_with(limited_settings(4));
+    msg::GenerateRequest request = all_cases("x")[i];
+    request.stream = true;
+    const std::vector<msg::TextOutput> chunks = engine->run({request});
+    ASSERT_FALSE(chunks.empty());
+    for (size_t c = 1; c < chunks.size(); ++c) {
+      if (!chunks[c].routed_experts) continue;
+      const std::vector<int32_t> rows = decode_routed_experts(*chunks[c].routed_experts);
+      const size_t num_rows = rows.size() / static_cast<size_t>(L * K);
+      if (num_rows > 1) ++verify_chunks;
+      for (int l = 0; l < L; ++l) {
+        std::set<int32_t> experts;
+        for (size_t r = 0; r < num_rows; ++r)
+          for (int k = 0; k < K; ++k) experts.insert(rows[(r * L + l) * K + k]);
+        EXPECT_LE(experts.size(), 4u) << "case " << i << " chunk " << c << " layer " << l;
+      }
+    }
+    const SchedulerStats stats = engine->service().stats();
+    verify_passes += stats.verify_passes;
+    EXPECT_LE(stats.verify_distinct_experts, 4 * stats.verify_layer_passes);  // what the worker counted
+  }
+  EXPECT_GT(verify_passes, 0);
+  EXPECT_GT(verify_chunks, 0);  // some verify passes kept several tokens
+}
+
+TEST_F(ExpertLimitServing, ALimitOfEveryExpertServesWhatNoLimitServes) {
+  auto unlimited = engine_with(limited_settings(0));
+  auto all = engine_with(limited_settings(16));  // the fixture has 16 experts
+  const auto a = join_outputs(unlimited->run(all_cases("c")));
+  const auto b = join_outputs(all->run(all_cases("c")));
+  expect_all_golden(b, "c");
+  for (const auto& [key, out] : a) {
+    EXPECT_EQ(out.ids, b.at(key).ids);
+    EXPECT_EQ(out.rows, b.at(key).rows);
+  }
+}
+
+}  // namespace
+}  // namespace moe::testing
