@@ -97,10 +97,16 @@ void SchedulerActor::on_result(const msg::WorkerResult& result) {
   }
   count_capture_bytes(result.routing);
   count_for_stats(result.sampled_ids.size());
-  if (service_->step_in_flight(result.step))
-    service_->on_worker_result(result);  // stores the rows that rode along too
-  else
+  if (!service_->step_in_flight(result.step)) {
     spdlog::warn("scheduler: dropping the result of step {}, abandoned after a worker failure", result.step);
+    return;
+  }
+  try {
+    service_->on_worker_result(result);  // stores the rows that rode along too
+  } catch (const Error& e) {
+    // Its requests cannot go on (their tokens are unknown): fail them all rather than leave them waiting.
+    fail_all(std::string("the model worker's result does not fit its step: ") + e.what());
+  }
 }
 
 void SchedulerActor::on_routing(const std::vector<msg::StepRouting>& routing) {

@@ -186,7 +186,7 @@ void TokenizerActor::on_zmq_abort(const transport::ClientAddress& address, const
 void TokenizerActor::on_zmq_client_gone(const transport::ClientAddress& address) {
   std::vector<std::string> gone;
   for (const auto& [rid, client] : clients_)
-    if (client.zmq_address == address) gone.push_back(rid);
+    if (client.zmq_address && client.zmq_address->same_peer(address)) gone.push_back(rid);
   for (const std::string& rid : gone) abort(rid, "client disconnected");
 }
 

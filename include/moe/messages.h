@@ -155,7 +155,7 @@ struct WorkerSequence {
   bool needs_logits = false;      // sample after its last new token (verify the tree, with a tree)
   TokenSampling sampling;
   // A speculative draft tree over the new tokens (ForwardBatch's tree_parents); empty: none.
-  std::vector<int32_t> tree_parents;
+  std::vector<int32_t> tree_parents{};
   bool operator==(const WorkerSequence&) const = default;
 };
 

@@ -2,8 +2,12 @@
 
 #include "transport/async_socket.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <deque>
 #include <map>
+#include <optional>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -12,6 +16,7 @@
 #include <zmq.hpp>
 
 #include "common/error.h"
+#include "transport/peer_connections.h"
 #include "transport/zmq_context.h"
 
 namespace moe::transport {
@@ -42,7 +47,7 @@ enum class SendOutcome { Sent, WouldBlock, Unreachable };
 // AsyncSocket never leaves a handler pointing at freed memory.
 struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
   Impl(boost::asio::io_context& io, Context& context, SocketKind kind, const SocketOptions& options)
-      : io(io), socket(context.native(), zmq_type(kind)), readiness(io), kind(kind) {
+      : io(io), context(context), socket(context.native(), zmq_type(kind)), readiness(io), kind(kind) {
     socket.set(zmq::sockopt::sndhwm, options.send_high_water_mark);
     socket.set(zmq::sockopt::rcvhwm, options.receive_high_water_mark);
     socket.set(zmq::sockopt::linger, options.linger_ms);
@@ -55,6 +60,7 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
   ~Impl() { close(); }
 
   boost::asio::io_context& io;
+  Context& context;
   zmq::socket_t socket;
   // Watches ZMQ_FD, which becomes readable whenever ZMQ_EVENTS may have changed.
   boost::asio::posix::stream_descriptor readiness;
@@ -62,6 +68,12 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
   ReceiveHandler receive_handler;
   FramesHandler frames_handler;
   UnreachableHandler unreachable_handler;
+  // on_disconnect's: the monitor socket reporting this ROUTER's accepted and closed connections, its
+  // ZMQ_FD, and which connection each peer spoke on.
+  DisconnectHandler disconnect_handler;
+  std::optional<zmq::socket_t> monitor;
+  std::optional<boost::asio::posix::stream_descriptor> monitor_readiness;
+  PeerConnections connections;
   // Sends waiting for room, keyed by peer identity for ROUTER (a slow client must not hold up the
   // others) and under "" for the other kinds.
   std::map<std::string, std::deque<Multipart>> outgoing;
@@ -179,23 +191,27 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
     for (int i = 0; i < kReceiveBatch && (receive_handler || frames_handler) && !closed; ++i) {
       zmq::message_t frame;
       if (!socket.recv(frame, zmq::recv_flags::dontwait)) break;
+      received = true;
       if (frames_handler) {
-        received = true;
         deliver_frames(std::move(frame));
         continue;
       }
       Multipart message;
-      message.emplace_back(static_cast<const char*>(frame.data()), frame.size());
-      while (frame.more()) {
-        (void)socket.recv(frame);  // the rest of a message has arrived with its first frame
+      int fd = -1;  // the connection it came on, which only the frames read off the wire know
+      while (true) {
         message.emplace_back(static_cast<const char*>(frame.data()), frame.size());
+        if (monitor) fd = std::max(fd, zmq_msg_get(frame.handle(), ZMQ_SRCFD));
+        if (!frame.more()) break;
+        (void)socket.recv(frame);  // the rest of a message has arrived with its first frame
       }
-      received = true;
+      // A message whose peer has gone since is still delivered: an abort it carries counts.
+      const std::string gone_peer = monitor && !heard_from_peer(message.front(), fd) ? message.front() : "";
       try {
         receive_handler(std::move(message));
       } catch (const std::exception& e) {
         spdlog::error("zmq socket: a receive handler failed: {}", e.what());
       }
+      if (!gone_peer.empty()) report_gone({gone_peer});
     }
     return received;
   }
@@ -218,6 +234,76 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
     }
   }
 
+  // Starts the socket monitor on_disconnect needs (once).
+  void watch_connections() {
+    if (monitor) return;
+    if (kind != SocketKind::Router || frames_handler)
+      throw Error("on_disconnect: only a ROUTER socket read with on_receive reports disconnected peers");
+    static std::atomic<uint64_t> monitors{0};
+    const std::string address = "inproc://moe-connections-" + std::to_string(++monitors);
+    if (zmq_socket_monitor(socket.handle(), address.c_str(), ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0)
+      throw Error(std::string("cannot monitor a ROUTER socket: ") + zmq_strerror(zmq_errno()));
+    monitor.emplace(context.native(), ZMQ_PAIR);
+    monitor->set(zmq::sockopt::linger, 0);
+    monitor->connect(address);
+    monitor_readiness.emplace(io);
+    monitor_readiness->assign(monitor->get(zmq::sockopt::fd));
+    wait_for_connection_events();
+  }
+
+  // Applies every connection event the monitor holds; a message is only attributed after the
+  // events queued before it (its connection's acceptance, an earlier closing of its descriptor).
+  void read_connection_events() {
+    std::vector<std::string> gone;
+    zmq::message_t event;
+    while (monitor && monitor->recv(event, zmq::recv_flags::dontwait)) {
+      zmq::message_t endpoint;
+      (void)monitor->recv(endpoint);  // the event's second frame arrives with its first
+      if (event.size() < 6) continue;
+      uint16_t id = 0;
+      uint32_t fd = 0;
+      std::memcpy(&id, event.data(), sizeof id);
+      std::memcpy(&fd, static_cast<const char*>(event.data()) + sizeof id, sizeof fd);
+      if (id == ZMQ_EVENT_ACCEPTED) connections.accepted(static_cast<int>(fd));
+      if (id == ZMQ_EVENT_DISCONNECTED)
+        for (std::string& peer : connections.closed(static_cast<int>(fd))) gone.push_back(std::move(peer));
+    }
+    report_gone(gone);
+  }
+
+  bool heard_from_peer(const std::string& identity, int fd) {
+    read_connection_events();
+    return connections.heard_from(identity, fd);
+  }
+
+  void report_gone(const std::vector<std::string>& peers) {
+    for (const std::string& peer : peers) {
+      if (closed || !disconnect_handler) return;
+      try {
+        disconnect_handler(peer);
+      } catch (const std::exception& e) {
+        spdlog::error("zmq socket: a disconnect handler failed: {}", e.what());
+      }
+    }
+  }
+
+  // Sleeps until the monitor has events (edge-triggered like ZMQ_FD: drained before each wait).
+  void wait_for_connection_events() {
+    if (closed || !monitor_readiness) return;
+    monitor_readiness->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                                  [weak = weak_from_this()](const boost::system::error_code& error) {
+                                    const auto self = weak.lock();
+                                    if (!self || self->closed || error) return;
+                                    try {
+                                      self->read_connection_events();
+                                    } catch (const zmq::error_t& e) {
+                                      spdlog::error("zmq socket monitor failed ({}); disconnects go unnoticed", e.what());
+                                      return;
+                                    }
+                                    self->wait_for_connection_events();
+                                  });
+  }
+
   // Idempotent; after it no handler of this socket runs again.
   void close() {
     if (closed) return;
@@ -225,6 +311,12 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
     boost::system::error_code ignored;
     readiness.cancel(ignored);
     readiness.release();  // the descriptor belongs to ZeroMQ: never close it ourselves
+    if (monitor_readiness) {
+      monitor_readiness->cancel(ignored);
+      monitor_readiness->release();
+      zmq_socket_monitor(socket.handle(), nullptr, 0);
+      monitor->close();
+    }
     socket.close();
   }
 };
@@ -274,6 +366,11 @@ void AsyncSocket::on_receive_frames(FramesHandler handler) {
 }
 
 void AsyncSocket::on_unreachable(UnreachableHandler handler) { impl_->unreachable_handler = std::move(handler); }
+
+void AsyncSocket::on_disconnect(DisconnectHandler handler) {
+  impl_->disconnect_handler = std::move(handler);
+  impl_->watch_connections();
+}
 
 void AsyncSocket::send(Multipart message) {
   if (impl_->closed) throw Error("send on a closed socket");

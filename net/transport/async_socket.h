@@ -60,6 +60,8 @@ class AsyncSocket {
   using FramesHandler = std::function<void(std::vector<ReceivedFrame>&&)>;
   // For ROUTER: a message whose peer (first frame) is no longer connected; it was not sent.
   using UnreachableHandler = std::function<void(Multipart&&)>;
+  // For ROUTER: the identity of a peer whose connection closed (tcp:// and ipc:// peers).
+  using DisconnectHandler = std::function<void(const std::string& identity)>;
 
   AsyncSocket(boost::asio::io_context& io, Context& context, SocketKind kind, const SocketOptions& options = {});
   ~AsyncSocket();
@@ -78,6 +80,9 @@ class AsyncSocket {
   // As on_receive, with the frames left in ZeroMQ's buffers (for large payloads); replaces it.
   void on_receive_frames(FramesHandler handler);
   void on_unreachable(UnreachableHandler handler);
+  // ROUTER only: reports each peer whose connection closes from now on, at once (a socket monitor
+  // watches the connections), after any message it sent before closing.
+  void on_disconnect(DisconnectHandler handler);
 
   // Queues `message`; it leaves as soon as ZeroMQ takes it, in order (per peer for ROUTER).
   void send(Multipart message);

@@ -69,10 +69,12 @@ RouterEndpoint::RouterEndpoint(boost::asio::io_context& io, Context& context, co
     frames.pop_back();
     on_request(ClientAddress{std::move(frames)}, std::move(payload));
   });
-  socket_.on_unreachable([on_gone = std::move(on_gone)](Multipart&& frames) {
+  socket_.on_unreachable([on_gone](Multipart&& frames) {
     frames.pop_back();
     on_gone(ClientAddress{std::move(frames)});
   });
+  // A client waiting for a long reply that closes its socket is gone now, not when the reply bounces.
+  socket_.on_disconnect([on_gone = std::move(on_gone)](const std::string& identity) { on_gone(ClientAddress{{identity}}); });
 }
 
 void RouterEndpoint::reply(const ClientAddress& client, std::string payload) {

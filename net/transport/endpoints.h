@@ -63,12 +63,17 @@ class Outbox {
 struct ClientAddress {
   std::vector<std::string> frames;
   bool operator==(const ClientAddress&) const = default;
+  // Whether both name the same peer (its identity frame), whatever envelope each carries.
+  bool same_peer(const ClientAddress& other) const {
+    return !frames.empty() && !other.frames.empty() && frames.front() == other.frames.front();
+  }
 };
 
 class RouterEndpoint {
  public:
   using RequestHandler = std::function<void(ClientAddress, std::string payload)>;
-  // A reply could not be delivered because the client has disconnected.
+  // The client has disconnected: its connection closed (the address then holds only its identity
+  // frame), or a reply to it could not be delivered.
   using GoneHandler = std::function<void(const ClientAddress&)>;
 
   RouterEndpoint(boost::asio::io_context& io, Context& context, const std::string& bind_endpoint,

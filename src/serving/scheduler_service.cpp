@@ -86,11 +86,14 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
   const auto flying = in_flight_.find(result.step);
   if (flying == in_flight_.end())
     throw Error("worker result for step " + std::to_string(result.step) + " that is not in flight");
+  // Forgotten only once applied: a result that does not fit its step leaves it in flight on both
+  // sides (the scheduler checks before it changes anything), never in flight for one of them only,
+  // which would leave its requests marked in flight, never scheduled again.
+  on_routing(result.routing);
+  StepOutcome outcome = scheduler_.process_result(flying->second, result.sampled_ids, result.logprobs,
+                                                  result.sampled_counts, result.top_logprobs);
   const ScheduledBatch batch = std::move(flying->second);
   in_flight_.erase(flying);
-  on_routing(result.routing);
-  StepOutcome outcome = scheduler_.process_result(batch, result.sampled_ids, result.logprobs,
-                                                  result.sampled_counts, result.top_logprobs);
   for (int32_t distinct : result.verify_experts) verify_distinct_experts_ += distinct;
   verify_layer_passes_ += static_cast<int64_t>(result.verify_experts.size());
 

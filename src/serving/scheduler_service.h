@@ -62,6 +62,8 @@ class SchedulerService {
   // The next step to send, while fewer than the scheduler's max_in_flight are in flight (one per
   // pipeline stage) and there is work.
   std::optional<msg::WorkerBatch> next_batch();
+  // A result that does not fit its step (sampled ids or routing rows) throws moe::Error and leaves
+  // the step in flight: the caller fails every live request (fail_all).
   void on_worker_result(const msg::WorkerResult& result);
   // Rows that arrived on their own (the copy finished after the step's result was sent).
   void on_routing(const std::vector<msg::StepRouting>& routing);

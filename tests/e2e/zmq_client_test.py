@@ -1,7 +1,8 @@
 """Starts moe-serve as a user would and talks to it with examples/zmq_client.py (run as a program
 and imported as a module): golden ids and routed experts; SIGTERM gives exit code 0. Then
 examples/expert_load.py: the counts it reads are the histogram of the routing the server returned
-(and what HTTP's /expert_load says), --reset starts a new window, and a server without capture refuses.
+(and what HTTP's /expert_load says), --reset starts a new window, and a server without capture refuses. A
+client that closes its socket before its reply frees its request at once.
 Usage: zmq_client_test.py PATH/TO/moe-serve"""
 import json
 import os
@@ -213,6 +214,46 @@ class ExpertLoadExample(unittest.TestCase):
                 urllib.request.urlopen(f"http://127.0.0.1:{http_port}/expert_load", timeout=30)
             self.assertEqual(refused.exception.code, 400)
             self.assertIn("--enable-return-routed-experts", json.load(refused.exception)["error"]["message"])
+        finally:
+            code, log = sp.terminate(server)
+        self.assertEqual(code, 0, log)
+
+
+class ClientDisconnect(unittest.TestCase):
+    def test_a_client_that_closes_its_socket_frees_its_request_at_once(self):
+        # A non-streamed request gets no reply before its end, so its client's going away used to
+        # go unnoticed: it ran to max_new_tokens, holding its KV slots (and starving others).
+        zmq_port, http_port = sp.free_port(), sp.free_port()
+        server = sp.start(MOE_SERVE, "--tokenizer-path", sp.TOKENIZER, "--zmq-endpoint", f"tcp://127.0.0.1:{zmq_port}",
+                          "--port", str(http_port))
+        metrics = ExpertLoadExample.metrics
+        try:
+            g = sp.golden()
+            leaving = sp.connect(zmq_port)
+            leaving.send(msgpack.packb(sp.golden_request(g["cases"][1], 4000, "leaving")))
+            deadline = sp.now() + 120
+            while True:  # the request waits in the socket until the server is up
+                try:
+                    if metrics(self, http_port).get("moe_num_running_requests") == 1:
+                        break
+                except urllib.error.URLError:
+                    pass
+                self.assertLess(sp.now(), deadline, "the long request never started")
+                time.sleep(0.05)
+            leaving.close()
+            closed = sp.now()
+            while metrics(self, http_port).get("moe_num_running_requests") != 0:
+                # Its 4000 tokens take far longer than this on any machine this runs on.
+                self.assertLess(sp.now() - closed, 2, "the request of a client that closed its socket kept running")
+                time.sleep(0.05)
+            urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{http_port}/flush_cache", method="POST"),
+                                   timeout=30).read()
+            self.assertEqual(metrics(self, http_port)["moe_kv_slots_used"], 0)
+            staying = sp.connect(zmq_port)
+            case = g["cases"][0]
+            reply = sp.zmq_client.generate(staying, sp.golden_request(case, g["max_new_tokens"], "staying"))
+            sp.expect_golden(self, case, list(reply["output_ids"]), reply["routed_experts"], g["max_new_tokens"])
+            staying.close()
         finally:
             code, log = sp.terminate(server)
         self.assertEqual(code, 0, log)
