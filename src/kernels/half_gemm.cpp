@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "kernels/half_gemm_kernels.h"
 #include "kernels/quantized_weight.h"
+#include "kernels/simd.h"
 
 namespace moe {
 
@@ -40,13 +41,24 @@ void gemm_rows(const Set& tiles, const Activation* values, const PackedActivatio
       });
 }
 
+// x[0, n) rounded to bf16 into out[0, n), eight a step.
+void round_row_to_bf16(const float* x, int64_t n, uint16_t* out) {
+  int64_t c = 0;
+  for (; c + 8 <= n; c += 8) {
+    const __m256i bits = _mm256_srli_epi32(_mm256_castps_si256(simd::round_to_bf16(_mm256_loadu_ps(x + c))), 16);
+    // Packing works within 128-bit halves: the eight 16-bit values end up in quadwords 0 and 2.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(bits, bits), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c), _mm256_castsi256_si128(packed));
+  }
+  for (; c < n; ++c) out[c] = float_to_bf16(x[c]);
+}
+
 // x[num_tokens, cols] rounded to bf16 into out[num_tokens, stride] in column order, zeros past cols.
 void pack_bf16(const float* x, PackedActivations& out) {
   out.bf16_values.resize(static_cast<size_t>(out.num_tokens * out.stride));
   for (int64_t t = 0; t < out.num_tokens; ++t) {
-    const float* x_row = x + t * out.cols;
     uint16_t* out_row = out.bf16_values.data() + t * out.stride;
-    for (int64_t c = 0; c < out.cols; ++c) out_row[c] = float_to_bf16(x_row[c]);
+    round_row_to_bf16(x + t * out.cols, out.cols, out_row);
     std::fill(out_row + out.cols, out_row + out.stride, uint16_t{0});
   }
 }
@@ -141,8 +153,9 @@ void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dt
   pack(x, chunk, interleaved, out);
   // Without vdpbf16ps, bf16 products are the float32 tiles' on activations rounded to bf16 (the
   // padding's zeros stay zeros).
-  if (kernel_dtype == KernelDType::BF16)
-    for (float& value : out.values) value = bf16_to_float(float_to_bf16(value));
+  if (kernel_dtype == KernelDType::BF16)  // the stride is whole vectors
+    for (size_t i = 0; i < out.values.size(); i += 8)
+      _mm256_storeu_ps(&out.values[i], simd::round_to_bf16(_mm256_loadu_ps(&out.values[i])));
 }
 
 void half_gemm_rows(const PackedActivations& x, const WeightView& weight, int64_t row_begin, int64_t row_end,

@@ -11,7 +11,9 @@
 // reference by about 2^-9 · Σ|x·w| / √cols, far outside it for these shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "common/error.h"
@@ -150,6 +152,35 @@ TEST(Bf16Products, KernelDTypeMismatchIsAnError) {
   EXPECT_THROW(half_gemm_rows(packed, w.view(), 0, 8, y.data(), 8), Error);
   pack_activations(x.data(), 2, w.cols, DType::BF16, packed, preferred_gemm_isa(), KernelDType::F32);
   EXPECT_THROW(half_gemm_rows(packed, w.bf16_products_view(), 0, 8, y.data(), 8), Error);
+}
+
+// The packing's vector rounding is float_to_bf16's on every kind of value: ties both ways,
+// carries into the exponent, the largest finite values, infinities, NaNs whose payload lies only
+// in the low bits, denormals, zeros of both signs.
+TEST(Bf16Products, PackingRoundsAsFloatToBf16) {
+  const std::vector<uint32_t> bits = {0x3f808000, 0x3f818000, 0x3f80ffff, 0x3fffffff, 0x7f7fffff, 0xff7fffff,
+                                      0x7f800000, 0xff800000, 0x7f800001, 0xffc00000, 0x00000001, 0x807fffff,
+                                      0x00000000, 0x80000000, 0x3f7fffff, 0x40490fdb, 0xc0490fdb};
+  std::vector<float> x(bits.size());
+  std::memcpy(x.data(), bits.data(), bits.size() * sizeof(float));
+  const int64_t cols = static_cast<int64_t>(x.size());
+  for (const GemmIsa isa : {GemmIsa::Avx512Bf16, GemmIsa::Avx512, GemmIsa::Avx2}) {
+    if (!gemm_isa_supported(isa)) continue;
+    PackedActivations packed;
+    pack_activations(x.data(), 1, cols, DType::BF16, packed, isa, KernelDType::BF16);
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint16_t want = float_to_bf16(x[c]);
+      if (!packed.bf16_values.empty() && isa == GemmIsa::Avx512Bf16) {
+        EXPECT_EQ(packed.bf16_values[c], want) << gemm_isa_name(isa) << " column " << c;
+        continue;
+      }
+      // The float32 tiles' order permutes columns within a chunk: find this value among them.
+      const float rounded = bf16_to_float(want);
+      const auto same = [&](float v) { return std::memcmp(&v, &rounded, sizeof v) == 0; };
+      EXPECT_TRUE(std::any_of(packed.values.begin(), packed.values.end(), same))
+          << gemm_isa_name(isa) << " column " << c << " (" << std::hex << bits[c] << ")";
+    }
+  }
 }
 
 TEST(KernelDType, ParsesItsTwoNames) {
