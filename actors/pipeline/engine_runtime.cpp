@@ -62,6 +62,7 @@ std::unique_ptr<Model> load_model(const ServeOptions& options, const std::string
   mo.expert_placement_file = options.expert_placement;
   mo.quantization = parse_quantization(options.quantization);
   mo.quantization_group_size = options.quantization_group_size;
+  mo.kernel_dtype = parse_kernel_dtype(options.kernel_dtype);
   // The files are read front to back first, with progress, so that the load, which copies the
   // half-precision weights into the GEMM's tiled order, reads them from memory.
   int last_percent = -1;
@@ -74,7 +75,8 @@ std::unique_ptr<Model> load_model(const ServeOptions& options, const std::string
   auto model = moe::load_model(model_dir, mo);
   // Read now, so a bad MOE_GEMM_ISA stops the start instead of failing every request.
   if (mo.device == Device::Cpu)
-    spdlog::info("kernels: {} tiles, {} threads", gemm_isa_name(preferred_gemm_isa()), kernel_threads());
+    spdlog::info("kernels: {} tiles, {} products, {} threads", gemm_isa_name(preferred_gemm_isa()),
+                 kernel_dtype_name(mo.kernel_dtype), kernel_threads());
   return model;
 }
 

@@ -19,6 +19,7 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"moe_runner_backend", options.moe_runner_backend},
       {"quantization", options.quantization},
       {"quantization_group_size", options.quantization_group_size},
+      {"kernel_dtype", options.kernel_dtype},
       {"ep_size", options.ep_size},
       {"expert_placement", options.expert_placement},
       {"max_running_requests", options.max_running_requests},

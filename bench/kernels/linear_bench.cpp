@@ -1,6 +1,8 @@
 // linear() on the benchmark model's projection shapes for 1 to 512 tokens: the half-precision
 // GEMM (bf16 and f16 weights) and the quantized one (int8 with a scale per row, int4 with one per
-// 128 columns) beside Eigen's float32 GEMM of the same shape, the compute ceiling.
+// 128 columns) beside Eigen's float32 GEMM of the same shape, the compute ceiling; bf16 weights
+// also with bf16 products (kernel:1, --kernel-dtype bf16: vdpbf16ps where the CPU has AVX-512 BF16,
+// the float32 tiles on rounded activations under MOE_GEMM_ISA=avx512 or avx2), each beside kernel:0.
 // Run with MOE_NUM_THREADS=1 for one core's figures; the GFLOP/s counter is per wall second. The
 // weights (1–4 MB) stay in the last-level cache between iterations, so the 1-token rows overstate
 // a memory-bound GEMV (BM_LmHead in bench_layers streams its weights from memory).
@@ -11,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -65,11 +68,13 @@ const BenchWeights& bench_weights(int64_t rows, int64_t cols) {
   return made.try_emplace({rows, cols}, rows, cols).first->second;
 }
 
-// args: tokens, rows (output features), cols (input features), dtype (DType's value).
+// args: tokens, rows (output features), cols (input features), dtype (DType's value), kernel
+// (KernelDType's value).
 void BM_Linear(benchmark::State& state) {
   const int64_t tokens = state.range(0), rows = state.range(1), cols = state.range(2);
   const DType dtype = static_cast<DType>(state.range(3));
-  const WeightView w = bench_weights(rows, cols).view(dtype, rows, cols);
+  WeightView w = bench_weights(rows, cols).view(dtype, rows, cols);
+  w.kernel_dtype = static_cast<KernelDType>(state.range(4));
   std::mt19937 rng(5);
   std::normal_distribution<float> normal;
   std::vector<float> x(static_cast<size_t>(tokens * cols)), y(static_cast<size_t>(tokens * rows));
@@ -80,15 +85,18 @@ void BM_Linear(benchmark::State& state) {
   }
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(tokens * rows * cols) * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(dtype_name(dtype));
+  state.SetLabel(std::string(dtype_name(dtype)) + " " + kernel_dtype_name(w.kernel_dtype));
 }
 
 void linear_shapes(benchmark::internal::Benchmark* bench) {
-  bench->ArgNames({"T", "rows", "cols", "dtype"});
+  bench->ArgNames({"T", "rows", "cols", "dtype", "kernel"});
+  const auto f32 = static_cast<int64_t>(KernelDType::F32), bf16 = static_cast<int64_t>(KernelDType::BF16);
   for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1024, 1024}, {512, 1024}})
     for (const DType dtype : {DType::BF16, DType::F16, DType::Q8, DType::Q4, DType::F32})
-      for (const int64_t tokens : {1, 2, 4, 8, 16, 32, 64, 128, 512})
-        bench->Args({tokens, rows, cols, static_cast<int64_t>(dtype)});
+      for (const int64_t tokens : {1, 2, 4, 8, 16, 32, 64, 128, 512}) {
+        bench->Args({tokens, rows, cols, static_cast<int64_t>(dtype), f32});
+        if (dtype == DType::BF16) bench->Args({tokens, rows, cols, static_cast<int64_t>(dtype), bf16});
+      }
 }
 BENCHMARK(BM_Linear)->Apply(linear_shapes)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime();
 

@@ -2,9 +2,13 @@
 // Qwen3-MoE, hidden 1024, 12 layers, 64 experts, top-8, expert width 512, vocab 151936, bf16).
 // Set MOE_BENCH_MODEL to a checkpoint made by moe-make-checkpoint to skip writing one per run, and
 // MOE_BENCH_QUANTIZATION to int8 or int4 to run the model quantized at load (--quantization).
+// Each benchmark runs with float32 products (kernel:0) and bf16 products (kernel:1, --kernel-dtype
+// bf16), two models loaded side by side in the one process; --benchmark_enable_random_interleaving
+// alternates their repetitions.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 
 #include "model/model.h"
@@ -17,19 +21,22 @@ constexpr int kContext = 128;  // tokens already in each sequence's KV before th
 
 ForwardBatch make_batch(int sequences, int new_tokens);
 
-// Loaded once, then warmed by a 512-token prefill: it routes to every expert, so every weight page
-// of the memory-mapped checkpoint is faulted in before anything is timed.
-Model& bench_model() {
-  static std::unique_ptr<Model> model = [] {
+// Loaded once per kernel dtype (KernelDType's value), then warmed by a 512-token prefill: it routes
+// to every expert, so every weight page of the memory-mapped checkpoint is faulted in before
+// anything is timed.
+Model& bench_model(int64_t kernel_dtype) {
+  static std::unique_ptr<Model> models[2];
+  std::unique_ptr<Model>& model = models[kernel_dtype];
+  if (!model) {
     ModelOptions options;
     const char* quantization = std::getenv("MOE_BENCH_QUANTIZATION");
     options.quantization = parse_quantization(quantization ? quantization : "");
-    std::unique_ptr<Model> loaded = Model::load(bench::benchmark_checkpoint(), options);
-    KvCache kv = loaded->make_kv_cache(kContext + 512);
+    options.kernel_dtype = static_cast<KernelDType>(kernel_dtype);
+    model = Model::load(bench::benchmark_checkpoint(), options);
+    KvCache kv = model->make_kv_cache(kContext + 512);
     std::vector<float> logits;
-    loaded->forward(make_batch(1, 512), kv, logits);
-    return loaded;
-  }();
+    model->forward(make_batch(1, 512), kv, logits);
+  }
   return *model;
 }
 
@@ -47,7 +54,7 @@ ForwardBatch make_batch(int sequences, int new_tokens) {
 
 void BM_DecodeStep(benchmark::State& state) {
   const int sequences = static_cast<int>(state.range(0));
-  Model& model = bench_model();
+  Model& model = bench_model(state.range(1));
   KvCache kv = model.make_kv_cache(static_cast<int64_t>(sequences) * (kContext + 1));
   const ForwardBatch batch = make_batch(sequences, 1);
   std::vector<float> logits;
@@ -55,18 +62,26 @@ void BM_DecodeStep(benchmark::State& state) {
   for (auto _ : state) model.forward(batch, kv, logits);
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(sequences), benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_DecodeStep)->ArgName("batch")->Arg(1)->Arg(8)->Arg(32)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+// Both kernel dtypes of each shape, float32 first.
+void with_kernel_dtypes(benchmark::internal::Benchmark* bench, const char* name, std::initializer_list<int64_t> sizes) {
+  bench->ArgNames({name, "kernel"});
+  for (const int64_t size : sizes)
+    for (const KernelDType kernel_dtype : {KernelDType::F32, KernelDType::BF16})
+      bench->Args({size, static_cast<int64_t>(kernel_dtype)});
+}
+
+BENCHMARK(BM_DecodeStep)->Apply([](auto* b) { with_kernel_dtypes(b, "batch", {1, 8, 32}); })->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
 void BM_Prefill(benchmark::State& state) {
   const int tokens = static_cast<int>(state.range(0));
-  Model& model = bench_model();
+  Model& model = bench_model(state.range(1));
   KvCache kv = model.make_kv_cache(kContext + tokens);
   const ForwardBatch batch = make_batch(1, tokens);
   std::vector<float> logits;
   for (auto _ : state) model.forward(batch, kv, logits);
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_Prefill)->ArgName("tokens")->Arg(512)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK(BM_Prefill)->Apply([](auto* b) { with_kernel_dtypes(b, "tokens", {512}); })->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
 }  // namespace
 }  // namespace moe

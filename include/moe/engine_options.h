@@ -15,6 +15,7 @@ struct EngineOptions : EngineSettings {
   std::string moe_runner_backend = "auto";
   std::string quantization = "none";       // none | int8 | int4: projections quantized at load
   int64_t quantization_group_size = 128;   // int4: input columns per scale
+  std::string kernel_dtype = "float32";    // float32 | bf16: the CPU GEMMs' products (bf16 checkpoints)
   std::string device = "cpu";  // cpu | cuda (a build with the CUDA backend)
   bool disable_cuda_graph = false;  // cuda: run decode steps uncaptured (SGLang's --disable-cuda-graph)
   std::string zmq_endpoint;    // also serve ZeroMQ clients here; empty = only this process

@@ -21,7 +21,7 @@ namespace po = boost::program_options;
 
 struct GenerateArgs {
   std::string model_path, tokenizer_path, prompt, prompt_ids, backend = "auto", device = "cpu", placement, stop_ids;
-  std::string quantization = "none";
+  std::string quantization = "none", kernel_dtype = "float32";
   int max_new_tokens = 16, ep_size = 1;
   int64_t chunk = 0, group_size = 128;
   uint64_t seed = 0;
@@ -68,6 +68,8 @@ int run_generate(int argc, char** argv) {
       ("disable-cuda-graph", po::bool_switch(&a.disable_cuda_graph), "cuda: no CUDA graphs for decode steps")
       ("quantization", po::value(&a.quantization)->default_value("none"), "none | int8 | int4 (at load)")
       ("quantization-group-size", po::value(&a.group_size)->default_value(128), "int4: input columns per scale")
+      ("kernel-dtype", po::value(&a.kernel_dtype)->default_value("float32"),
+       "float32 | bf16: GEMM products of bf16-rounded activations (bf16 checkpoints, CPU)")
       ("ep-size", po::value(&a.ep_size)->default_value(1), "expert-parallel shards")
       ("expert-placement", po::value(&a.placement), "JSON file of device_expert_mapping")
       ("json", po::bool_switch(&a.json), "print one JSON object");
@@ -101,6 +103,7 @@ int run_generate(int argc, char** argv) {
   mo.expert_placement_file = a.placement;
   mo.quantization = parse_quantization(a.quantization);
   mo.quantization_group_size = a.group_size;
+  mo.kernel_dtype = parse_kernel_dtype(a.kernel_dtype);
   EngineCoreOptions options;
   options.settings.chunked_prefill_size = a.chunk;
   options.settings.enable_return_routed_experts = a.routed;

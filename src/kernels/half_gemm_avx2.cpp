@@ -94,7 +94,7 @@ namespace {
 
 template <class Weights>
 constexpr TileSet kTileSet = {Vec::kChunk, Weights::kInterleaved, kMaxTokens, {0, 4, 4},
-                              TileTable<Tiles<Vec, Weights>, kMaxRows, kMinTokens, kMaxTokens>::at};
+                              TileTable<Tiles<Vec, WidenedStep<Vec, Weights>>, kMaxRows, kMinTokens, kMaxTokens>::at};
 
 template <class Values>
 constexpr QuantizedTileSet kQuantizedTileSet = {

@@ -23,19 +23,10 @@
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
 #endif
 
+#include "kernels/half_gemm_avx512_vec.inc"
+
 namespace moe::half_gemm_kernels {
 namespace {
-
-// Tile shapes: 1..6 tokens by as many rows as the 32 zmm registers hold (accumulators, widened
-// weight vectors, an activation vector and the bf16 mask), in heights that stay inside the tiled
-// weights' row groups: 8 rows for 1 or 2 tokens, 4 for 3..6. Few tokens mean little arithmetic
-// per weight byte; more rows per tile keep more weight lines in flight from memory and reuse each
-// activation vector more.
-constexpr int kMaxRows = 8;
-constexpr int kMinTokens = 1;
-constexpr int kMaxTokens = 6;
-static_assert(kMaxTokens <= kMaxTileTokens, "TileSet::rows_for_tokens covers every group size");
-static_assert(kRowBlock % 8 == 0, "row blocks hold whole tiles");
 
 // bf16 widened without a shuffle, as in the AVX2 kernels: lane i of a 32-value load holds values
 // 2i (low half) and 2i + 1 (high half); a shift makes the first a float32, a mask the second.
@@ -84,24 +75,6 @@ struct Q4Values {
   }
 };
 
-// AVX-512's vectors: 16 floats, 32 half-precision columns a step.
-struct Vec {
-  using type = __m512;
-  static constexpr int64_t kChunk = 32;
-  static constexpr int64_t kLanes = 16;
-  static __m512 zero() { return _mm512_setzero_ps(); }
-  static __m512 load(const float* p) { return _mm512_loadu_ps(p); }
-  static __m512 fma(__m512 a, __m512 b, __m512 acc) { return _mm512_fmadd_ps(a, b, acc); }
-  static float sum(__m512 v) { return _mm512_reduce_add_ps(v); }
-  // The 16 lanes of v folded to 8.
-  static __m256 fold(__m512 v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
-  // [Σa, Σb, Σc, Σd]: each folded to 8 lanes, then three horizontal adds.
-  static __m128 sums4(__m512 a, __m512 b, __m512 c, __m512 d) {
-    const __m256 sums = _mm256_hadd_ps(_mm256_hadd_ps(fold(a), fold(b)), _mm256_hadd_ps(fold(c), fold(d)));
-    return _mm_add_ps(_mm256_castps256_ps128(sums), _mm256_extractf128_ps(sums, 1));
-  }
-};
-
 }  // namespace
 }  // namespace moe::half_gemm_kernels
 
@@ -113,7 +86,7 @@ namespace {
 
 template <class Weights>
 constexpr TileSet kTileSet = {Vec::kChunk, Weights::kInterleaved, kMaxTokens, {0, 8, 8, 4, 4, 4, 4},
-                              TileTable<Tiles<Vec, Weights>, kMaxRows, kMinTokens, kMaxTokens>::at};
+                              TileTable<Tiles<Vec, WidenedStep<Vec, Weights>>, kMaxRows, kMinTokens, kMaxTokens>::at};
 
 template <class Values>
 constexpr QuantizedTileSet kQuantizedTileSet = {

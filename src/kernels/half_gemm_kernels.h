@@ -58,6 +58,17 @@ struct QuantizedTileSet {
   QuantizedTileFn (*tile)(int rows, int tokens);
 };
 
+// The vdpbf16ps tiles (KernelDType::BF16 on AVX-512 BF16): as TileFn, but x is bf16 activations in
+// column order (whole 32-column chunks).
+using Bf16DotTileFn = void (*)(const uint16_t* w, int64_t group_stride, const uint16_t* x, int64_t x_stride,
+                               int64_t cols, float* y, int64_t out_stride);
+
+struct Bf16DotTileSet {
+  int max_tokens;
+  int rows_for_tokens[kMaxTileTokens + 1];  // as TileSet's
+  Bf16DotTileFn (*tile)(int rows, int tokens);
+};
+
 // Every tile shape of a kernel family, rows 1..MaxRows (so row remainders have their own) by
 // tokens MinTokens..MaxTokens, built at compile time from the family's
 // `template <int R, int T> static void tile(...)`, which must match Fn.
@@ -84,6 +95,7 @@ const TileSet& avx2_tiles(DType dtype);
 const TileSet& avx512_tiles(DType dtype);
 const QuantizedTileSet& avx2_quantized_tiles(DType dtype);
 const QuantizedTileSet& avx512_quantized_tiles(DType dtype);
+const Bf16DotTileSet& avx512_bf16_dot_tiles();
 
 // Tokens whose packed activations stay in L2/L3 while every row block passes over them (a prefill
 // of thousands of tokens would otherwise stream them from memory once per row block).

@@ -54,7 +54,7 @@ void linear_rows(const float* x, int64_t num_tokens, const WeightView& weight, i
   // are packed once by the calling thread for every chunk; `packed` names each thread's own
   // buffer, so the chunks reach this one through a reference.
   thread_local PackedActivations packed;
-  pack_activations(x, num_tokens, weight.cols, weight.dtype, packed);
+  pack_activations(x, num_tokens, weight.cols, weight.dtype, packed, preferred_gemm_isa(), weight.kernel_dtype);
   const PackedActivations& activations = packed;
   const auto gemm_rows = quantized::is_quantized(weight.dtype) ? quantized_gemm_rows : half_gemm_rows;
   parallel_for(out_cols, chunk_rows, [&](int64_t begin, int64_t end) {

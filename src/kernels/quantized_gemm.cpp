@@ -17,9 +17,9 @@ void quantized_gemm_rows(const PackedActivations& x, const WeightView& weight, i
   if (weight.layout != WeightLayout::Tiled || !weight.scales || weight.group_size % quantized::kChunkCols != 0)
     throw Error("quantized_gemm_rows: the weights must be tiled with scales (quantized::tile_into)");
   if (x.num_tokens == 0) return;
-  const half_gemm_kernels::QuantizedTileSet& tiles = x.isa == GemmIsa::Avx512
-                                                         ? half_gemm_kernels::avx512_quantized_tiles(weight.dtype)
-                                                         : half_gemm_kernels::avx2_quantized_tiles(weight.dtype);
+  const half_gemm_kernels::QuantizedTileSet& tiles = x.isa == GemmIsa::Avx2
+                                                         ? half_gemm_kernels::avx2_quantized_tiles(weight.dtype)
+                                                         : half_gemm_kernels::avx512_quantized_tiles(weight.dtype);
   const auto* values = static_cast<const uint8_t*>(weight.data);
   const int64_t group_stride = quantized::group_stride_bytes(weight.dtype, weight.cols);
   const int64_t scale_stride = quantized::num_groups(weight.cols, weight.group_size);

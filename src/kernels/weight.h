@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernel_dtype.h"
+
 namespace moe {
 
 // I32 is only a checkpoint tensor's element type (GPTQ's packed integers), never a matrix's.
@@ -29,6 +31,7 @@ struct WeightView {
   WeightLayout layout = WeightLayout::RowMajor;
   const float* scales = nullptr;  // Q8/Q4 only: [rows, groups], row-major
   int64_t group_size = 0;         // Q8/Q4 only: columns sharing a scale
+  KernelDType kernel_dtype = KernelDType::F32;  // BF16 (bf16 weights only): linear() multiplies in bf16
 
   bool empty() const { return data == nullptr; }
   // Row r widened to float32 into out[cols], in either layout.

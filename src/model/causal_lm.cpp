@@ -41,7 +41,8 @@ class CausalLm final : public Model {
   CausalLm(const std::string& dir, const ModelOptions& options)
       : config_(load_model_config(dir)),
         checkpoint_(Checkpoint::open(
-            dir, projection_format(config_.gptq, options.quantization, options.quantization_group_size))),
+            dir, projection_format(config_.gptq, options.quantization, options.quantization_group_size,
+                                   options.kernel_dtype))),
         layers_range_(options.layers.value_or(LayerRange{0, config_.num_hidden_layers})),
         moe_range_(moe_layers_of(config_.moe_layer_ids, layers_range_)) {
     if (layers_range_.begin < 0 || layers_range_.end > config_.num_hidden_layers || layers_range_.size() < 1)

@@ -15,6 +15,7 @@
 #include "moe/moe_runner.h"
 #include "moe/routing_capture.h"
 #include "model/quantization.h"
+#include "kernels/kernel_dtype.h"
 
 namespace moe {
 
@@ -32,6 +33,9 @@ struct ModelOptions {
   bool cuda_graphs = true;              // Device::Cuda: replay decode steps as CUDA graphs
   Quantization quantization = Quantization::None;  // projections quantized at load (float checkpoints)
   int64_t quantization_group_size = 128;           // int4 at load: input columns per scale
+  // The GEMMs' products (kernels/kernel_dtype.h): BF16 rounds activations to bf16, for bf16
+  // checkpoints on the CPU only.
+  KernelDType kernel_dtype = KernelDType::F32;
   // A pipeline stage: only these decoder layers (plus the embedding for the first stage, the final
   // norm and lm_head for the last) are loaded. None = the whole model.
   std::optional<LayerRange> layers;

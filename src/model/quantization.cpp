@@ -52,12 +52,18 @@ std::optional<GptqConfig> read_gptq_config(const nlohmann::json& config, const s
   return gptq;
 }
 
-ProjectionFormat projection_format(const std::optional<GptqConfig>& gptq, Quantization at_load, int64_t group_size) {
+ProjectionFormat projection_format(const std::optional<GptqConfig>& gptq, Quantization at_load, int64_t group_size,
+                                   KernelDType kernel_dtype) {
   if (gptq && at_load != Quantization::None)
     throw Error(std::string("--quantization ") + quantization_name(at_load) +
                 " quantizes bf16/f16/f32 checkpoints at load; this checkpoint is GPTQ already (leave the flag out)");
   if (group_size <= 0) throw Error("--quantization-group-size must be positive, got " + std::to_string(group_size));
-  return {at_load, group_size, gptq};
+  if (kernel_dtype == KernelDType::BF16 && at_load != Quantization::None)
+    throw Error(std::string("--kernel-dtype bf16 multiplies bf16 weights; it cannot run a model quantized by --quantization ") +
+                quantization_name(at_load) + " (use one or the other)");
+  if (kernel_dtype == KernelDType::BF16 && gptq)
+    throw Error("--kernel-dtype bf16 multiplies bf16 weights; this checkpoint is GPTQ-quantized (leave the flag out)");
+  return {at_load, group_size, gptq, kernel_dtype};
 }
 
 }  // namespace moe

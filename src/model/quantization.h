@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "kernels/kernel_dtype.h"
+
 namespace moe {
 
 // What `--quantization` asks for.
@@ -33,10 +35,14 @@ struct ProjectionFormat {
   Quantization at_load = Quantization::None;
   int64_t group_size = 128;         // int4 at load: input columns per scale
   std::optional<GptqConfig> gptq;   // the checkpoint is GPTQ
+  // The precision linear() multiplies bf16 matrices in; BF16 needs every matrix to be bf16.
+  KernelDType kernel_dtype = KernelDType::F32;
 };
 
-// The format for a model of config.json's `gptq` served with `at_load`: quantizing at load is for
-// float checkpoints, so asking for it on a GPTQ one is a moe::Error.
-ProjectionFormat projection_format(const std::optional<GptqConfig>& gptq, Quantization at_load, int64_t group_size);
+// The format for a model of config.json's `gptq` served with `at_load` and `kernel_dtype`:
+// quantizing at load is for float checkpoints, so asking for it on a GPTQ one is a moe::Error, as
+// is bf16 products with either kind of quantization (they multiply bf16 weights, not integers).
+ProjectionFormat projection_format(const std::optional<GptqConfig>& gptq, Quantization at_load, int64_t group_size,
+                                   KernelDType kernel_dtype = KernelDType::F32);
 
 }  // namespace moe

@@ -223,6 +223,9 @@ const TensorInfo& Checkpoint::float_tensor(const std::string& name, const std::v
 
 WeightView Checkpoint::matrix(const std::string& name, int64_t rows, int64_t cols) const {
   const TensorInfo& t = float_tensor(name, {rows, cols});
+  if (format_.kernel_dtype == KernelDType::BF16 && t.dtype != DType::BF16)
+    throw Error(*t.file + ": tensor '" + name + "' is " + dtype_name(t.dtype) +
+                "; --kernel-dtype bf16 multiplies bf16 checkpoints only (use --kernel-dtype float32)");
   const WeightView row_major{t.data, t.dtype, rows, cols};
   if (t.dtype == DType::F32) return row_major;
   std::lock_guard lock(tiled_->mutex);
@@ -232,7 +235,9 @@ WeightView Checkpoint::matrix(const std::string& name, int64_t rows, int64_t col
     // The kernels read the copy; the file's pages need not stay in this process's resident set.
     drop_mapped_pages(t.data, static_cast<size_t>(rows * cols) * dtype_size(t.dtype));
   }
-  return it->second;
+  WeightView tiled = it->second;
+  tiled.kernel_dtype = format_.kernel_dtype;
+  return tiled;
 }
 
 VectorParam Checkpoint::vector(const std::string& name, int64_t n) const { return floats(name, {n}); }

@@ -135,6 +135,17 @@ def golden_generate(case, max_new_tokens, **extra):
     return body
 
 
+def golden_answers(server, golden, max_new_tokens=6):
+    """(output ids, routing rows) of every golden case, greedy."""
+    out = []
+    for case in golden["cases"]:
+        reply = server.post("/generate", golden_generate(case, max_new_tokens))
+        reply.raise_for_status()
+        body = reply.json()
+        out.append((body["output_ids"], decode_routed_experts(body["meta_info"]).tolist()))
+    return out
+
+
 def expect_golden(test, case, output_ids, experts, max_new_tokens):
     """Golden ids and routing rows (numpy or lists), near ties excepted."""
     sp.expect_golden(test, case, output_ids, np.asarray(experts).tolist(), max_new_tokens)

@@ -12,22 +12,11 @@ import requests
 import http_harness as hh
 
 
-def answers(server, golden, max_new_tokens=6):
-    """(output ids, routing rows) of every golden case, greedy."""
-    out = []
-    for case in golden["cases"]:
-        reply = server.post("/generate", hh.golden_generate(case, max_new_tokens))
-        reply.raise_for_status()
-        body = reply.json()
-        out.append((body["output_ids"], hh.decode_routed_experts(body["meta_info"]).tolist()))
-    return out
-
-
 class QuantizedInt4Server(hh.ServerTest):
     extra_flags = ("--quantization", "int4", "--quantization-group-size", "32")
 
     def test_every_prompt_answered_with_routing_the_same_after_a_weight_update(self):
-        first = answers(self.server, self.golden)
+        first = hh.golden_answers(self.server, self.golden)
         for case, (ids, rows) in zip(self.golden["cases"], first):
             self.assertEqual(len(ids), 6)
             self.assertEqual(len(rows), len(case["prompt_ids"]) + 6 - 1)
@@ -35,7 +24,7 @@ class QuantizedInt4Server(hh.ServerTest):
         updated = self.server.post("/update_weights_from_disk", {"model_path": hh.sp.MODEL, "weight_version": "again"})
         self.assertTrue(updated.json()["success"], updated.text)
         self.server.post("/flush_cache", None).raise_for_status()
-        self.assertEqual(answers(self.server, self.golden), first)
+        self.assertEqual(hh.golden_answers(self.server, self.golden), first)
 
     def test_server_info_reports_the_quantization(self):
         info = requests.get(self.server.url + "/get_server_info", timeout=60).json()

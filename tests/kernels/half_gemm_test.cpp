@@ -6,52 +6,21 @@
 #include "kernels/half_gemm.h"
 
 #include <gtest/gtest.h>
-#include <immintrin.h>
 
 #include <cstdlib>
-#include <random>
 #include <vector>
 
 #include "common/error.h"
 #include "kernels/reference.h"
-#include "kernels/weight_tiling.h"
+#include "kernels/half_matrix.h"
 
 namespace moe {
 namespace {
 
+using test::HalfMatrix;
+using test::random_activations;
+
 constexpr float kSentinel = -12345.0f;
-
-// A weight matrix in one half-precision dtype, tiled; `spare` more elements past the tiled matrix
-// hold NaN, which a kernel reading past its end would pick up.
-struct HalfMatrix {
-  DType dtype;
-  int64_t rows, cols;
-  std::vector<uint16_t> bits;  // row-major
-  std::vector<uint16_t> tiled;
-
-  HalfMatrix(DType dtype_, int64_t rows_, int64_t cols_, uint32_t seed, int64_t spare = 0)
-      : dtype(dtype_), rows(rows_), cols(cols_) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    for (int64_t i = 0; i < rows * cols; ++i) {
-      const float v = dist(rng);
-      bits.push_back(dtype == DType::BF16 ? float_to_bf16(v) : _cvtss_sh(v, 0));
-    }
-    const uint16_t nan = dtype == DType::BF16 ? 0x7FC0 : 0x7E00;
-    tiled.assign(static_cast<size_t>(weight_tiling::tiled_elements(rows, cols) + spare), nan);
-    weight_tiling::tile_into(row_major(), tiled.data());
-  }
-  WeightView row_major() const { return WeightView{bits.data(), dtype, rows, cols}; }
-  WeightView view() const { return WeightView{tiled.data(), dtype, rows, cols, WeightLayout::Tiled}; }
-};
-
-std::vector<float> random_activations(int64_t tokens, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  std::vector<float> x(static_cast<size_t>(tokens * cols));
-  for (float& v : x) v = normal(rng);
-  return x;
-}
 
 // Runs half_gemm_rows for rows [row_begin, row_end) into columns [y_offset, y_offset + rows) of a
 // y whose row stride is out_stride, and checks every computed value against reference::linear_rows
@@ -143,7 +112,10 @@ TEST(HalfGemm, DoesNotReadPastTheLastRow) {
 // Unless MOE_GEMM_ISA says otherwise, the kernels are the widest this CPU runs.
 TEST(HalfGemm, PrefersTheWidestSupportedInstructionSet) {
   if (std::getenv("MOE_GEMM_ISA")) GTEST_SKIP() << "MOE_GEMM_ISA chooses the instruction set";
-  EXPECT_EQ(preferred_gemm_isa(), gemm_isa_supported(GemmIsa::Avx512) ? GemmIsa::Avx512 : GemmIsa::Avx2);
+  const GemmIsa widest = gemm_isa_supported(GemmIsa::Avx512Bf16) ? GemmIsa::Avx512Bf16
+                         : gemm_isa_supported(GemmIsa::Avx512)   ? GemmIsa::Avx512
+                                                                 : GemmIsa::Avx2;
+  EXPECT_EQ(preferred_gemm_isa(), widest);
 }
 
 TEST(HalfGemm, NoTokensWritesNothing) {

@@ -178,26 +178,11 @@ class QuantizedModelTest : public ::testing::TestWithParam<std::string> {
                  [](nlohmann::json& c) { c["tie_word_embeddings"] = false; });
   }
 
-  // Every golden prompt's last-token logits, all prompts in one forward.
-  std::vector<float> prompt_logits(Model& model) const {
-    ForwardBatch batch;
-    int32_t next_slot = 0;
-    for (const GoldenCase& c : golden_.cases) {
-      std::vector<int32_t> slots;
-      for (size_t i = 0; i < c.prompt_ids.size(); ++i) slots.push_back(next_slot++);
-      batch.add_sequence(c.prompt_ids, slots, true);
-    }
-    KvCache kv = model.make_kv_cache(next_slot);
-    std::vector<float> logits;
-    model.forward(batch, kv, logits);
-    return logits;
-  }
-
   // Same logits within float32 rounding; same greedy ids, logprobs and routing rows.
   void expect_same_model(const std::string& label, const std::function<std::unique_ptr<Model>()>& load_quantized,
                          const std::string& float_dir) const {
     std::unique_ptr<Model> quantized = load_quantized(), reference = Model::load(float_dir);
-    const std::vector<float> got = prompt_logits(*quantized), want = prompt_logits(*reference);
+    const std::vector<float> got = prompt_logits(*quantized, golden_), want = prompt_logits(*reference, golden_);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i)
       ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::abs(want[i])) << label << " logit " << i;

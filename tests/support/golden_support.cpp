@@ -25,6 +25,7 @@ Golden load_golden(const std::string& fixture) {
     gc.routed_experts = c.at("routed_experts").get<decltype(gc.routed_experts)>();
     gc.routed_weights = c.at("routed_weights").get<decltype(gc.routed_weights)>();
     gc.router_min_gap = c.at("router_min_gap").get<std::vector<float>>();
+    gc.greedy_margin = c.at("greedy_margin").get<std::vector<float>>();
     g.cases.push_back(std::move(gc));
   }
   return g;
@@ -138,11 +139,12 @@ std::vector<JoinedOutput> run_engine(std::unique_ptr<Model> model, const std::ve
 namespace {
 
 // Expert `id` sits at rank j in ours; the golden rank j holds another expert. That is a legitimate
-// reordering only if the golden puts `id` at an adjacent rank with a weight within 1e-4.
-bool near_tie_swap(const std::vector<int32_t>& golden_ids, const std::vector<float>& golden_w, size_t j, int32_t id) {
+// reordering only if the golden puts `id` at an adjacent rank with a weight within weight_gap.
+bool near_tie_swap(const std::vector<int32_t>& golden_ids, const std::vector<float>& golden_w, size_t j, int32_t id,
+                   float weight_gap) {
   for (size_t other : {j - 1, j + 1}) {
     if (other >= golden_ids.size()) continue;
-    if (golden_ids[other] == id && std::fabs(golden_w[other] - golden_w[j]) < 1e-4f) return true;
+    if (golden_ids[other] == id && std::fabs(golden_w[other] - golden_w[j]) < weight_gap) return true;
   }
   return false;
 }
@@ -150,7 +152,7 @@ bool near_tie_swap(const std::vector<int32_t>& golden_ids, const std::vector<flo
 }  // namespace
 
 void expect_routing_matches_golden(const Golden& golden, const GoldenCase& c, const std::vector<int32_t>& rows,
-                                   int64_t expected_rows) {
+                                   int64_t expected_rows, const NearTie& near_tie) {
   const int L = golden.num_moe_layers, K = golden.top_k;
   ASSERT_EQ(static_cast<int64_t>(rows.size()), expected_rows * L * K);
   for (int64_t pos = 0; pos < expected_rows; ++pos) {
@@ -161,8 +163,8 @@ void expect_routing_matches_golden(const Golden& golden, const GoldenCase& c, co
         const int32_t got = rows[(pos * L + l) * K + k];
         if (got == want[k]) continue;
         // The k-th/(k+1)-th boundary is a near-tie: the last expert may legitimately differ.
-        if (k == K - 1 && c.router_min_gap[pos] < 1e-3f) continue;
-        EXPECT_TRUE(near_tie_swap(want, want_w, static_cast<size_t>(k), got))
+        if (k == K - 1 && c.router_min_gap[pos] < near_tie.router_gap) continue;
+        EXPECT_TRUE(near_tie_swap(want, want_w, static_cast<size_t>(k), got, near_tie.weight_gap))
             << "position " << pos << " layer " << l << " rank " << k << ": got expert " << got << ", golden "
             << want[k];
       }
@@ -179,6 +181,20 @@ void expect_matches_golden(const Golden& golden, const GoldenCase& c, const Join
     EXPECT_NEAR(result.logprobs[i], c.output_logprobs[i], 1e-3) << "logprob of output " << i;
   ASSERT_EQ(result.num_rows, expected_rows);
   expect_routing_matches_golden(golden, c, result.rows, expected_rows);
+}
+
+std::vector<float> prompt_logits(Model& model, const Golden& golden) {
+  ForwardBatch batch;
+  int32_t next_slot = 0;
+  for (const GoldenCase& c : golden.cases) {
+    std::vector<int32_t> slots;
+    for (size_t i = 0; i < c.prompt_ids.size(); ++i) slots.push_back(next_slot++);
+    batch.add_sequence(c.prompt_ids, slots, true);
+  }
+  KvCache kv = model.make_kv_cache(next_slot);
+  std::vector<float> logits;
+  model.forward(batch, kv, logits);
+  return logits;
 }
 
 void expect_batch_matches_golden(const Golden& golden, std::unique_ptr<Model> model, const std::string& label,

@@ -24,6 +24,7 @@ struct GoldenCase {
   std::vector<std::vector<std::vector<int32_t>>> routed_experts;  // [pos][layer][k]
   std::vector<std::vector<std::vector<float>>> routed_weights;
   std::vector<float> router_min_gap;                               // [pos]
+  std::vector<float> greedy_margin;                                // [output]: top1 - top2 logit
 };
 
 struct Golden {
@@ -74,15 +75,26 @@ std::unique_ptr<EngineCore> make_engine(std::unique_ptr<Model> model, const Engi
 std::vector<JoinedOutput> run_engine(std::unique_ptr<Model> model, const std::vector<msg::GenerateRequest>& requests,
                                      int64_t chunked_prefill_size = 0);
 
+// What the golden calls a near-tie a run may resolve the other way: a k-th/(k+1)-th boundary whose
+// router_min_gap is below router_gap, adjacent top-k weights within weight_gap. The defaults fit
+// float32 arithmetic in another order (logits move by about 1e-5).
+struct NearTie {
+  float router_gap = 1e-3f;
+  float weight_gap = 1e-4f;
+};
+
 // Checks `expected_rows` routing rows ([rows][layer][k] flattened) against golden case `c`: equal ids,
-// except where the golden marks a near-tie (router_min_gap < 1e-3 at the k-th boundary, or adjacent
-// weights within 1e-4 for the order).
+// except at near-ties.
 void expect_routing_matches_golden(const Golden& golden, const GoldenCase& c, const std::vector<int32_t>& rows,
-                                   int64_t expected_rows);
+                                   int64_t expected_rows, const NearTie& near_tie = {});
 
 // Checks ids, logprobs and `expected_rows` routing rows of `result` against golden case `c`.
 void expect_matches_golden(const Golden& golden, const GoldenCase& c, const JoinedOutput& result,
                            int64_t expected_rows, const std::string& label);
+
+// Every case's prompt in one forward of `model` (no engine): the last prompt token's logits of each,
+// [cases, vocab] in case order.
+std::vector<float> prompt_logits(Model& model, const Golden& golden);
 
 // Runs every case in one batch through an engine over `model` (steps of at most `chunk` tokens, 0 = no
 // limit; with include_last, the last generated token's row too) and checks each against its golden.

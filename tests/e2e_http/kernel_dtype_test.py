@@ -1,0 +1,64 @@
+"""moe-serve with --kernel-dtype bf16, driven over HTTP as a client would: every golden prompt is
+answered with routed experts of the right shape, the same tokens and routing on a second asking,
+and a first token equal to the golden's wherever its greedy margin is wide (bf16 products move
+greedy margins by up to 0.07; tests/model/bf16_model_test.cpp checks the model against the goldens
+in full); /get_server_info reports the flag; an unknown dtype, bf16 with --device cuda and bf16 with
+--quantization each stop the start with an error saying why.
+Usage: kernel_dtype_test.py PATH/TO/moe-serve"""
+import unittest
+
+import requests
+
+import http_harness as hh
+
+# Greedy margins above this cannot flip: bf16 products moved the fixtures' prompt margins by at
+# most 0.066 (tests/model/bf16_model_test.cpp's kLogitAllowance).
+WIDE_MARGIN = 0.15
+
+
+class Bf16Server(hh.ServerTest):
+    extra_flags = ("--kernel-dtype", "bf16")
+
+    def test_every_prompt_answered_alike_twice_with_wide_margin_tokens_as_the_golden(self):
+        first = hh.golden_answers(self.server, self.golden)
+        for case, (ids, rows) in zip(self.golden["cases"], first):
+            self.assertEqual(len(ids), 6)
+            self.assertEqual(len(rows), len(case["prompt_ids"]) + 6 - 1)
+            self.assertEqual({(len(row), len(row[0])) for row in rows},
+                             {(self.golden["num_moe_layers"], self.golden["top_k"])})
+            if case["greedy_margin"][0] > WIDE_MARGIN:
+                self.assertEqual(ids[0], case["output_ids"][0])
+        self.server.post("/flush_cache", None).raise_for_status()
+        self.assertEqual(hh.golden_answers(self.server, self.golden), first)
+
+    def test_server_info_reports_the_kernel_dtype(self):
+        info = requests.get(self.server.url + "/get_server_info", timeout=60).json()
+        self.assertEqual(info["kernel_dtype"], "bf16")
+
+
+class DefaultServerInfo(hh.ServerTest):
+    def test_server_info_reports_float32(self):
+        info = requests.get(self.server.url + "/get_server_info", timeout=60).json()
+        self.assertEqual(info["kernel_dtype"], "float32")
+
+
+class RefusedKernelDtypes(unittest.TestCase):
+    def start_error(self, *flags):
+        with self.assertRaises(RuntimeError) as failed:
+            hh.Server(extra_flags=flags, startup_timeout_s=60)
+        return str(failed.exception)
+
+    def test_unknown_kernel_dtype_stops_the_start_naming_it(self):
+        self.assertIn("--kernel-dtype 'fp16': expected float32 or bf16", self.start_error("--kernel-dtype", "fp16"))
+
+    def test_bf16_on_cuda_stops_the_start(self):
+        self.assertIn("--kernel-dtype bf16 runs on the CPU only",
+                      self.start_error("--kernel-dtype", "bf16", "--device", "cuda"))
+
+    def test_bf16_with_quantization_stops_the_start(self):
+        self.assertIn("--kernel-dtype bf16 multiplies bf16 weights",
+                      self.start_error("--kernel-dtype", "bf16", "--quantization", "int8"))
+
+
+if __name__ == "__main__":
+    hh.run_tests()
