@@ -46,7 +46,9 @@ TEST_P(WeightTilingShapes, ElementsAreWhereTheViewsReadThemAndPaddingIsZero) {
   }
   ASSERT_EQ(static_cast<int64_t>(used.size()), rows * cols) << "two elements share a place";
   for (int64_t i = 0; i < static_cast<int64_t>(tiled.storage.size()); ++i) {
-    if (!used.count(i)) ASSERT_EQ(tiled.storage[i], 0) << "padding at " << i;
+    if (!used.count(i)) {
+      ASSERT_EQ(tiled.storage[i], 0) << "padding at " << i;
+    }
   }
 }
 

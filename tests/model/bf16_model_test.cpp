@@ -96,10 +96,11 @@ TEST_P(Bf16ModelTest, GreedyIdsAndRoutingAgreeWithGoldensBeyondTheBf16Error) {
         std::mismatch(got.ids.begin(), got.ids.end(), c.output_ids.begin()).first - got.ids.begin());
     agreeing += same;
     total += c.output_ids.size();
-    if (same < c.output_ids.size())
+    if (same < c.output_ids.size()) {
       EXPECT_LT(c.greedy_margin[same], kLogitAllowance)
           << "output " << same << " is " << got.ids[same] << ", golden " << c.output_ids[same]
           << " with a margin of " << c.greedy_margin[same];
+    }
     // Rows up to the position that fed the last agreeing output (the engine returns one fewer
     // than the golden's rows).
     const int64_t rows = static_cast<int64_t>(c.prompt_ids.size() + std::min(same, c.output_ids.size() - 1));
