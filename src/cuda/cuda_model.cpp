@@ -69,6 +69,9 @@ void CudaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<floa
     throw Error("CUDA forward: the KV cache is not this model's device pool (make_kv_cache made a pool of " +
                 std::to_string(kv_pool_.num_slots) + " slots)");
   validate_forward_batch(batch, config_.vocab_size, kv.num_slots());
+  // Attention here reads every earlier position: a draft tree's nodes would see their siblings.
+  for (const BatchSequence& sequence : batch.sequences)
+    if (sequence.is_tree()) throw Error("the CUDA model cannot verify speculative draft trees yet (--device cpu can)");
   if (batch.num_tokens() == 0) {
     logits.clear();
     return;

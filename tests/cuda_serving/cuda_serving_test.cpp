@@ -10,6 +10,7 @@
 #include "cuda/device.h"
 #include "moe/client.h"
 #include "pipeline/pipeline_harness.h"
+#include "worker/load_model.h"
 
 namespace moe::testing {
 namespace {
@@ -97,6 +98,27 @@ TEST_P(CudaServing, ThreeCompletionsOfOnePrompt) {
     EXPECT_EQ(outputs[i].index, i);
     expect_golden_reply(golden_, golden_.cases[2], join_reply({outputs[i]}));
   }
+}
+
+// Draft trees need tree attention, which only the CPU model has: the start is refused naming the
+// flag, and a tree batch that reached the CUDA model anyway would be an error, never wrong tokens.
+TEST_P(CudaServing, SpeculativeDecodingIsRefused) {
+  actors::ServeOptions speculative = options();
+  speculative.speculative_algorithm = "NGRAM";
+  try {
+    actors::EngineRuntime runtime(speculative);
+    FAIL() << "a CUDA engine started with --speculative-algorithm";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--speculative-algorithm"), std::string::npos) << e.what();
+  }
+  ModelOptions cuda;
+  cuda.device = Device::Cuda;
+  const std::unique_ptr<Model> model = load_model(golden_.model_dir, cuda);
+  KvCache kv = model->make_kv_cache(16);
+  ForwardBatch tree;
+  tree.add_tree_sequence({1, 2, 3}, {0, 1, 2, 3, 4}, {-1, 0, 0}, true);
+  std::vector<float> logits;
+  EXPECT_THROW(model->forward(tree, kv, logits), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaServing, ::testing::ValuesIn(kGoldenFixtures), fixture_test_name);
