@@ -57,20 +57,22 @@ class Tally:
 
 
 class Deployment:
-    def __init__(self, moe_serve):
+    def __init__(self, moe_serve, log):
         self.moe_serve = moe_serve
+        self.log = log  # both processes' output, appended (never a pipe: nobody reads it for minutes)
         worker_port, scheduler_port = sp.free_port(), sp.free_port()
         self.client_port, self.http_port = sp.free_port(), sp.free_port()
         self.links = ["--worker-endpoint", f"tcp://127.0.0.1:{worker_port}",
                       "--scheduler-endpoint", f"tcp://127.0.0.1:{scheduler_port}"]
         self.worker = self.start_worker()
         self.front = sp.start(moe_serve, "--tokenizer-path", sp.TOKENIZER, *self.links, "--port", str(self.http_port),
-                              "--zmq-endpoint", f"tcp://127.0.0.1:{self.client_port}", "--worker-timeout-ms", "2000")
+                              "--zmq-endpoint", f"tcp://127.0.0.1:{self.client_port}", "--worker-timeout-ms", "2000",
+                              log=self.log)
         self.url = f"http://127.0.0.1:{self.http_port}"
         self.wait_healthy(120)
 
     def start_worker(self):
-        return sp.start(self.moe_serve, "--role", "worker", *self.links)
+        return sp.start(self.moe_serve, "--role", "worker", *self.links, log=self.log)
 
     def restart_worker(self):
         self.worker.send_signal(signal.SIGKILL)
@@ -248,10 +250,12 @@ def main():
     parser.add_argument("--minutes", type=float, default=20)
     parser.add_argument("--restart-every", type=float, default=240, help="seconds between worker restarts (0: none)")
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--server-log", default="soak-servers.log", help="where the servers' output goes")
     args = parser.parse_args()
 
     golden = sp.golden()
-    deployment = Deployment(args.moe_serve)
+    server_log = open(args.server_log, "a")
+    deployment = Deployment(args.moe_serve, server_log)
     tally = Tally()
     started = time.monotonic()
     stop_at = started + args.minutes * 60
