@@ -5,8 +5,6 @@
 // as n = 3 completions. Skipped where no GPU is visible.
 #include <gtest/gtest.h>
 
-#include <future>
-
 #include "cuda/device.h"
 #include "moe/client.h"
 #include "pipeline/pipeline_harness.h"
@@ -29,31 +27,6 @@ class CudaServing : public ::testing::TestWithParam<std::string> {
     return options;
   }
 
-  // Every case at once (rids prefix + index), each reply checked against its golden.
-  std::vector<JoinedReply> all_golden_at_once(Client& client, const std::string& prefix) {
-    std::vector<std::shared_ptr<std::vector<msg::TextOutput>>> outputs;
-    std::vector<std::future<void>> done;
-    for (size_t i = 0; i < golden_.cases.size(); ++i) {
-      auto received = std::make_shared<std::vector<msg::TextOutput>>();
-      auto finished = std::make_shared<std::promise<void>>();
-      done.push_back(finished->get_future());
-      client.submit(
-          golden_request(golden_, golden_.cases[i], prefix + std::to_string(i)),
-          [received](const msg::TextOutput& output) { received->push_back(output); },
-          [finished](std::exception_ptr error) { error ? finished->set_exception(error) : finished->set_value(); });
-      outputs.push_back(received);
-    }
-    std::vector<JoinedReply> joined;
-    for (size_t i = 0; i < done.size(); ++i) {
-      SCOPED_TRACE(prefix + " case " + std::to_string(i));
-      EXPECT_EQ(done[i].wait_for(std::chrono::seconds(60)), std::future_status::ready);
-      done[i].get();
-      joined.push_back(join_reply(*outputs[i]));
-      expect_golden_reply(golden_, golden_.cases[i], joined.back());
-    }
-    return joined;
-  }
-
   Golden golden_;
 };
 
@@ -67,7 +40,8 @@ TEST_P(CudaServing, OneAtATimeAllAtOnceAndFromThePrefixCache) {
   }
   // The prompts were all served once: the second time all of each prompt but its last token is a
   // prefix-cache hit, and the cached rows are the real ones.
-  const auto again = all_golden_at_once(client, "again");
+  const auto again = send_all_cases_at_once(client, golden_, "again");
+  expect_all_golden(golden_, again);
   for (size_t i = 0; i < again.size(); ++i)
     EXPECT_EQ(again[i].cached_tokens, static_cast<int32_t>(golden_.cases[i].prompt_ids.size()) - 1) << "case " << i;
 }
@@ -82,7 +56,7 @@ TEST_P(CudaServing, ChunkedPrefillAndAPoolSmallEnoughToPreempt) {
   small.max_total_tokens = longest + 8;
   actors::EngineRuntime runtime(small);
   Client client(runtime.client_endpoint());
-  all_golden_at_once(client, "small");
+  expect_all_golden(golden_, send_all_cases_at_once(client, golden_, "small"));
   const SchedulerStats stats = wait_until_idle(runtime);
   EXPECT_GT(stats.num_preemptions, 0);
 }

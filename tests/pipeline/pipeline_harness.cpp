@@ -59,6 +59,14 @@ void expect_golden_reply(const Golden& golden, const GoldenCase& c, const Joined
   expect_routing_matches_golden(golden, c, reply.rows, rows);
 }
 
+void expect_all_golden(const Golden& golden, const std::vector<JoinedReply>& replies) {
+  ASSERT_EQ(replies.size(), golden.cases.size());
+  for (size_t i = 0; i < replies.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    expect_golden_reply(golden, golden.cases[i], replies[i]);
+  }
+}
+
 std::vector<JoinedReply> send_all_cases_at_once(Client& client, const Golden& golden, const std::string& prefix,
                                                 bool stream) {
   std::vector<std::shared_ptr<std::vector<msg::TextOutput>>> outputs;

@@ -47,6 +47,9 @@ JoinedReply join_reply(const std::vector<msg::TextOutput>& outputs);
 // Golden ids, a length finish, and P+G-1 golden routing rows.
 void expect_golden_reply(const Golden& golden, const GoldenCase& c, const JoinedReply& reply);
 
+// expect_golden_reply for every case, replies[i] being case i's.
+void expect_all_golden(const Golden& golden, const std::vector<JoinedReply>& replies);
+
 // Sends every golden case at once (rid prefix + case index), optionally streamed, and returns each
 // case's joined reply (failing the test when one takes over a minute).
 std::vector<JoinedReply> send_all_cases_at_once(Client& client, const Golden& golden, const std::string& prefix,

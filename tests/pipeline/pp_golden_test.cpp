@@ -52,14 +52,6 @@ class PpGolden : public ::testing::TestWithParam<PpCase> {
     return o;
   }
 
-  void expect_all_golden(const std::vector<JoinedReply>& replies) {
-    ASSERT_EQ(replies.size(), golden_.cases.size());
-    for (size_t i = 0; i < replies.size(); ++i) {
-      SCOPED_TRACE("case " + std::to_string(i));
-      expect_golden_reply(golden_, golden_.cases[i], replies[i]);
-    }
-  }
-
   Golden golden_;
 };
 
@@ -73,11 +65,11 @@ TEST_P(PpGolden, AloneEightAtOnceFromThePrefixCacheAndStreamed) {
   }
   // Every prompt was served once already: all of it but its last token comes from the prefix cache.
   const std::vector<JoinedReply> again = send_all_cases_at_once(client, golden_, "eight");
-  expect_all_golden(again);
+  expect_all_golden(golden_, again);
   for (size_t i = 0; i < again.size(); ++i)
     EXPECT_EQ(again[i].cached_tokens, static_cast<int32_t>(golden_.cases[i].prompt_ids.size()) - 1) << "case " << i;
   const std::vector<JoinedReply> streamed = send_all_cases_at_once(client, golden_, "stream", /*stream=*/true);
-  expect_all_golden(streamed);
+  expect_all_golden(golden_, streamed);
   for (const JoinedReply& reply : streamed) EXPECT_EQ(reply.chunks, golden_.max_new_tokens);
   const SchedulerStats stats = wait_until_idle(runtime);
   EXPECT_EQ(stats.num_running + stats.num_waiting, 0);
@@ -94,7 +86,7 @@ TEST_P(PpGolden, ChunksOf7InAPoolSmallEnoughToPreempt) {
   o.max_total_tokens = longest + 8;
   actors::EngineRuntime runtime(o);
   Client client(runtime.client_endpoint());
-  expect_all_golden(send_all_cases_at_once(client, golden_, "small"));
+  expect_all_golden(golden_, send_all_cases_at_once(client, golden_, "small"));
   EXPECT_GT(wait_until_idle(runtime).num_preemptions, 0);
 }
 
@@ -153,7 +145,7 @@ TEST_P(PpGolden, ExpertParallelShardsInEveryStage) {
   o.ep_size = 2;
   actors::EngineRuntime runtime(o);
   Client client(runtime.client_endpoint());
-  expect_all_golden(send_all_cases_at_once(client, golden_, "ep"));
+  expect_all_golden(golden_, send_all_cases_at_once(client, golden_, "ep"));
 }
 
 TEST(PpFlags, BadPipelineSplitsStopTheStartNamingTheFlag) {

@@ -18,19 +18,11 @@ class ZmqGolden : public ::testing::Test {
     return send_all_cases_at_once(client, golden_, prefix, stream);
   }
 
-  void expect_all_golden(const std::vector<JoinedReply>& replies) {
-    ASSERT_EQ(replies.size(), golden_.cases.size());
-    for (size_t i = 0; i < replies.size(); ++i) {
-      SCOPED_TRACE("case " + std::to_string(i));
-      expect_golden_reply(golden_, golden_.cases[i], replies[i]);
-    }
-  }
-
   // Every case twice, both times golden; returns the second run's replies.
   std::vector<JoinedReply> golden_twice(Client& client) {
-    expect_all_golden(all_cases_at_once(client, "first"));
+    expect_all_golden(golden_, all_cases_at_once(client, "first"));
     auto again = all_cases_at_once(client, "again");
-    expect_all_golden(again);
+    expect_all_golden(golden_, again);
     return again;
   }
 
@@ -39,7 +31,7 @@ class ZmqGolden : public ::testing::Test {
   SchedulerStats all_cases_at_once_on_a_fresh_engine(const actors::ServeOptions& options) {
     actors::EngineRuntime runtime(options);
     Client client(runtime.client_endpoint());
-    expect_all_golden(all_cases_at_once(client, "fresh"));
+    expect_all_golden(golden_, all_cases_at_once(client, "fresh"));
     expect_all_slots_free(runtime);
     return runtime.scheduler_stats();
   }
@@ -64,7 +56,7 @@ TEST_F(ZmqGolden, EveryCaseOneAtATimeThenEightAtOnce) {
     EXPECT_EQ(outputs[0].rid, "one" + std::to_string(i));
     expect_golden_reply(golden_, golden_.cases[i], join_reply(outputs));
   }
-  expect_all_golden(all_cases_at_once(client, "eight"));
+  expect_all_golden(golden_, all_cases_at_once(client, "eight"));
   expect_all_slots_free(runtime);
 }
 
@@ -108,7 +100,7 @@ TEST_F(ZmqGolden, StreamedChunksAddUpToTheWholeReply) {
   Client client(runtime.client_endpoint());
   const auto replies = all_cases_at_once(client, "stream", /*stream=*/true);
   for (const JoinedReply& reply : replies) EXPECT_EQ(reply.chunks, golden_.max_new_tokens);
-  expect_all_golden(replies);
+  expect_all_golden(golden_, replies);
   // The blocking streaming call sees the same chunks.
   std::vector<msg::TextOutput> chunks;
   client.generate_stream(golden_request(golden_, golden_.cases[2], "blocking"),
