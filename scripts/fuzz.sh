@@ -6,6 +6,10 @@
 # in build-fuzz/crashes/. An input slower than 10 s only warns: on a loaded CI machine the ASan build can
 # be that slow by chance, and a flaky timeout must not fail CI. FUZZ_TARGETS="fuzz_jinja ..." runs only
 # those. Needs clang and its runtime libraries (scripts/install_deps.sh installs them).
+# By default a run is reproducible: libFuzzer's seed is fixed (FUZZ_SEED=1) and each target stops after
+# FUZZ_RUNS inputs (30000) if FUZZ_SECONDS does not stop it first, so CI walks the same inputs for the
+# same code and fails only where a change opened a path to a crash. A campaign that searches further:
+# FUZZ_SEED=0 (a random seed) FUZZ_RUNS=-1 (no limit) FUZZ_SECONDS=600 scripts/fuzz.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v clang++ >/dev/null; then
@@ -13,6 +17,8 @@ if ! command -v clang++ >/dev/null; then
   exit 1
 fi
 seconds="${FUZZ_SECONDS:-20}"
+runs="${FUZZ_RUNS:-30000}"
+seed="${FUZZ_SEED:-1}"
 # Only the libraries the targets link are built: no tests, programs, benchmarks or CUDA. -O1 with line
 # tables is the usual fuzzing build: it compiles much faster than -O2 -g and still runs quickly.
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
@@ -29,7 +35,7 @@ for target in $targets; do
   # libFuzzer stops itself after max_total_time; the outer timeout only guards against a target that
   # cannot be stopped, so no target takes more than FUZZ_SECONDS + 60 s.
   timeout --kill-after=10 "$((seconds + 60))" \
-    "build-fuzz/fuzz/$target" -max_total_time="$seconds" -timeout=10 -timeout_exitcode=70 -rss_limit_mb=2048 \
+    "build-fuzz/fuzz/$target" -max_total_time="$seconds" -runs="$runs" -seed="$seed" -timeout=10 -timeout_exitcode=70 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="build-fuzz/crashes/$target-" \
     "build-fuzz/corpus/$target" "fuzz/corpus/$target" >"$log" 2>&1 || status=$?
   grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb)' "$log" || true

@@ -174,13 +174,8 @@ ExprPtr ExpressionParser::parse_primary() {
     }
     case TokenType::String:
       return parse_string_concatenation(line);
-    case TokenType::Integer: {
-      errno = 0;
-      const long long value = std::strtoll(token.value.c_str(), nullptr, 10);
-      if (errno == ERANGE) stream_.fail("integer literal " + token.value + " is too large");
-      stream_.next();
-      return make(line, ast::Literal{Value::integer(value)});
-    }
+    case TokenType::Integer:
+      return make(line, ast::Literal{Value::integer(integer_literal())});
     case TokenType::Float: {
       const double value = std::strtod(token.value.c_str(), nullptr);
       stream_.next();
@@ -241,13 +236,22 @@ ExprPtr ExpressionParser::parse_postfix(ExprPtr node) {
   }
 }
 
+int64_t ExpressionParser::integer_literal() {
+  const std::string& text = stream_.current().value;
+  errno = 0;
+  const long long value = std::strtoll(text.c_str(), nullptr, 10);
+  if (errno == ERANGE) stream_.fail("integer literal " + text + " is too large");
+  stream_.next();
+  return value;
+}
+
 ExprPtr ExpressionParser::parse_subscript(ExprPtr node) {
   const Token& opener = stream_.next();
   const int line = opener.line;
   if (opener.value == ".") {
     if (stream_.at(TokenType::Name)) return make(line, ast::Attribute{std::move(node), stream_.next().value});
     if (!stream_.at(TokenType::Integer)) stream_.fail("expected a name or a number after '.'");
-    return make(line, ast::Subscript{std::move(node), make(line, ast::Literal{Value::integer(std::stoll(stream_.next().value))})});
+    return make(line, ast::Subscript{std::move(node), make(line, ast::Literal{Value::integer(integer_literal())})});
   }
   // [expr] or [start:stop:step]; a comma-separated key would be a tuple, which no dict here holds.
   ExprPtr bounds[3];

@@ -168,7 +168,8 @@ Value lookup_path(const Value& item, const std::string& path) {
   Value current = item;
   for (const std::string& part : python_text::split(path, std::string("."), -1, false)) {
     const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    current = get_item(current, numeric ? Value::integer(std::stoll(part)) : Value::string(part));
+    // parse_int: a part of digits beyond 64 bits is a RenderFailure, not std::out_of_range.
+    current = get_item(current, numeric ? Value::integer(*parse_int(part)) : Value::string(part));
   }
   return current;
 }

@@ -42,6 +42,8 @@ class ExpressionParser {
   ExprPtr parse_dict(int line);
   ExprPtr parse_postfix(ExprPtr node);
   ExprPtr parse_subscript(ExprPtr node);
+  // The current Integer token's value (consumed); one beyond 64 bits is a compile error.
+  int64_t integer_literal();
   ExprPtr parse_filters_and_tests(ExprPtr node);
   ExprPtr parse_filter(ExprPtr node);
   ExprPtr parse_test(ExprPtr node);

@@ -52,6 +52,15 @@ TEST(JinjaErrors, SyntaxErrorsNameTheLine) {
   EXPECT_EQ(compile_error("{{ a b }}"), "chat template line 1: expected '}}', got 'b'");
 }
 
+// Found by fuzz_jinja: numbers beyond 64 bits after '.' threw std::out_of_range past every handler.
+TEST(JinjaErrors, IntegersBeyond64BitsAreErrorsWherever) {
+  EXPECT_EQ(compile_error("{{ 99999999999999999999 }}"), "chat template line 1: integer literal 99999999999999999999 is too large");
+  EXPECT_EQ(compile_error("{{ x.99999999999999999999 }}"),
+            "chat template line 1: integer literal 99999999999999999999 is too large");
+  EXPECT_EQ(render_error("{{ [{'a': 1}] | map(attribute='a.99999999999999999999') | list }}"),
+            "chat template line 1: filter 'map': integer '99999999999999999999' is too large");
+}
+
 TEST(JinjaErrors, RuntimeTypeErrorsNameTheLine) {
   EXPECT_EQ(render_error("ok\n\n{{ 'a' + 1 }}"),
             "chat template line 3: unsupported operand type(s) for +: 'str' and 'int'");
