@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "gemm_rows_check.h"
 #include "kernels/half_gemm.h"
 #include "kernels/half_matrix.h"
 #include "kernels/linear.h"
@@ -25,6 +26,7 @@
 namespace moe {
 namespace {
 
+using test::expect_gemm_rows;
 using test::HalfMatrix;
 using test::random_activations;
 
@@ -61,19 +63,13 @@ void expect_bf16_products(GemmIsa isa, const HalfMatrix& w, int64_t tokens, int6
   std::vector<float> y(static_cast<size_t>(tokens * out_stride), kSentinel);
   half_gemm_rows(packed, w.bf16_products_view(), row_begin, row_end, y.data() + y_offset, out_stride);
   const Expected want = bf16_reference(x, tokens, w, row_begin, row_end);
-  const int64_t rows = row_end - row_begin;
-  for (int64_t t = 0; t < tokens; ++t)
-    for (int64_t col = 0; col < out_stride; ++col) {
-      const float got = y[t * out_stride + col];
-      const int64_t r = row_begin + col - y_offset;
-      if (r < row_begin || r >= row_end) {
-        ASSERT_EQ(got, kSentinel) << "wrote outside its rows: token " << t << ", y column " << col;
-        continue;
-      }
-      const size_t i = static_cast<size_t>(t * rows + (r - row_begin));
-      ASSERT_NEAR(got, want.y[i], tolerance(w.cols, want.magnitude[i]))
-          << gemm_isa_name(isa) << " " << tokens << " tokens, token " << t << ", row " << r;
-    }
+  expect_gemm_rows(
+      y, {tokens, out_stride, y_offset, row_begin, row_end}, kSentinel,
+      [&](int64_t i) { return std::pair{want.y[i], tolerance(w.cols, want.magnitude[i])}; },
+      [&](int64_t t, int64_t r) {
+        return std::string(gemm_isa_name(isa)) + " " + std::to_string(tokens) + " tokens, token " +
+               std::to_string(t) + ", row " + std::to_string(r);
+      });
 }
 
 class Bf16Products : public ::testing::TestWithParam<std::tuple<GemmIsa, int64_t>> {

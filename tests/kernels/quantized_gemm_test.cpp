@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "common/error.h"
+#include "gemm_rows_check.h"
 #include "kernels/quantized_weight.h"
 #include "kernels/reference.h"
 
 namespace moe {
 namespace {
 
+using test::expect_gemm_rows;
 constexpr float kSentinel = -12345.0f;
 
 struct TestMatrix {
@@ -74,19 +76,13 @@ void expect_matches_reference(GemmIsa isa, const TestMatrix& w, int64_t tokens, 
   const int64_t rows = row_end - row_begin;
   std::vector<double> want(static_cast<size_t>(tokens * rows)), magnitude(want.size());
   reference::linear_rows(x.data(), tokens, w.reference_view(), row_begin, row_end, want.data(), magnitude.data());
-  for (int64_t t = 0; t < tokens; ++t)
-    for (int64_t col = 0; col < out_stride; ++col) {
-      const float got = y[t * out_stride + col];
-      const int64_t r = row_begin + col - y_offset;
-      if (r < row_begin || r >= row_end) {
-        ASSERT_EQ(got, kSentinel) << "wrote outside its rows: token " << t << ", y column " << col;
-        continue;
-      }
-      const int64_t i = t * rows + (r - row_begin);
-      ASSERT_NEAR(got, want[i], 1e-5 * magnitude[i]) << gemm_isa_name(isa) << " " << dtype_name(w.dtype) << " group "
-                                                     << w.group_size << ", " << tokens << " tokens, token " << t
-                                                     << ", row " << r;
-    }
+  expect_gemm_rows(
+      y, {tokens, out_stride, y_offset, row_begin, row_end}, kSentinel,
+      [&](int64_t i) { return std::pair{want[i], 1e-5 * magnitude[i]}; },
+      [&](int64_t t, int64_t r) {
+        return std::string(gemm_isa_name(isa)) + " " + dtype_name(w.dtype) + " group " + std::to_string(w.group_size) +
+               ", " + std::to_string(tokens) + " tokens, token " + std::to_string(t) + ", row " + std::to_string(r);
+      });
 }
 
 TEST(QuantizedWeight, TiledElementsAreValueTimesScale) {
