@@ -2,6 +2,7 @@
 
 #include <future>
 
+#include "api/api_error.h"
 #include "client/reply_sink.h"
 #include "pipeline/engine_runtime.h"
 #include "pipeline/tokenizer_actor.h"
@@ -35,6 +36,14 @@ msg::WeightsUpdated Engine::update_weights_from_disk(msg::UpdateWeights update) 
                                          [answer](const msg::WeightsUpdated& result) { answer->set_value(result); });
   });
   return done.get();
+}
+
+ExpertLoad Engine::expert_load(bool reset) {
+  try {
+    return runtime_->expert_load(reset);
+  } catch (const api::ApiError& e) {
+    throw RequestError(msg::ErrorReply{"", e.what(), e.status(), "engine"});
+  }
 }
 
 bool Engine::abort(const std::string& rid) {

@@ -173,12 +173,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   const int64_t host_cache_bytes = service->host_cache_bytes();
 
   Actors& a = *actors_;
-  // Read on the scheduler's loop, in one task with the reset, so no step's rows fall between the two.
-  ExpertLoadReader read_expert_load = [&a](bool reset) {
-    auto load = run_on(*a.scheduler_loop, [&a, reset] { return a.scheduler->expert_load(reset); });
-    if (!load) throw api::ApiError(400, "expert_load needs a server started with --enable-return-routed-experts");
-    return std::move(*load);
-  };
+  ExpertLoadReader read_expert_load = [this](bool reset) { return expert_load(reset); };
   a.tokenizer_loop = std::make_unique<transport::ActorLoop>(*context_, "tokenizer");
   a.scheduler_loop = std::make_unique<transport::ActorLoop>(*context_, "scheduler");
   a.detokenizer_loop = std::make_unique<transport::ActorLoop>(*context_, "detokenizer");
@@ -258,6 +253,14 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
 }
 
 EngineRuntime::~EngineRuntime() { actors_->stop_loops(); }
+
+// Read on the scheduler's loop, in one task with the reset, so no step's rows fall between the two.
+ExpertLoad EngineRuntime::expert_load(bool reset) {
+  Actors& a = *actors_;
+  auto load = run_on(*a.scheduler_loop, [&a, reset] { return a.scheduler->expert_load(reset); });
+  if (!load) throw api::ApiError(400, "expert_load needs a server started with --enable-return-routed-experts");
+  return std::move(*load);
+}
 
 transport::ActorLoop& EngineRuntime::tokenizer_loop() { return *actors_->tokenizer_loop; }
 TokenizerActor& EngineRuntime::tokenizer() { return *actors_->tokenizer; }

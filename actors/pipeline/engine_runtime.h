@@ -14,6 +14,7 @@ class Context;
 
 namespace moe {
 struct SchedulerStats;
+struct ExpertLoad;
 }
 
 namespace moe::actors {
@@ -37,6 +38,9 @@ class EngineRuntime {
   int64_t kv_slots() const { return kv_slots_; }
   // The scheduler's counters (KV slots in use, preemptions), read on its loop; callable from any thread.
   SchedulerStats scheduler_stats();
+  // The expert-load counts, zeroed in the same scheduler task when `reset`; callable from any thread
+  // but the scheduler's. Throws api::ApiError (400) when the engine does not capture routing.
+  ExpertLoad expert_load(bool reset);
   const std::string& model_name() const { return model_name_; }
   // The HTTP port bound, 0 without an HTTP server.
   int http_port() const;

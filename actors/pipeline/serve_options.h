@@ -13,8 +13,6 @@ struct ServeOptions : EngineOptions {
   std::string served_model_name;       // the `model` OpenAI clients name; default: model_path
   std::string host = "127.0.0.1";
   int port = 0;                        // HTTP; 0 = no HTTP server (moe-serve's flag defaults to 30000)
-  int ep_size = 1;
-  std::string expert_placement;
   // Multi-process: run the model worker elsewhere. A main process given worker_endpoint starts no
   // worker and binds its scheduler inbox at scheduler_endpoint for the worker to connect to.
   std::string worker_endpoint;

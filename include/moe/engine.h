@@ -101,6 +101,13 @@ class Engine {
   // when no request of that rid is live. Blocks as update_weights_from_disk does, briefly.
   bool abort(const std::string& rid);
 
+  // Expert-load statistics, as GET /expert_load and the ZeroMQ expert_load op: per MoE layer, the
+  // tokens the router sent to each expert since the start or the last reset; `reset` zeroes them in
+  // the same step as the read, so successive resetting calls return successive windows. Throws
+  // RequestError (400) when the engine was started without enable_return_routed_experts. Blocks
+  // briefly (one scheduler task); callable from any thread, its handlers' included.
+  ExpertLoad expert_load(bool reset = false);
+
   // KV-cache token slots of the engine's pool.
   int64_t kv_slots() const;
   // The ZeroMQ endpoint actually bound when EngineOptions::zmq_endpoint was given, else empty.

@@ -34,32 +34,11 @@ class ZmqExpertLoad : public ::testing::Test {
     num_experts_ = load_model_config(golden_.model_dir).num_experts;
   }
 
-  ExpertLoad zero_load() const {
-    return {std::vector<std::vector<uint64_t>>(golden_.num_moe_layers, std::vector<uint64_t>(num_experts_, 0)), 0};
-  }
-
-  // What the engine computed to answer `replies`: each reply's rows after its cached prompt tokens
-  // (a cache hit returns those rows from the host cache without a forward), each row's K experts
-  // counted once per layer.
+  ExpertLoad zero_load() const { return zero_expert_load(golden_, num_experts_); }
   ExpertLoad computed_load(const std::vector<JoinedReply>& replies) const {
-    const int L = golden_.num_moe_layers, K = golden_.top_k;
-    ExpertLoad load = zero_load();
-    for (const JoinedReply& reply : replies) {
-      for (size_t j = static_cast<size_t>(reply.cached_tokens) * L * K; j < reply.rows.size(); ++j)
-        ++load.counts[(j / K) % L][reply.rows[j]];
-      load.tokens += reply.num_rows - reply.cached_tokens;
-    }
-    return load;
+    return computed_expert_load(golden_, num_experts_, replies);
   }
-
-  // Every MoE layer routes each counted token to K experts.
-  void expect_k_per_token(const ExpertLoad& load) const {
-    for (const std::vector<uint64_t>& layer : load.counts) {
-      uint64_t sum = 0;
-      for (uint64_t count : layer) sum += count;
-      EXPECT_EQ(sum, load.tokens * golden_.top_k);
-    }
-  }
+  void expect_k_per_token(const ExpertLoad& load) const { expect_k_experts_per_token(golden_, load); }
 
   // Golden case `c` through the blocking client.
   JoinedReply run_case(Client& client, size_t c, const std::string& rid) {

@@ -1,5 +1,7 @@
 #include "pipeline_harness.h"
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <future>
 #include <thread>
@@ -89,6 +91,29 @@ std::vector<JoinedReply> send_all_cases_at_once(Client& client, const Golden& go
     joined.push_back(join_reply(*outputs[i]));
   }
   return joined;
+}
+
+ExpertLoad zero_expert_load(const Golden& golden, int num_experts) {
+  return {std::vector<std::vector<uint64_t>>(golden.num_moe_layers, std::vector<uint64_t>(num_experts, 0)), 0};
+}
+
+ExpertLoad computed_expert_load(const Golden& golden, int num_experts, const std::vector<JoinedReply>& replies) {
+  const int L = golden.num_moe_layers, K = golden.top_k;
+  ExpertLoad load = zero_expert_load(golden, num_experts);
+  for (const JoinedReply& reply : replies) {
+    for (size_t j = static_cast<size_t>(reply.cached_tokens) * L * K; j < reply.rows.size(); ++j)
+      ++load.counts[(j / K) % L][reply.rows[j]];
+    load.tokens += reply.num_rows - reply.cached_tokens;
+  }
+  return load;
+}
+
+void expect_k_experts_per_token(const Golden& golden, const ExpertLoad& load) {
+  for (const std::vector<uint64_t>& layer : load.counts) {
+    uint64_t sum = 0;
+    for (uint64_t count : layer) sum += count;
+    EXPECT_EQ(sum, load.tokens * golden.top_k);
+  }
 }
 
 SchedulerStats wait_until_idle(actors::EngineRuntime& runtime, std::chrono::milliseconds timeout) {

@@ -21,6 +21,7 @@ class socket_t;
 
 namespace moe {
 class Client;
+struct ExpertLoad;
 }
 
 namespace moe::testing {
@@ -54,6 +55,15 @@ void expect_all_golden(const Golden& golden, const std::vector<JoinedReply>& rep
 // case's joined reply (failing the test when one takes over a minute).
 std::vector<JoinedReply> send_all_cases_at_once(Client& client, const Golden& golden, const std::string& prefix,
                                                 bool stream = false);
+
+// Expert-load counts of `golden`'s model ([moe layer][expert]) with nothing counted.
+ExpertLoad zero_expert_load(const Golden& golden, int num_experts);
+// What the engine computed to answer `replies`: each reply's rows after its cached prompt tokens
+// (a cache hit returns those rows from the host cache without a forward), each row's K experts
+// counted once per layer.
+ExpertLoad computed_expert_load(const Golden& golden, int num_experts, const std::vector<JoinedReply>& replies);
+// Every MoE layer routes each counted token to K experts.
+void expect_k_experts_per_token(const Golden& golden, const ExpertLoad& load);
 
 // Polls the scheduler until nothing runs or waits (or `timeout` passes); returns its last stats.
 SchedulerStats wait_until_idle(actors::EngineRuntime& runtime,
