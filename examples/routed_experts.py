@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Decode the routed experts (and router weights) of a moe-engine reply into numpy arrays.
 
 A reply's meta_info (HTTP /generate, the ZeroMQ protocol, or the OpenAI endpoints' choice objects)

@@ -40,7 +40,7 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("random-seed", po::value<uint64_t>()->notifier([&o](uint64_t seed) { o.random_seed = seed; }),
        "seeds the seed of every request that brings none, so a restarted server samples alike")
       ("port", po::value(&o.port)->default_value(30000), "HTTP port (0 = no HTTP server)")
-      ("zmq-endpoint", po::value(&o.zmq_endpoint), "ZeroMQ ROUTER endpoint for clients, e.g. tcp://127.0.0.1:5555")
+      ("zmq-endpoint", po::value(&o.zmq_endpoint), "ZeroMQ ROUTER endpoint for clients, e.g. tcp://127.0.0.1:30001")
       ("enable-return-routed-experts", po::bool_switch(&o.enable_return_routed_experts),
        "capture the routed experts of every token so requests can ask for them")
       ("enable-return-router-weights", po::bool_switch(&o.enable_return_router_weights),
