@@ -64,6 +64,10 @@ target_include_directories(moe_package INTERFACE $<BUILD_INTERFACE:${PROJECT_SOU
                                                  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_compile_features(moe_package INTERFACE cxx_std_20)
 target_link_libraries(moe_package PUBLIC Boost::headers PRIVATE ${moe_package_links})
+# A sanitized build's objects call into the sanitizers' runtimes, which only the final link adds.
+if(MOE_SANITIZE)
+  target_link_options(moe_package INTERFACE -fsanitize=${MOE_SANITIZE})
+endif()
 
 list(TRANSFORM moe_public_headers PREPEND ${PROJECT_SOURCE_DIR}/include/moe/)
 install(FILES ${moe_public_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/moe)
