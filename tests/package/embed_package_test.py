@@ -68,7 +68,11 @@ class EmbedPackage(unittest.TestCase):
         self.assertEqual(os.listdir(os.path.join(self.prefix, "include")), ["moe"])
         libs = [f for _, _, files in os.walk(self.prefix) for f in files if f.endswith((".a", ".so"))]
         self.assertEqual(libs, ["libmoe-engine.a"])
-        package_dir = os.path.join(self.prefix, "lib", "cmake", "moe_engine")
+        package_dir = next(root for root, _, files in os.walk(self.prefix) if "moe_engineConfig.cmake" in files)
+        self.assertEqual(os.path.basename(package_dir), "moe_engine")
+        files = set(os.listdir(package_dir))  # and moe_engineTargets-<build type>.cmake
+        self.assertLessEqual({"moe_engineConfig.cmake", "moe_engineConfigVersion.cmake", "moe_engineTargets.cmake"}, files)
+        self.assertTrue(all(re.fullmatch(r"moe_engine\w*(-\w+)?\.cmake", name) for name in files), files)
         for name in os.listdir(package_dir):
             with open(os.path.join(package_dir, name)) as f:
                 text = f.read()
