@@ -51,6 +51,7 @@ api::ServerStats HttpFrontend::stats() const {
   stats.step_time_seconds = scheduler.step_time_seconds;
   stats.capture_bytes_total = scheduler.capture_bytes_total;
   stats.capture_host_cache_bytes = scheduler.capture_host_cache_bytes;
+  stats.overlapped_tokens_total = static_cast<uint64_t>(scheduler.stats.overlapped_tokens);
   stats.spec_verify_passes_total = static_cast<uint64_t>(scheduler.stats.verify_passes);
   stats.spec_draft_tokens_total = static_cast<uint64_t>(scheduler.stats.draft_tokens);
   stats.spec_accepted_drafts_total = static_cast<uint64_t>(scheduler.stats.accepted_drafts);

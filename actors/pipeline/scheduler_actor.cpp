@@ -91,10 +91,14 @@ void SchedulerActor::send_errors(std::vector<msg::ErrorReply> errors) {
 }
 
 void SchedulerActor::on_result(const msg::WorkerResult& result) {
+  const auto now = std::chrono::steady_clock::now();
   if (auto sent = step_sent_.find(result.step); sent != step_sent_.end()) {
-    step_time_seconds_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - sent->second).count());
+    // A step sent while another ran (overlap, pipeline stages) waited behind it: its time starts
+    // when the one before it came back.
+    step_time_seconds_.observe(std::chrono::duration<double>(now - std::max(sent->second, last_result_at_)).count());
     step_sent_.erase(sent);
   }
+  last_result_at_ = now;
   count_capture_bytes(result.routing);
   count_for_stats(result.sampled_ids.size());
   if (!service_->step_in_flight(result.step)) {

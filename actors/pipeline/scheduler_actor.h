@@ -86,6 +86,7 @@ class SchedulerActor {
   std::chrono::milliseconds worker_timeout_;
   std::vector<std::chrono::steady_clock::time_point> last_heard_;  // per pipeline stage
   std::map<uint64_t, std::chrono::steady_clock::time_point> step_sent_;
+  std::chrono::steady_clock::time_point last_result_at_;
   api::Histogram step_time_seconds_ = api::step_time_histogram();
   uint64_t capture_bytes_total_ = 0;
   // The periodic stats line: every stats_interval_ steps that generated tokens (0 = never), with

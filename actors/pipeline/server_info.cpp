@@ -27,6 +27,7 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"max_total_tokens", options.max_total_tokens},
       {"context_length", options.context_length},
       {"disable_radix_cache", options.disable_radix_cache},
+      {"disable_overlap_schedule", options.disable_overlap_schedule},
       {"enable_return_routed_experts", options.captures_routing()},
       {"enable_return_router_weights", options.enable_return_router_weights},
       {"worker_endpoint", options.worker_endpoint},
@@ -37,6 +38,7 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"api_key_required", !options.api_key.empty()},  // never the key itself
       // What the engine derived from them.
       {"max_total_num_tokens", scheduler.max_total_tokens},
+      {"overlap_schedule", scheduler.overlap},
       {"max_batch_tokens", sizing.worker.settings.max_batch_tokens},
       {"context_length_in_effect", scheduler.context_length},
       {"max_req_len", sizing.limits.max_sequence_len},

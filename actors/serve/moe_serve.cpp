@@ -69,6 +69,9 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("pp-next-endpoint", po::value(&o.pp_next_endpoint),
        "with --role worker: the next stage's --worker-endpoint, where activations go (none for the last stage)")
       ("disable-radix-cache", po::bool_switch(&o.disable_radix_cache), "turn the prefix cache off")
+      ("disable-overlap-schedule", po::bool_switch(&o.disable_overlap_schedule),
+       "plan each step only after the previous one's result (overlap is off anyway with --pp-size > 1 or "
+       "speculative decoding)")
       ("speculative-algorithm", po::value(&o.speculative_algorithm),
        "speculative decoding: NGRAM (drafts from n-gram matches in the request's own prompt and output)")
       ("speculative-num-steps", po::value(&o.speculative_num_steps)->default_value(o.speculative_num_steps),

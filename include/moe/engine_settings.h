@@ -14,6 +14,9 @@ struct EngineSettings {
   int64_t max_total_tokens = 0;         // KV slots; 0 = what kv_cache_memory_bytes holds, at most 8 contexts
   int64_t kv_cache_memory_bytes = int64_t{2} << 30;
   bool disable_radix_cache = false;
+  // Overlapped scheduling (step n+1 planned while step n runs) is on unless this is set; pipeline
+  // stages and speculative decoding schedule without it.
+  bool disable_overlap_schedule = false;
   int64_t context_length = 0;           // 0 = the model's max_position_embeddings
   bool enable_return_routed_experts = false;
   bool enable_return_router_weights = false;  // also keep top-k router weights (implies the above)

@@ -125,6 +125,13 @@ void visit_fields(M& m, Visit&& visit) {
   visit("tree_parents", m.tree_parents);
 }
 
+template <StructOf<FutureToken> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("token_index", m.token_index);
+  visit("step", m.step);
+  visit("sample", m.sample);
+}
+
 template <StructOf<WorkerBatch> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
   visit("step", m.step);
@@ -135,6 +142,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("capture_router_weights", m.capture_router_weights);
   visit("max_tree_experts", m.max_tree_experts);
   visit("stage_instances", m.stage_instances);
+  visit("future_tokens", m.future_tokens);
 }
 
 template <StructOf<RoutingRows> M, class Visit>

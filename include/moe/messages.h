@@ -17,7 +17,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 7;
+inline constexpr uint32_t kProtocolVersion = 8;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -159,6 +159,17 @@ struct WorkerSequence {
   bool operator==(const WorkerSequence&) const = default;
 };
 
+// A token the scheduler does not know yet: the one an earlier step, still in flight, samples for a
+// request (overlapped scheduling plans step n+1 before step n's result is back). The worker writes
+// that step's sample `sample` (its index among the step's sampled ids) at token_ids[token_index].
+inline constexpr int32_t kFutureTokenId = -1;  // what token_ids holds where a FutureToken goes
+struct FutureToken {
+  int32_t token_index = 0;
+  uint64_t step = 0;
+  int32_t sample = 0;
+  bool operator==(const FutureToken&) const = default;
+};
+
 // One forward step, from the scheduler to a model worker.
 struct WorkerBatch {
   static constexpr MessageKind kind = MessageKind::WorkerBatch;
@@ -173,6 +184,7 @@ struct WorkerBatch {
   // scheduler planned this step for; a stage whose instance differs drops it (a restarted stage
   // must not run a step queued for its predecessor, over KV it does not have).
   std::vector<uint64_t> stage_instances;
+  std::vector<FutureToken> future_tokens{};  // token_ids entries the worker fills in (placeholders: -1)
   bool operator==(const WorkerBatch&) const = default;
 };
 

@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/thread_name.h"
 #include "transport/endpoints.h"
 
 namespace moe::transport {
@@ -36,7 +37,10 @@ void ActorLoop::run() {
 }
 
 void ActorLoop::start() {
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_this_thread(name_);
+    run();
+  });
 }
 
 void ActorLoop::stop() {

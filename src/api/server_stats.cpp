@@ -101,6 +101,9 @@ std::string render_prometheus(const ServerStats& stats, const std::string& model
              d(stats.capture_bytes_total));
   out.scalar("moe_routed_experts_host_cache_bytes", "gauge", "Size of the routed-experts host cache.",
              d(stats.capture_host_cache_bytes));
+  out.scalar("moe_overlapped_decode_tokens_total", "counter",
+             "Decode tokens planned before the step that samples them came back (overlapped scheduling).",
+             d(stats.overlapped_tokens_total));
   out.scalar("moe_spec_verify_passes_total", "counter", "Speculative draft trees verified.",
              d(stats.spec_verify_passes_total));
   out.scalar("moe_spec_draft_tokens_total", "counter", "Draft tokens verified.", d(stats.spec_draft_tokens_total));

@@ -65,6 +65,7 @@ struct ServerStats {
   uint64_t spec_accepted_drafts_total = 0;
   uint64_t spec_verify_distinct_experts_total = 0;
   uint64_t spec_verify_layer_passes_total = 0;
+  uint64_t overlapped_tokens_total = 0;   // decode tokens planned before their step's result
   LatencyHistograms latencies;
   std::string weight_version;             // of the weights serving now: a label of moe_weight_version_info
 };

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/thread_name.h"
 
 namespace moe {
 
@@ -34,7 +35,10 @@ ThreadCopyEngine::ThreadCopyEngine(const RoutingBufferShape& shape, std::functio
       buffers_{HostRoutingBuffer(shape), HostRoutingBuffer(shape)},
       on_ready_(std::move(on_ready)),
       delay_(delay),
-      thread_([this] { run(); }) {}
+      thread_([this] {
+        name_this_thread("routing-copy");
+        run();
+      }) {}
 
 ThreadCopyEngine::~ThreadCopyEngine() {
   {

@@ -49,16 +49,30 @@ std::optional<msg::ErrorReply> EngineCore::submit(const msg::GenerateRequest& re
 }
 
 bool EngineCore::step() {
-  std::optional<msg::WorkerBatch> batch = service_.next_batch();  // schedule
-  if (batch)
-    service_.on_worker_result(worker_.execute(*batch));  // execute, process results
-  else
-    service_.on_routing(worker_.take_ready_routing());  // rows of the last steps, still copying
+  std::optional<msg::WorkerBatch> batch = service_.next_batch();  // schedule (before the last result)
+  std::optional<msg::WorkerResult> result;
+  if (batch) result = worker_.execute(*batch);  // execute
+  const bool applied = apply_held_result();     // process the previous step's result
+  if (result && service_.max_batches_in_flight() > 1)
+    held_result_ = std::move(result);
+  else if (result)
+    service_.on_worker_result(*result);
+  if (!batch && !applied) service_.on_routing(worker_.take_ready_routing());  // rows still copying
   detokenize();
-  return batch.has_value();
+  return batch.has_value() || applied;
+}
+
+bool EngineCore::apply_held_result() {
+  if (!held_result_) return false;
+  const msg::WorkerResult result = std::move(*held_result_);
+  held_result_.reset();
+  service_.on_worker_result(result);
+  return true;
 }
 
 msg::WeightsUpdated EngineCore::update_weights(msg::UpdateWeights update) {
+  apply_held_result();
+  detokenize();
   service_.update_weights(std::move(update));
   // No step is ever in flight between two calls here, so the update goes to the worker at once.
   service_.on_weights_updated(worker_.update_weights(*service_.next_weight_update()));
@@ -74,7 +88,8 @@ void EngineCore::detokenize() {
 }
 
 bool EngineCore::idle() const {
-  return !service_.has_unfinished() && !service_.awaiting_rows() && detokenizer_.live_completions() == 0;
+  return !held_result_ && !service_.has_unfinished() && !service_.awaiting_rows() &&
+         detokenizer_.live_completions() == 0;
 }
 
 void EngineCore::wait_for_rows() {

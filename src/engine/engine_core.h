@@ -42,6 +42,8 @@ class EngineCore {
   // The front door: validated, tokenized and queued, or refused (the error also goes to errors()).
   std::optional<msg::ErrorReply> submit(const msg::GenerateRequest& request);
   // One engine step; false when there was nothing to run (rows of earlier steps may still arrive).
+  // With overlapped scheduling a step's result is applied one call later, after the next step was
+  // planned and run: the order the served engine's actors give it.
   bool step();
   // Submits every request, steps until all have their final reply, and returns every TextOutput
   // (stream chunks in order). Requests refused or failed go to errors().
@@ -59,6 +61,8 @@ class EngineCore {
   // Passes the scheduler's items through the detokenizer; replies go to outputs_.
   void detokenize();
   bool idle() const;
+  // Applies the result held back by step(), if any; whether there was one.
+  bool apply_held_result();
   // Waits (briefly) for the copy thread to stage a step's rows.
   void wait_for_rows();
 
@@ -67,6 +71,7 @@ class EngineCore {
   SchedulerService service_;
   ModelWorker worker_;
   DetokenizerState detokenizer_;
+  std::optional<msg::WorkerResult> held_result_;  // the last step's, not applied yet
   std::vector<msg::TextOutput> outputs_;
   std::vector<msg::ErrorReply> errors_;
   std::mutex mutex_;

@@ -49,6 +49,8 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
     service.expected_stages.push_back(stage);
   }
   service.scheduler.max_in_flight = worker.pp_size;  // one micro-batch per stage
+  service.scheduler.overlap = !settings.disable_overlap_schedule && worker.pp_size == 1 &&
+                              !service.scheduler.speculative.enabled();
   worker = service.expected_stages.front();
 
   sizing.limits = RequestLimits{model.vocab_size,

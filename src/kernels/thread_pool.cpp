@@ -1,5 +1,7 @@
 #include "kernels/thread_pool.h"
 
+#include "common/thread_name.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -26,7 +28,11 @@ thread_local bool inside_parallel_chunk = false;
 class ThreadPool {
  public:
   explicit ThreadPool(int threads) : threads_(threads) {
-    for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { work(); });
+    for (int i = 1; i < threads_; ++i)
+      workers_.emplace_back([this] {
+        name_this_thread("kernel-thread");
+        work();
+      });
   }
 
   ~ThreadPool() {

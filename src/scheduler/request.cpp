@@ -26,21 +26,28 @@ std::optional<msg::FinishReason> Request::stop_reason(const std::vector<int32_t>
   return std::nullopt;
 }
 
-ScheduledSequence scheduled_sequence(const Request& request, const std::vector<int32_t>& eos_token_ids) {
+ScheduledSequence scheduled_sequence(const Request& request, const std::vector<int32_t>& eos_token_ids,
+                                     int pending_outputs) {
+  const auto outputs = static_cast<int64_t>(request.output_ids.size()) + pending_outputs;
   msg::TokenSampling sampling;
   static_cast<msg::DrawSettings&>(sampling) = request.sampling;
   sampling.seed = *request.sampling.seed;
-  sampling.step = request.output_ids.size();
+  sampling.step = static_cast<uint64_t>(outputs);
   sampling.return_logprob = request.return_logprob;
   if (request.return_logprob) sampling.top_logprobs = request.top_logprobs_num;
   if (penalizes(request.sampling)) sampling.generated_ids = request.output_ids;
   // min_new_tokens: the tokens that would stop the request may not be drawn before then (SGLang).
-  if (static_cast<int64_t>(request.output_ids.size()) < request.sampling.min_new_tokens) {
+  if (outputs < request.sampling.min_new_tokens) {
     sampling.suppressed_ids = request.sampling.stop_token_ids;
     if (!request.sampling.ignore_eos)
       sampling.suppressed_ids.insert(sampling.suppressed_ids.end(), eos_token_ids.begin(), eos_token_ids.end());
   }
   return {request.uid, request.rid, request.index, sampling};
+}
+
+int32_t ScheduledBatch::num_samplers() const {
+  return static_cast<int32_t>(std::count_if(forward.sequences.begin(), forward.sequences.end(),
+                                            [](const BatchSequence& s) { return s.needs_logits; }));
 }
 
 std::span<const int32_t> ScheduledBatch::new_token_slots(size_t sequence) const {
@@ -67,6 +74,7 @@ msg::WorkerBatch ScheduledBatch::to_message(bool capture_routing, bool capture_r
   out.capture_routing = capture_routing;
   out.capture_router_weights = capture_router_weights;
   out.max_tree_experts = forward.max_tree_experts;
+  out.future_tokens = future_tokens;
   out.sequences.reserve(sequences.size());
   for (size_t i = 0; i < sequences.size(); ++i) {
     const BatchSequence& seq = forward.sequences[i];

@@ -36,7 +36,14 @@ struct Request : msg::TokenizedRequest {
   RadixCache::Node* cache_node = nullptr;  // the locked radix node covering those positions
   int64_t prefill_end = 0;          // total_len() when last admitted: chunks below it are prefill
   uint64_t scheduled_step = 0;      // the last step that included this request
-  bool in_flight = false;           // that step has not come back yet
+  int steps_in_flight = 0;          // steps that include it and have not come back (two with overlap)
+  int64_t in_flight_end = 0;        // positions [num_computed, in_flight_end) are fed by those steps
+  // Output tokens those steps sample, not known here yet (one at most, or two while an overlapped
+  // step feeds the first of them), and where the latest will be: its step and index among the
+  // step's sampled ids.
+  int pending_outputs = 0;
+  uint64_t pending_sample_step = 0;
+  int32_t pending_sample_index = 0;
   int64_t cached_tokens = 0;        // prefix-cache hit tokens summed over admissions (meta_info)
   int num_preemptions = 0;
   // A request whose reply includes its last token's routing (routed_experts_include_last) that met
@@ -62,7 +69,9 @@ struct ScheduledSequence {
 
 // How request is sampled at its next output token (and, in a verify, the ones after it): its draw
 // settings, penalties over its output so far, and min_new_tokens' ban on `eos_token_ids` and its stop ids.
-ScheduledSequence scheduled_sequence(const Request& request, const std::vector<int32_t>& eos_token_ids);
+// With pending_outputs > 0 the token sampled is that many outputs after the known ones (overlap).
+ScheduledSequence scheduled_sequence(const Request& request, const std::vector<int32_t>& eos_token_ids,
+                                     int pending_outputs = 0);
 
 // What the scheduler hands the model worker for one step: the ForwardBatch, plus for each of its
 // sequences who it belongs to and how to sample it. The worker needs nothing else, so it keeps no
@@ -71,7 +80,11 @@ struct ScheduledBatch {
   uint64_t step_id = 0;  // the scheduler checks that results come back for the batch it issued
   ForwardBatch forward;
   std::vector<ScheduledSequence> sequences;  // parallel to forward.sequences
+  // forward.token_ids entries the worker fills in from steps still in flight (overlapped scheduling).
+  std::vector<msg::FutureToken> future_tokens;
 
+  // Sampled ids the step returns: one per sequence that needs logits (a tree's count varies).
+  int32_t num_samplers() const;
   // KV slots of the tokens sequence i feeds in this step (the capture hook: a routed-experts row
   // computed for one of them belongs at that slot of the host cache).
   std::span<const int32_t> new_token_slots(size_t sequence) const;

@@ -100,7 +100,8 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
     first_token += seq.num_new_tokens;
     Request* request = find(info.rid, info.index, info.uid);
     if (request == nullptr) continue;  // finished or aborted while the batch was in flight
-    request->in_flight = false;
+    --request->steps_in_flight;
+    if (seq.needs_logits && !seq.is_tree()) --request->pending_outputs;
     if (seq.is_tree()) {
       commit_verified(seq, node_tokens, *request,
                       {sampled_ids.subspan(row, count), logprobs.empty() ? logprobs : logprobs.subspan(row, count),
@@ -146,7 +147,11 @@ void Scheduler::abandon_in_flight() {
   in_flight_steps_.clear();
   for (auto& [rid, group] : groups_)
     for (auto& request : group)
-      if (request) request->in_flight = false;
+      if (request) {
+        request->steps_in_flight = 0;
+        request->pending_outputs = 0;
+        request->in_flight_end = request->num_computed;
+      }
 }
 
 std::vector<FinishedRequest> Scheduler::abort(const std::string& rid, const std::string& message) {
@@ -249,7 +254,10 @@ SchedulerStats Scheduler::stats() const {
           num_preemptions_,
           verify_passes_,
           draft_tokens_,
-          accepted_drafts_};
+          accepted_drafts_,
+          0,
+          0,
+          overlapped_tokens_};
 }
 
 }  // namespace moe

@@ -6,8 +6,9 @@
 // the scheduler actor feeds it requests and worker results and sends out what it returns.
 //
 // Use: add_request() any time; schedule_step() -> send the batch to the worker ->
-// process_result() with its sampled ids; repeat. Up to max_in_flight batches are in flight at once
-// (one per pipeline stage, so the stages overlap); a request is never in two of them.
+// process_result() with its sampled ids; repeat. Up to max_batches_in_flight() batches are in flight
+// at once: one per pipeline stage, so the stages overlap, where a request is never in two of them;
+// or, with overlap, two, the second feeding requests the tokens the first samples.
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -37,6 +38,10 @@ struct SchedulerConfig {
   // Batches planned before the first comes back (--pp-size): each step then takes about
   // 1/max_in_flight of the requests, so that every stage has a micro-batch to run.
   int max_in_flight = 1;
+  // Overlapped scheduling (without pipeline stages or speculation): step n+1 is planned and sent
+  // while step n runs, feeding each decoding request the token step n samples for it, unseen (the
+  // worker fills it in). So two steps are in flight, and a request may be in both.
+  bool overlap = false;
 };
 
 // Counters for metrics and tests.
@@ -57,6 +62,9 @@ struct SchedulerStats {
   // and how many (step, layer) pairs that sums (filled by the scheduler service, which sees them).
   int64_t verify_distinct_experts = 0;
   int64_t verify_layer_passes = 0;
+  // Overlapped scheduling, since start: decode tokens sent as future tokens (planned before the
+  // step that samples them came back).
+  int64_t overlapped_tokens = 0;
 };
 
 class Scheduler {
@@ -70,9 +78,11 @@ class Scheduler {
   // recomputed request samples the same tokens; completion i uses seed + i.
   void add_request(Request request);
   // Plans the next step, or nullopt when there is nothing to run; none may be asked while
-  // max_in_flight batches are in flight (std::logic_error). Requests in flight are left out.
+  // max_batches_in_flight() are in flight (std::logic_error). Requests in flight are left out, but
+  // for overlapped decodes.
   std::optional<ScheduledBatch> schedule_step();
   int64_t batches_in_flight() const { return static_cast<int64_t>(in_flight_steps_.size()); }
+  int max_batches_in_flight() const { return config_.overlap ? 2 : config_.max_in_flight; }
   // Applies the worker's result for `batch`: sampled ids (and logprobs and top alternatives, or none
   // of them) of each sequence that needs_logits, in batch order: sampled_counts[i] of them for the
   // i-th (a draft tree's accepted drafts and one more), one each when sampled_counts is empty. A
@@ -127,6 +137,11 @@ class Scheduler {
   bool full(const ScheduledBatch& batch) const;
   // Appends the request's next num_new_tokens (slots already granted) to the batch.
   void add_to_batch(ScheduledBatch& batch, Request& request, int64_t num_new_tokens);
+  // Overlap: whether a request in flight may also feed, in this step, the token its step in flight
+  // samples, and if so adds it (a future token) with one new slot; never preempts for it.
+  bool add_overlapped(ScheduledBatch& batch, Request& request, int64_t& budget);
+  // Records that the request is in the step being planned, feeding positions up to end.
+  void mark_in_flight(const ScheduledBatch& batch, Request& request, int64_t end) const;
 
   // --- Speculative decoding (scheduler_speculation.cpp).
   // Adds a decoding request's next token with a draft tree after it, when a tree is proposed and
@@ -171,6 +186,7 @@ class Scheduler {
   int64_t verify_passes_ = 0;
   int64_t draft_tokens_ = 0;
   int64_t accepted_drafts_ = 0;
+  int64_t overlapped_tokens_ = 0;
 };
 
 }  // namespace moe

@@ -59,8 +59,7 @@ bool Scheduler::add_speculative(ScheduledBatch& batch, Request& request, int64_t
   std::vector<int32_t> slots(request.slot_table.begin(), request.slot_table.begin() + request.num_computed + nodes);
   batch.forward.add_tree_sequence(tokens, std::move(slots), std::move(parents), true);
   batch.sequences.push_back(scheduled_sequence(request, config_.eos_token_ids));
-  request.scheduled_step = batch.step_id;
-  request.in_flight = true;
+  mark_in_flight(batch, request, request.num_computed + nodes);
   budget -= nodes;
   return true;
 }

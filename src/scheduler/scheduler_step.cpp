@@ -3,13 +3,14 @@
 #include <limits>
 #include <stdexcept>
 
+#include "sampling/logit_adjustments.h"
 #include "scheduler/scheduler.h"
 
 namespace moe {
 
 std::optional<ScheduledBatch> Scheduler::schedule_step() {
-  if (batches_in_flight() >= config_.max_in_flight)
-    throw std::logic_error("Scheduler::schedule_step: max_in_flight batches are in flight already");
+  if (batches_in_flight() >= max_batches_in_flight())
+    throw std::logic_error("Scheduler::schedule_step: max_batches_in_flight() are in flight already");
   ScheduledBatch batch;
   // With several micro-batches in flight, each takes its share of the requests, so the next one
   // finds requests that are not in flight.
@@ -29,15 +30,18 @@ std::optional<ScheduledBatch> Scheduler::schedule_step() {
   return batch;
 }
 
-// Running requests go first, in admission order: decodes (one pending token) in a first pass, then
-// the chunks of prompts that are still being prefilled.
+// Running requests go first, in admission order: decodes (one pending token, or with overlap the
+// token a step in flight samples) in a first pass, then the chunks of prompts still being prefilled.
 void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& preempted) {
   for (const bool decode_pass : {true, false}) {
     const std::vector<Request*> candidates = running_;  // preemption edits running_
     for (Request* request : candidates) {
       if (budget == 0 || full(batch)) return;
-      if (request->state != RequestState::Running || request->scheduled_step == batch.step_id || request->in_flight)
+      if (request->state != RequestState::Running || request->scheduled_step == batch.step_id) continue;
+      if (request->steps_in_flight > 0) {
+        if (decode_pass) add_overlapped(batch, *request, budget);
         continue;
+      }
       const int64_t pending = request->total_len() - request->num_computed;
       if ((pending == 1) != decode_pass) continue;
       if (decode_pass && add_speculative(batch, *request, budget)) continue;
@@ -108,7 +112,7 @@ int64_t Scheduler::grant_slots(Request& request, int64_t want, bool accept_fewer
 
 Request* Scheduler::pick_victim(const Request& requester, uint64_t step) {
   for (auto it = running_.rbegin(); it != running_.rend(); ++it)
-    if (*it != &requester && (*it)->scheduled_step != step && !(*it)->in_flight) return *it;
+    if (*it != &requester && (*it)->scheduled_step != step && (*it)->steps_in_flight == 0) return *it;
   return nullptr;
 }
 
@@ -128,11 +132,51 @@ void Scheduler::add_to_batch(ScheduledBatch& batch, Request& request, int64_t nu
   const int64_t end = request.num_computed + num_new_tokens;
   std::vector<int32_t> slots(request.slot_table.begin(), request.slot_table.begin() + end);
   // A finishing request feeds its last token only for the routing: nothing more to sample.
-  batch.forward.add_sequence(request.tokens(request.num_computed, end), std::move(slots),
-                             end == request.total_len() && !request.finishing);
+  const bool samples = end == request.total_len() && !request.finishing;
+  if (samples) {
+    request.pending_outputs = 1;
+    request.pending_sample_step = batch.step_id;
+    request.pending_sample_index = batch.num_samplers();
+  }
+  batch.forward.add_sequence(request.tokens(request.num_computed, end), std::move(slots), samples);
   batch.sequences.push_back(scheduled_sequence(request, config_.eos_token_ids));
+  mark_in_flight(batch, request, end);
+}
+
+bool Scheduler::add_overlapped(ScheduledBatch& batch, Request& request, int64_t& budget) {
+  // Only a request whose one step in flight feeds all its known tokens and samples the next, which
+  // will not be its last by length: feeding that token is then this request's next work whatever it
+  // is (an EOS drawn there makes this step's work for it wasted, never returned). Penalties need
+  // the token itself; a finishing request has nothing more to sample.
+  const auto outputs = static_cast<int64_t>(request.output_ids.size());
+  if (!config_.overlap || budget < 1 || request.steps_in_flight != 1 || request.pending_outputs != 1 ||
+      request.in_flight_end != request.total_len() || request.finishing || penalizes(request.sampling) ||
+      outputs + 1 >= request.sampling.max_new_tokens)
+    return false;
+  if (static_cast<int64_t>(request.slot_table.size()) != request.total_len())
+    throw std::logic_error("Scheduler: an overlapped request's slots do not end at its last token");
+  // A slot for the future token if the pool has one: a request in flight is never preempted, nor
+  // preempts anyone; short of slots, it waits for its step as without overlap.
+  if (kv_.available() < 1 || !kv_.extend(request, 1)) return false;
+  const int64_t end = request.total_len() + 1;
+  std::vector<int32_t> slots(request.slot_table.begin(), request.slot_table.begin() + end);
+  batch.future_tokens.push_back({static_cast<int32_t>(batch.forward.num_tokens()), request.pending_sample_step,
+                                 request.pending_sample_index});
+  batch.sequences.push_back(scheduled_sequence(request, config_.eos_token_ids, 1));
+  request.pending_outputs = 2;
+  request.pending_sample_step = batch.step_id;
+  request.pending_sample_index = batch.num_samplers();
+  batch.forward.add_sequence({msg::kFutureTokenId}, std::move(slots), true);
+  mark_in_flight(batch, request, end);
+  ++overlapped_tokens_;
+  budget -= 1;
+  return true;
+}
+
+void Scheduler::mark_in_flight(const ScheduledBatch& batch, Request& request, int64_t end) const {
   request.scheduled_step = batch.step_id;
-  request.in_flight = true;
+  ++request.steps_in_flight;
+  request.in_flight_end = end;
 }
 
 bool Scheduler::full(const ScheduledBatch& batch) const {

@@ -59,7 +59,7 @@ void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t ind
 
 std::optional<msg::WorkerBatch> SchedulerService::next_batch() {
   // A queued weight update waits for the step in flight; no new one starts before it is done.
-  if (static_cast<int>(in_flight_.size()) >= options_.scheduler.max_in_flight || !worker_accepted() ||
+  if (static_cast<int>(in_flight_.size()) >= scheduler_.max_batches_in_flight() || !worker_accepted() ||
       !updates_.empty())
     return std::nullopt;
   std::optional<ScheduledBatch> batch = scheduler_.schedule_step();

@@ -70,6 +70,7 @@ std::unique_ptr<RoutedExpertsCapturer> ModelWorker::make_capturer() const {
 ModelWorker::ForwardRun ModelWorker::run_forward(
     const msg::WorkerBatch& batch, const std::function<void(const ForwardBatch&, RoutingCapture*)>& run) {
   ForwardRun done{to_forward_batch(batch), {}};
+  recent_samples_.fill(done.forward.token_ids, batch.future_tokens);
   const ForwardBatch& forward = done.forward;
   const bool capture = batch.capture_routing;
   if (capture && !capturer_) throw Error("routing capture asked of a worker started without it");
@@ -116,6 +117,7 @@ msg::WorkerResult ModelWorker::sample(const msg::WorkerBatch& batch, ForwardRun 
   msg::WorkerResult result;
   result.step = batch.step;
   draw(batch, run.forward, result);
+  recent_samples_.remember(batch.step, result.sampled_ids);
   result.verify_experts = std::move(run.verify_experts);
   result.routing = take_ready_routing();
   result.worker_instance = instance_;
@@ -149,7 +151,7 @@ void ModelWorker::draw(const msg::WorkerBatch& batch, const ForwardBatch& forwar
         drawn[i] = {sample_token(rows, vocab, d.sequence->sampling)};
         continue;
       }
-      const std::span<const int32_t> nodes(batch.token_ids.data() + d.first_token,
+      const std::span<const int32_t> nodes(forward.token_ids.data() + d.first_token,
                                            static_cast<size_t>(d.sequence->num_new_tokens));
       drawn[i] = accept_draft_tree(rows, vocab, nodes, d.sequence->tree_parents, d.sequence->sampling);
     }

@@ -11,6 +11,7 @@
 #include "capture/routed_experts_capturer.h"
 #include "model/model.h"
 #include "moe/messages.h"
+#include "worker/recent_samples.h"
 
 namespace moe {
 
@@ -87,6 +88,7 @@ class ModelWorker {
   std::function<void()> on_routing_ready_;
   std::vector<msg::StepRouting> drained_routing_;
   std::vector<float> logits_;
+  RecentSamples recent_samples_;  // what the latest steps sampled, for steps that feed it unseen
   int first_moe_layer_ = 0;  // the first of this worker's MoE layers among the model's
   mutable std::mutex settings_mutex_;  // the fingerprint changes with the weights
   msg::WorkerSettings settings_;

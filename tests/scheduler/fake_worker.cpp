@@ -20,6 +20,8 @@ int32_t fake_next_token(const std::vector<int32_t>& sequence, uint64_t seed, int
 FakeWorker::FakeWorker(int64_t num_slots) : slot_token_(num_slots, -1), slot_position_(num_slots, -1) {}
 
 std::vector<int32_t> FakeWorker::run(const ScheduledBatch& batch) {
+  std::vector<int32_t> token_ids = batch.forward.token_ids;
+  recent_samples_.fill(token_ids, batch.future_tokens);
   std::vector<int32_t> sampled;
   size_t row = 0;
   for (size_t i = 0; i < batch.forward.sequences.size(); ++i) {
@@ -29,7 +31,7 @@ std::vector<int32_t> FakeWorker::run(const ScheduledBatch& batch) {
       const int32_t slot = seq.kv_slots[first + t];
       if (slot == KvSlotPool::kPaddingSlot) throw std::runtime_error("a request token was written to the padding slot");
       if (batch.forward.positions[row] != first + t) throw std::runtime_error("wrong position in batch");
-      slot_token_[slot] = batch.forward.token_ids[row];
+      slot_token_[slot] = token_ids[row];
       slot_position_[slot] = first + t;
     }
     if (!seq.needs_logits) continue;
@@ -43,6 +45,7 @@ std::vector<int32_t> FakeWorker::run(const ScheduledBatch& batch) {
     const ScheduledSequence& info = batch.sequences[i];
     sampled.push_back(fake_next_token(sequence, info.sampling.seed, info.sampling.step));
   }
+  recent_samples_.remember(batch.step_id, sampled);
   return sampled;
 }
 

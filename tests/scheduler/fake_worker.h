@@ -2,11 +2,13 @@
 // A stand-in model worker for scheduler tests. Its "KV cache" stores, per slot, the token and
 // position written there; its "model" samples a hash of the whole sequence read back through the
 // batch's kv_slots, the request's seed and the step. So any wrong, stale or reused slot, any wrong
-// position or seed changes the output and the test sees it against reference_output().
+// position or seed changes the output and the test sees it against reference_output(). Future
+// tokens (overlapped scheduling) come from the steps it ran, as in the real worker.
 #include <cstdint>
 #include <vector>
 
 #include "scheduler/request.h"
+#include "worker/recent_samples.h"
 
 namespace moe::test {
 
@@ -20,6 +22,7 @@ class FakeWorker {
  private:
   std::vector<int32_t> slot_token_;
   std::vector<int32_t> slot_position_;
+  RecentSamples recent_samples_;
 };
 
 // What the fake model generates for a prompt when nothing goes wrong.

@@ -1,5 +1,6 @@
 #include "scheduler_driver.h"
 
+#include <deque>
 #include <numeric>
 #include <stdexcept>
 
@@ -18,6 +19,28 @@ RunLog run_to_completion(Scheduler& scheduler, const WorkerFn& worker, int max_s
       log.finished.emplace(std::move(key), std::move(done));
     }
     log.batches.push_back(std::move(*batch));
+  }
+  return log;
+}
+
+RunLog run_in_flight(Scheduler& scheduler, const WorkerFn& worker, const BetweenFn& between) {
+  RunLog log;
+  std::deque<std::pair<ScheduledBatch, std::vector<int32_t>>> out;
+  for (int round = 0; scheduler.has_unfinished() || !out.empty(); ++round) {
+    if (round > 100000) throw std::runtime_error("the run with steps in flight does not end");
+    while (scheduler.batches_in_flight() < scheduler.max_batches_in_flight()) {
+      std::optional<ScheduledBatch> batch = scheduler.schedule_step();
+      if (!batch) break;
+      std::vector<int32_t> sampled = worker(*batch);
+      out.emplace_back(std::move(*batch), std::move(sampled));
+    }
+    if (out.empty()) throw std::runtime_error("nothing in flight and nothing planned, yet requests remain");
+    if (between) between(scheduler, log);
+    StepOutcome outcome = scheduler.process_result(out.front().first, out.front().second, {});
+    log.batches.push_back(std::move(out.front().first));
+    out.pop_front();
+    for (FinishedRequest& done : outcome.finished)
+      log.finished.emplace(std::make_pair(done.rid, done.index), std::move(done));
   }
   return log;
 }

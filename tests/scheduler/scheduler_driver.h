@@ -22,6 +22,13 @@ struct RunLog {
 // Steps until the scheduler has nothing unfinished; fails the test (throws) if it stalls or loops.
 RunLog run_to_completion(Scheduler& scheduler, const WorkerFn& worker, int max_steps = 100000);
 
+// The same with up to scheduler.max_batches_in_flight() steps out: the worker runs each step when
+// it is planned (as a worker runs steps in the order they were sent) and its result is applied after
+// those of the steps planned before it. `between` runs before each result is applied, with the
+// outcomes so far (to abort or stop requests while steps are in flight).
+using BetweenFn = std::function<void(Scheduler&, RunLog&)>;
+RunLog run_in_flight(Scheduler& scheduler, const WorkerFn& worker, const BetweenFn& between = {});
+
 // A request as tests build them: greedy unless a seed is given, ignoring EOS.
 Request make_request(std::string rid, std::vector<int32_t> prompt, int max_new_tokens,
                      std::optional<uint64_t> seed = std::nullopt, int n = 1);

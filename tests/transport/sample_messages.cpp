@@ -93,6 +93,7 @@ std::vector<msg::Message> sample_messages() {
   batch.sequences.back().sampling.logit_bias = {{3, 1.0f}};
   batch.sequences.front().tree_parents = {-1, 0, 0};  // a draft tree: the root and two children
   batch.max_tree_experts = 6;
+  batch.future_tokens = {{.token_index = 3, .step = (1ull << 40) - 1, .sample = 2}};
   messages.emplace_back(batch);
 
   msg::WorkerResult result{
