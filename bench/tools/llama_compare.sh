@@ -15,10 +15,11 @@
 #   OUT_DIR    results: serving.tsv (one line per run), summary.md, kernels.txt, server logs
 # Env: SECTIONS (default "check 16 17 kernels"), ROUNDS (2), PROMPTS_C1 (4), PROMPTS_C8 (8),
 #      PROMPTS_C32 (32), FIRST_ROUND (1; a later invocation appending rounds to OUT_DIR sets it),
-#      BUILD (build: moe-serve, moe-bench, bench_model), PORT (18700), SEED (1000).
+#      BUILD (build: moe-serve, moe-bench, bench_model), PORT (18700), SEED (1000), OUTPUT_LEN (128;
+#      a few tokens for a quick check that the whole script runs).
 set -euo pipefail
 llama=$1 model=$2 gguf_dir=$3 out=$4
-build=${BUILD:-build} port=${PORT:-18700} rounds=${ROUNDS:-2} seed=${SEED:-1000}
+build=${BUILD:-build} port=${PORT:-18700} output_len=${OUTPUT_LEN:-128} rounds=${ROUNDS:-2} seed=${SEED:-1000}
 sections=${SECTIONS:-check 16 17 kernels}
 tools=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$gguf_dir" "$out"
@@ -71,14 +72,14 @@ start_server() {
 
 server_cpu_seconds() { awk '{printf "%.2f", ($14 + $15) / '"$(getconf CLK_TCK)"'}' "/proc/$server_pid/stat"; }
 
-# measure ROUND CONFIG CONCURRENCY: one moe-bench run against the running server, one line to $tsv.
+# measure SECTION.ROUND CONFIG CONCURRENCY: one moe-bench run against the running server, one line to $tsv.
 measure() {
   local round=$1 config=$2 c=$3 prompts before row
   case $c in 1) prompts=${PROMPTS_C1:-4} ;; 8) prompts=${PROMPTS_C8:-8} ;; *) prompts=${PROMPTS_C32:-32} ;; esac
   before=$(server_cpu_seconds)
   row=$("$build/bench/moe-bench" --endpoint "http://127.0.0.1:$port" --api openai --num-prompts "$prompts" \
-          --warmup-prompts 1 --input-len 16 --output-len 128 --concurrency "$c" \
-          --seed $((seed + 100 * round + c)) | grep "^| c=")
+          --warmup-prompts 1 --input-len 16 --output-len "$output_len" --concurrency "$c" \
+          --seed $((seed + 100 * ${round##*.} + c)) | grep "^| c=")
   # row: | c=N | done/failed | req/s | output tok/s | TTFT ... | ITL ... |
   local tok_s finished cpu
   tok_s=$(echo "$row" | awk -F'|' '{gsub(/ /, "", $5); print $5}')
@@ -138,8 +139,8 @@ done
 
 # Mean output tok/s and server CPU seconds per 1000 tokens, per configuration and concurrency.
 if [ -f "$tsv" ]; then
-  awk -F'\t' '{split($1, s, "."); key = s[1] "\t" $2 "\t" $3; n[key]++; tok[key] += $5; cpu[key] += $6
-               split($4, d, "/"); out_tokens[key] += d[1] * 128}
+  awk -F'\t' -v output_len="$output_len" '{split($1, s, "."); key = s[1] "\t" $2 "\t" $3; n[key]++; tok[key] += $5; cpu[key] += $6
+               split($4, d, "/"); out_tokens[key] += d[1] * output_len}
               END {for (k in n) {split(k, f, "\t")
                      printf "| %s | %s | %s | %d | %.1f | %.2f |\n", f[1], f[2], f[3], n[k], tok[k] / n[k], 1000 * cpu[k] / out_tokens[k]}}' \
     "$tsv" | sort -t'|' -k2,2 -k4,4n -k3,3 >"$out/summary.rows"
