@@ -72,13 +72,6 @@ __device__ __forceinline__ void warp_dot_tile(const W* const (&w)[kCols], const 
         acc[c][t] += __shfl_xor_sync(kFullWarp, acc[c][t], offset);
 }
 
-// The tile's input rows when they are consecutive rows of `width` from `first`.
-template <int kTile>
-__device__ __forceinline__ void consecutive_rows(const float* first, int64_t width, const float* (&x)[kTile]) {
-#pragma unroll
-  for (int t = 0; t < kTile; ++t) x[t] = first + t * width;
-}
-
 // Lane t of the warp writes row t's value: out[t · stride] = value(t).
 template <int kTile, typename Value>
 __device__ __forceinline__ void write_tile(int rows, float* out, int64_t stride, Value value) {
@@ -86,6 +79,25 @@ __device__ __forceinline__ void write_tile(int rows, float* out, int64_t stride,
 #pragma unroll
   for (int t = 0; t < kTile; ++t)
     if (t == lane && t < rows) out[t * stride] = value(t);
+}
+
+// Rows begin .. end-1 of x (consecutive rows of k) times the warp's kCols weight rows, a tile at a
+// time: out[c][r · stride[c]] = w[c] · x[r] for the first `valid` columns.
+template <typename W, bool kVector, int kTile, int kCols>
+__device__ __forceinline__ void dense_rows(const W* const (&w)[kCols], int valid, const float* x, int64_t begin,
+                                           int64_t end, int64_t k, float* const (&out)[kCols],
+                                           const int64_t (&stride)[kCols]) {
+  for (int64_t r0 = begin; r0 < end; r0 += kTile) {
+    const int rows = static_cast<int>(end - r0 < kTile ? end - r0 : kTile);
+    const float* x_rows[kTile];
+#pragma unroll
+    for (int t = 0; t < kTile; ++t) x_rows[t] = x + (r0 + t) * k;
+    float acc[kCols][kTile];
+    warp_dot_tile<W, kVector, kTile, kCols>(w, x_rows, rows, k, acc);
+#pragma unroll
+    for (int c = 0; c < kCols; ++c)
+      if (c < valid) write_tile<kTile>(rows, out[c] + r0 * stride[c], stride[c], [&](int t) { return acc[c][t]; });
+  }
 }
 
 // Weight rows a warp takes at once in the dense and down kernels: each x value loaded serves this
@@ -130,16 +142,7 @@ __global__ void small_linear_kernel(const float* x, int64_t tokens, LinearParts 
     outs[c] = parts.y[part] + column;
     widths[c] = parts.n[part];
   }
-  for (int64_t t0 = 0; t0 < tokens; t0 += kTile) {
-    const int tile_rows = static_cast<int>(tokens - t0 < kTile ? tokens - t0 : kTile);
-    const float* x_rows[kTile];
-    consecutive_rows<kTile>(x + t0 * k, k, x_rows);
-    float acc[kCols][kTile];
-    warp_dot_tile<W, kVector, kTile, kCols>(rows, x_rows, tile_rows, k, acc);
-#pragma unroll
-    for (int c = 0; c < kCols; ++c)
-      if (c < valid) write_tile<kTile>(tile_rows, outs[c] + t0 * widths[c], widths[c], [&](int t) { return acc[c][t]; });
-  }
+  dense_rows<W, kVector, kTile, kCols>(rows, valid, x, 0, tokens, k, outs, widths);
 }
 
 // An expert's kCols consecutive weight rows from `column` of a matrix with `count` rows of `k`;
@@ -201,16 +204,14 @@ __global__ void grouped_down_kernel(const float* act, const int32_t* offsets, co
   if (begin == end || column >= hidden) return;
   const W* d[kCols];
   const int valid = expert_rows<W, kCols>(down[e], column, hidden, width, d);
-  for (int64_t r0 = begin; r0 < end; r0 += kTile) {
-    const int rows = static_cast<int>(end - r0 < kTile ? end - r0 : kTile);
-    const float* act_rows[kTile];
-    consecutive_rows<kTile>(act + r0 * width, width, act_rows);
-    float acc[kCols][kTile];
-    warp_dot_tile<W, kVector, kTile, kCols>(d, act_rows, rows, width, acc);
+  float* outs[kCols];
+  int64_t strides[kCols];
 #pragma unroll
-    for (int c = 0; c < kCols; ++c)
-      if (c < valid) write_tile<kTile>(rows, out + r0 * hidden + column + c, hidden, [&](int t) { return acc[c][t]; });
+  for (int c = 0; c < kCols; ++c) {
+    outs[c] = out + column + c;
+    strides[c] = hidden;
   }
+  dense_rows<W, kVector, kTile, kCols>(d, valid, act, begin, end, width, outs, strides);
 }
 
 __global__ void widen_bf16_kernel(const uint16_t* src, int64_t n, float* dst) {
