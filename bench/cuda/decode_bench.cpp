@@ -29,7 +29,8 @@ void report(benchmark::State& state, GpuWorkload& workload, double tokens_per_st
   state.SetLabel(workload.device_name());
 }
 
-// range(0) = sequences in the batch, each adding one token at context 128. Capture off.
+// range(0) = sequences in the batch, each adding one token at context 128. Capture off. Beside
+// tokens/s: forward_ms, the model's forward alone (logits on the host, nothing sampled).
 void BM_GpuDecode(benchmark::State& state) {
   if (skip_without_device(state)) return;
   GpuWorkload& workload = GpuWorkload::get();
@@ -38,6 +39,12 @@ void BM_GpuDecode(benchmark::State& state) {
   workload.execute(batch, false);  // untimed: cuBLAS picks its kernels for these shapes
   for (auto _ : state) workload.execute(batch, false);
   report(state, workload, static_cast<double>(state.range(0)), bytes);
+  // The forward's share of a step; the rest is the worker's sampling and answer, on the host.
+  constexpr int kForwards = 50;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kForwards; ++i) workload.forward_only(batch);
+  state.counters["forward_ms"] =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kForwards;
 }
 BENCHMARK(BM_GpuDecode)->ArgName("batch")->Arg(1)->Arg(8)->Arg(32)->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -79,6 +79,7 @@ GpuWorkload::GpuWorkload() {
   worker_options.settings.kv_slots = kPrefillSlotBase + kPromptTokens;
   worker_options.settings.max_batch_tokens = kStepTokens;
   worker_options.settings.capture_routing = true;  // each batch says whether it is captured
+  model_ = model.get();
   worker_ = std::make_unique<ModelWorker>(std::move(model), worker_options);
 
   // Every decode sequence's first kContext positions, prefilled 16 sequences a step, so that the
@@ -124,6 +125,12 @@ msg::WorkerResult GpuWorkload::execute(msg::WorkerBatch& batch, bool capture) {
   batch.step = next_step_++;
   batch.capture_routing = capture;
   return worker_->execute(batch);
+}
+
+void GpuWorkload::forward_only(const msg::WorkerBatch& batch) {
+  // The model checks the KV cache's slot count only; its pool is the one the worker's steps use.
+  KvCache kv = KvCache::placeholder(kPrefillSlotBase + kPromptTokens);
+  model_->forward(to_forward_batch(batch), kv, logits_, nullptr);
 }
 
 std::vector<int> GpuWorkload::experts_reached(msg::WorkerBatch batch) {

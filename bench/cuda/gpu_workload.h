@@ -27,6 +27,9 @@ class GpuWorkload {
   msg::WorkerBatch prefill_batch() const;
   // Runs `batch` as the next step, routing captured or not.
   msg::WorkerResult execute(msg::WorkerBatch& batch, bool capture);
+  // The model's forward of `batch` alone (capture off): what a step costs before the worker samples
+  // from its logits and answers. Returns once the logits are on the host.
+  void forward_only(const msg::WorkerBatch& batch);
 
   // Float32 weight bytes one run of `batch` reads: every dense weight, lm_head, the embedding rows of
   // its tokens, and in each MoE layer the experts its tokens reach (seen by running it once captured).
@@ -41,6 +44,8 @@ class GpuWorkload {
   std::vector<int> experts_reached(msg::WorkerBatch batch);
 
   std::unique_ptr<ModelWorker> worker_;
+  Model* model_ = nullptr;  // the worker's
+  std::vector<float> logits_;
   uint64_t next_step_ = 0;
   double bandwidth_ = 0.0;
   std::string device_name_;

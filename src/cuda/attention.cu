@@ -1,7 +1,10 @@
-// The heads' norm, rotation and KV store, and causal GQA attention over the slot pool. Attention: one block per (token, query head), so
-// prefill chunks and decode tokens of any sequences share one launch. The block's warps take
-// positions in turn, each keeping a running softmax (max, sum, weighted values) with head_dim
-// spread over its lanes; the warps' partial results are merged at the end.
+// The heads' norm, rotation and KV store, and causal GQA attention over the slot pool. Attention: a
+// block per (token, query head, split of its positions), so prefill chunks and decode tokens of any
+// sequences share one launch, and a decode of few sequences still fills the device (flash-decoding:
+// several blocks per head, each over a run of positions, then a pass that merges them). A block's
+// warps take positions in turn, each keeping a running softmax (max, sum, weighted values) with
+// head_dim spread over its lanes; the warps' partial results are merged at the end.
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -13,20 +16,23 @@ namespace {
 
 constexpr int kWarpSize = 32;
 constexpr unsigned kFullWarp = 0xffffffffu;
-constexpr int kWarps = 16;  // a decode token is one block per head: its positions are split over many warps
+constexpr int kWarps = 16;      // warps of an unsplit block: a token's positions are spread over many warps
+constexpr int kSplitWarps = 4;  // warps of a block that takes one split of a token's positions
 constexpr int kUnroll = 4;  // positions a warp loads at once
 constexpr int kPerLane = kMaxHeadDim / kWarpSize;  // head_dim elements each lane holds, at most
 
 // blockIdx.x: the token; blockIdx.y: a q head, then the k heads. Thread j holds the pair
 // (j, j + head_dim/2) of its head, which is what the rotation mixes.
+// Also zeroes the split attention's counter of each (token, q head) that follows it on the stream.
 __global__ void norm_rotate_store_kernel(float* q, const float* k, const float* v, HeadShape heads, const float* q_norm,
                                          const float* k_norm, float eps, const int32_t* positions,
                                          const float* inv_freq, const int32_t* slots, float* key_pool,
-                                         float* value_pool) {
+                                         float* value_pool, int32_t* split_counters) {
   __shared__ float warp_sums[kMaxHeadDim / 2 / kWarpSize];
   const int64_t t = blockIdx.x;
   const int head = static_cast<int>(blockIdx.y), half = heads.head_dim / 2, j = static_cast<int>(threadIdx.x);
   const bool is_q = head < heads.num_heads;
+  if (split_counters != nullptr && is_q && j == 0) split_counters[t * heads.num_heads + head] = 0;
   const int64_t kv_width = static_cast<int64_t>(heads.num_kv_heads) * heads.head_dim;
   const int64_t kv_offset = static_cast<int64_t>(head - heads.num_heads) * heads.head_dim;
   float* q_row = q + (t * heads.num_heads + head) * heads.head_dim;
@@ -65,16 +71,31 @@ __global__ void norm_rotate_store_kernel(float* q, const float* k, const float* 
   value_pool[at + j + half] = v_row[j + half];
 }
 
+// Positions [begin, end) of the split `split` of `splits` over a token's visible positions: equal
+// runs, so every block of a launch has about the same work whatever the context length.
+__device__ __forceinline__ void split_range(int visible, int split, int splits, int& begin, int& end) {
+  const int chunk = (visible + splits - 1) / splits;
+  begin = min(visible, split * chunk);
+  end = min(visible, begin + chunk);
+}
+
+// blockIdx.x: the token; blockIdx.y: the q head; blockIdx.z: the split of the token's positions.
+// With one split the block writes the head's output; with several it writes its partial (max, sum,
+// weighted values) to partials[(t · num_heads + h) · splits + split], and the head's last block to
+// finish merges them. The per-warp merge and the per-split merge are the same online-softmax rescaling, so a
+// split changes only the order of float32 additions.
 __global__ void attention_kernel(const float* q, AttentionTables tables, const float* key_pool,
                                  const float* value_pool, int num_heads, int group_size, int head_dim, float scale,
-                                 float* out) {
+                                 float* out, float* partials, int32_t* split_counters) {
   const int64_t t = blockIdx.x;
-  const int h = static_cast<int>(blockIdx.y);
+  const int h = static_cast<int>(blockIdx.y), split = static_cast<int>(blockIdx.z), splits = static_cast<int>(gridDim.z);
+  const int warps = static_cast<int>(blockDim.x / kWarpSize);
   const int warp = static_cast<int>(threadIdx.x / kWarpSize), lane = static_cast<int>(threadIdx.x % kWarpSize);
   const int64_t q_offset = (t * num_heads + h) * head_dim;
   const int64_t row_size = static_cast<int64_t>(num_heads / group_size) * head_dim;
   const int64_t kv_offset = static_cast<int64_t>(h / group_size) * head_dim;
-  const int visible = tables.positions[t] + 1;
+  int begin = 0, end = 0;
+  split_range(tables.positions[t] + 1, split, splits, begin, end);
   const int32_t* slots = tables.slot_table + tables.slot_offsets[t];
 
   float query[kPerLane], acc[kPerLane];
@@ -84,16 +105,16 @@ __global__ void attention_kernel(const float* q, AttentionTables tables, const f
     query[j] = d < head_dim ? q[q_offset + d] : 0.0f;
     acc[j] = 0.0f;
   }
-  // Each warp takes kUnroll positions kWarps apart at a time: their key and value rows are loaded
+  // Each warp takes kUnroll positions `warps` apart at a time: their key and value rows are loaded
   // together, so a decode token waits for memory once per group, not once per position.
   float max_score = -INFINITY, sum = 0.0f;
-  for (int base = warp; base < visible; base += kWarps * kUnroll) {
+  for (int base = begin + warp; base < end; base += warps * kUnroll) {
     int64_t rows[kUnroll];
     float scores[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int p = base + u * kWarps;
-      rows[u] = p < visible ? static_cast<int64_t>(slots[p]) * row_size + kv_offset : -1;
+      const int p = base + u * warps;
+      rows[u] = p < end ? static_cast<int64_t>(slots[p]) * row_size + kv_offset : -1;
       float dot = 0.0f;
       if (rows[u] >= 0) {
         const float* key = key_pool + rows[u];
@@ -128,9 +149,9 @@ __global__ void attention_kernel(const float* q, AttentionTables tables, const f
   }
 
   // Each warp's (max, sum, weighted values), then every head_dim element merged over the warps. A
-  // warp that saw no position has max -inf and weighs 0; position 0 is always visible, so the
-  // overall max is finite.
-  extern __shared__ float partial[];  // kWarps × (2 + head_dim)
+  // warp that saw no position has max -inf and weighs 0. Split 0 holds position 0, so its max is
+  // finite; a later split may see no position at all and then reports max -inf, sum 0.
+  extern __shared__ float partial[];  // warps × (2 + head_dim)
   float* mine = partial + warp * (2 + head_dim);
   if (lane == 0) {
     mine[0] = max_score;
@@ -142,25 +163,71 @@ __global__ void attention_kernel(const float* q, AttentionTables tables, const f
     if (d < head_dim) mine[2 + d] = acc[j];
   }
   __syncthreads();
+  float overall_max = -INFINITY;
+  for (int w = 0; w < warps; ++w) overall_max = fmaxf(overall_max, partial[w * (2 + head_dim)]);
+  float* split_out = splits == 1 ? nullptr : partials + ((t * num_heads + h) * splits + split) * (2 + head_dim);
   for (int d = static_cast<int>(threadIdx.x); d < head_dim; d += static_cast<int>(blockDim.x)) {
-    float overall_max = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) overall_max = fmaxf(overall_max, partial[w * (2 + head_dim)]);
     float total = 0.0f, weighted = 0.0f;
-    for (int w = 0; w < kWarps; ++w) {
-      const float* theirs = partial + w * (2 + head_dim);
-      const float factor = expf(theirs[0] - overall_max);
-      total += theirs[1] * factor;
-      weighted += theirs[2 + d] * factor;
+    if (overall_max > -INFINITY) {
+      for (int w = 0; w < warps; ++w) {
+        const float* theirs = partial + w * (2 + head_dim);
+        const float factor = expf(theirs[0] - overall_max);
+        total += theirs[1] * factor;
+        weighted += theirs[2 + d] * factor;
+      }
+    }
+    if (splits == 1) {
+      out[q_offset + d] = weighted / total;
+      continue;
+    }
+    split_out[2 + d] = weighted;
+    if (d == 0) {
+      split_out[0] = overall_max;
+      split_out[1] = total;
+    }
+  }
+  if (splits == 1) return;
+
+  // The last of the head's split blocks to finish merges every split's partial (the counter was
+  // zeroed by norm_rotate_store_kernel earlier on the stream): no second launch.
+  __shared__ bool last;
+  __threadfence();  // this block's partial is visible to whichever block merges
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&split_counters[t * num_heads + h], 1) == splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const float* head_partials = partials + (t * num_heads + h) * splits * (2 + head_dim);
+  overall_max = -INFINITY;
+  for (int s = 0; s < splits; ++s) overall_max = fmaxf(overall_max, __ldcg(head_partials + s * (2 + head_dim)));
+  for (int d = static_cast<int>(threadIdx.x); d < head_dim; d += static_cast<int>(blockDim.x)) {
+    float total = 0.0f, weighted = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const float* theirs = head_partials + s * (2 + head_dim);
+      const float factor = expf(__ldcg(theirs) - overall_max);  // 0 for a split that saw no position
+      total += __ldcg(theirs + 1) * factor;
+      weighted += __ldcg(theirs + 2 + d) * factor;
     }
     out[q_offset + d] = weighted / total;
   }
+}
+
+int multiprocessor_count() {
+  static const int count = [] {
+    int device = 0, sms = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+    return sms;
+  }();
+  return count;
 }
 
 }  // namespace
 
 void norm_rotate_store(float* q, const float* k, const float* v, int64_t tokens, HeadShape heads, const float* q_norm,
                        const float* k_norm, float eps, const int32_t* positions, const float* inv_freq,
-                       const int32_t* slots, float* key_pool, float* value_pool, cudaStream_t stream) {
+                       const int32_t* slots, float* key_pool, float* value_pool, int32_t* split_counters,
+                       cudaStream_t stream) {
   if (heads.head_dim > kMaxHeadDim || heads.head_dim % 2 != 0)
     throw Error("CUDA attention supports even head_dim up to " + std::to_string(kMaxHeadDim) + ", not " +
                 std::to_string(heads.head_dim));
@@ -169,22 +236,42 @@ void norm_rotate_store(float* q, const float* k, const float* v, int64_t tokens,
   const auto threads = static_cast<unsigned>((heads.head_dim / 2 + kWarpSize - 1) / kWarpSize * kWarpSize);
   const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(heads.num_heads + heads.num_kv_heads));
   norm_rotate_store_kernel<<<grid, threads, 0, stream>>>(q, k, v, heads, q_norm, k_norm, eps, positions, inv_freq,
-                                                         slots, key_pool, value_pool);
+                                                         slots, key_pool, value_pool, split_counters);
   check_launch("norm_rotate_store");
 }
 
+int attention_splits(int64_t tokens, int num_heads) {
+  // Enough blocks for about two per multiprocessor: a decode of a few sequences has far fewer
+  // (token, head) pairs than the device has multiprocessors.
+  const int64_t heads = tokens * num_heads, wanted = 2 * int64_t{multiprocessor_count()};
+  return static_cast<int>(std::clamp<int64_t>((wanted + heads - 1) / std::max<int64_t>(heads, 1), 1, kMaxAttentionSplits));
+}
+
+size_t attention_partials_size(int64_t tokens, int num_heads, int head_dim) {
+  const int splits = attention_splits(tokens, num_heads);
+  return splits == 1 ? 0 : static_cast<size_t>(tokens * num_heads * splits * (2 + head_dim));
+}
+
+size_t attention_counters_size(int64_t tokens, int num_heads) {
+  return attention_splits(tokens, num_heads) == 1 ? 0 : static_cast<size_t>(tokens * num_heads);
+}
+
 void causal_attention(const float* q, int64_t tokens, const AttentionTables& tables, const float* key_pool,
-                      const float* value_pool, int num_heads, int num_kv_heads, int head_dim, float* out,
-                      cudaStream_t stream) {
+                      const float* value_pool, int num_heads, int num_kv_heads, int head_dim,
+                      const AttentionSplits& split, float* out, cudaStream_t stream) {
   if (head_dim > kMaxHeadDim)
     throw Error("CUDA attention supports head_dim up to " + std::to_string(kMaxHeadDim) + ", not " +
                 std::to_string(head_dim));
   if (tokens == 0) return;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(num_heads));
-  const size_t shared_bytes = sizeof(float) * kWarps * (2 + head_dim);
-  attention_kernel<<<grid, kWarps * kWarpSize, shared_bytes, stream>>>(q, tables, key_pool, value_pool, num_heads,
-                                                                      num_heads / num_kv_heads, head_dim, scale, out);
+  const int splits = attention_splits(tokens, num_heads);
+  // A split block covers a fraction of the positions: fewer warps keep each of them busy.
+  const int warps = splits == 1 ? kWarps : kSplitWarps;
+  const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(num_heads), static_cast<unsigned>(splits));
+  const size_t shared_bytes = sizeof(float) * warps * (2 + head_dim);
+  attention_kernel<<<grid, warps * kWarpSize, shared_bytes, stream>>>(q, tables, key_pool, value_pool, num_heads,
+                                                                      num_heads / num_kv_heads, head_dim, scale, out,
+                                                                      split.partials, split.counters);
   check_launch("causal_attention");
 }
 

@@ -25,6 +25,11 @@ void CudaAttention::forward(const float* x, const StepContext& step, DeviceKvPoo
   float* k = scratch.k.reserve(static_cast<size_t>(T * kv_width));
   float* v = scratch.v.reserve(static_cast<size_t>(T * kv_width));
   float* attn = scratch.attn.reserve(static_cast<size_t>(T * q_width));
+  // Null where this step's attention is not split: the arrays may hold an earlier step's smaller size.
+  const size_t partials_size = attention_partials_size(T, num_heads_, head_dim_);
+  const size_t counters_size = attention_counters_size(T, num_heads_);
+  const AttentionSplits split{partials_size ? scratch.split_partials.reserve(partials_size) : nullptr,
+                              counters_size ? scratch.split_counters.reserve(counters_size) : nullptr};
   const DeviceMatrix* projections[] = {&w_.q_proj, &w_.k_proj, &w_.v_proj};
   float* const projected[] = {q, k, v};
   step.blas.linears(x, T, projections, projected);
@@ -35,9 +40,9 @@ void CudaAttention::forward(const float* x, const StepContext& step, DeviceKvPoo
   }
   norm_rotate_store(q, k, v, T, {num_heads_, num_kv_heads_, head_dim_}, w_.q_norm.empty() ? nullptr : w_.q_norm.data(),
                     w_.k_norm.empty() ? nullptr : w_.k_norm.data(), norm_eps_, step.batch.positions(), inv_freq_.data(),
-                    step.batch.own_slots(), kv.keys_of(layer_), kv.values_of(layer_), step.stream);
+                    step.batch.own_slots(), kv.keys_of(layer_), kv.values_of(layer_), split.counters, step.stream);
   causal_attention(q, T, step.batch.attention_tables(), kv.keys_of(layer_), kv.values_of(layer_), num_heads_,
-                   num_kv_heads_, head_dim_, attn, step.stream);
+                   num_kv_heads_, head_dim_, split, attn, step.stream);
   step.blas.linear(attn, T, w_.o_proj, out);
 }
 

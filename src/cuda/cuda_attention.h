@@ -19,6 +19,8 @@ class CudaAttention {
   // Activations kept from step to step, shared by every layer.
   struct Scratch {
     DeviceArray<float> q, k, v, attn;
+    DeviceArray<float> split_partials;  // the split attention's per-split results
+    DeviceArray<int32_t> split_counters;
   };
 
   CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, int layer);

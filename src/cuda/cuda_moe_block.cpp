@@ -50,6 +50,7 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
   float* weights = scratch.weights.reserve(static_cast<size_t>(pairs));
   int32_t* offsets = scratch.offsets.reserve(static_cast<size_t>(num_experts_ + 1));
   int32_t* cursor = scratch.cursor.reserve(static_cast<size_t>(num_experts_));
+  int32_t* active = scratch.active.reserve(static_cast<size_t>(num_experts_));
   int32_t* order = scratch.order.reserve(static_cast<size_t>(pairs));
   int32_t* slot_of_pair = scratch.slot_of_pair.reserve(static_cast<size_t>(pairs));
   float* gathered = scratch.gathered.reserve(static_cast<size_t>(pairs * H));
@@ -62,16 +63,16 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
   step.blas.linear(x, T, router_, logits);
   if (T <= kFusedRoutingTokens) {
     route_and_group(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids, captured.weights,
-                    offsets, cursor, order, slot_of_pair, stream);
+                    offsets, order, slot_of_pair, active, stream);
   } else {
     route_top_k(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids, captured.weights,
                 stream);
-    group_by_expert(ids, pairs, num_experts_, offsets, cursor, order, slot_of_pair, stream);
+    group_by_expert(ids, pairs, num_experts_, offsets, cursor, order, slot_of_pair, active, stream);
   }
-  gather_rows(x, order, top_k_, pairs, H, gathered, stream);
   if (T <= kGroupedOnDeviceTokens) {
-    grouped_expert_mlp(gathered, T, offsets, tables_, mlp_scratch.gate.data(), expert_out, stream);
+    grouped_expert_mlp(x, T, top_k_, order, offsets, active, tables_, mlp_scratch.gate.data(), expert_out, stream);
   } else {
+    gather_rows(x, order, top_k_, pairs, H, gathered, stream);
     scratch.host_offsets.resize(static_cast<size_t>(num_experts_ + 1));
     check(cudaMemcpyAsync(scratch.host_offsets.data(), offsets, scratch.host_offsets.size() * sizeof(int32_t),
                           cudaMemcpyDeviceToHost, stream),

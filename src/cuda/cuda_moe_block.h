@@ -29,6 +29,7 @@ class CudaMoeBlock {
     DeviceArray<int32_t> ids;                     // [T, K]
     DeviceArray<float> weights;                   // [T, K]
     DeviceArray<int32_t> offsets, cursor;         // [E + 1], [E]
+    DeviceArray<int32_t> active;                  // [E], the experts with rows, then -1
     DeviceArray<int32_t> order, slot_of_pair;     // [T·K]
     DeviceArray<float> gathered, expert_out;      // [T·K, H], rows grouped by expert
     DeviceArray<float> shared, shared_gate;       // [T, H], [T]

@@ -5,6 +5,7 @@
 // the CPU's only by summation order.
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace moe::cuda {
@@ -25,8 +26,8 @@ void gather_rows(const float* src, const int32_t* index, int index_divisor, int6
 // The same from a weight matrix in its stored type (the embedding), widened to float32.
 void gather_weight_rows(const WeightRef& src, const int32_t* index, int64_t rows, float* out, cudaStream_t stream);
 
-// y[t, n] = x[t, :] · w[n, :] for t < tokens, in float32 with w widened as read: one warp per output
-// column, tokens in tiles, so the weights are read once per tile. For few tokens (decode), where a
+// y[t, n] = x[t, :] · w[n, :] for t < tokens, in float32 with w widened as read: a warp per few
+// output columns, tokens in tiles, so the weights are read once per tile. For few tokens (decode), where a
 // step is bound by reading the weights.
 void small_linear(const float* x, int64_t tokens, const WeightRef& w, float* y, cudaStream_t stream);
 // Up to kMaxLinearParts small_linears of the same input in one launch (y[i] = x · w[i]ᵀ): a layer's
@@ -48,12 +49,16 @@ struct ExpertTables {
   int64_t hidden;
   int64_t width;
 };
-// The rows sorted by expert (expert e's are rows offsets[e] .. offsets[e+1]-1 of x, offsets on the
-// device) through their expert's SwiGLU MLP, with no host round trip: act[r] = silu(gate_e·x[r]) ·
-// (up_e·x[r]) of `width`, then out[r] = down_e·act[r] of `hidden`. Experts with no rows cost an
-// empty block; a row count any size runs in tiles. `tokens`: the step's, which bounds an expert's rows.
-void grouped_expert_mlp(const float* x, int64_t tokens, const int32_t* offsets, const ExpertTables& experts,
-                        float* act, float* out, cudaStream_t stream);
+// The routed pairs sorted by expert (group_by_expert's offsets, order and active, on the device)
+// through their expert's SwiGLU MLP, with no host round trip: grouped row r is pair order[r], whose
+// input is token row x[order[r] / top_k] (read in place); expert e's rows are offsets[e] ..
+// offsets[e+1]-1. act[r] = silu(gate_e·x) · (up_e·x) of `width`, then out[r] = down_e·act[r] of
+// `hidden`. The kernels run a block row for each of the first min(E, tokens · top_k) entries of
+// `active`, so a decode step launches blocks for the experts it reaches, not for all E. A row count
+// any size runs in tiles. `tokens`: the step's, which bounds an expert's rows.
+void grouped_expert_mlp(const float* x, int64_t tokens, int top_k, const int32_t* order, const int32_t* offsets,
+                        const int32_t* active, const ExpertTables& experts, float* act, float* out,
+                        cudaStream_t stream);
 // x[i] += y[i] for i < n.
 void add_in_place(float* x, const float* y, int64_t n, cudaStream_t stream);
 // x[r, c] += bias[c].
@@ -90,18 +95,32 @@ struct HeadShape {
 // kernels/rotary.h's convention); the rotated q stays in q, each token's k and v go to its slot of
 // the pools (a prefill chunk's tokens all stored before any attends). q: [tokens, num_heads ·
 // head_dim]; k, v: [tokens, num_kv_heads · head_dim]; pools: [slot, num_kv_heads · head_dim].
+// split_counters (null where the attention is not split): zeroed for the causal_attention after it.
 void norm_rotate_store(float* q, const float* k, const float* v, int64_t tokens, HeadShape heads, const float* q_norm,
                        const float* k_norm, float eps, const int32_t* positions, const float* inv_freq,
-                       const int32_t* slots, float* key_pool, float* value_pool, cudaStream_t stream);
+                       const int32_t* slots, float* key_pool, float* value_pool, int32_t* split_counters,
+                       cudaStream_t stream);
 // Causal grouped-query attention of every new token (prefill chunks and decodes mixed) over its
 // sequence's slots 0..position, whose K/V are already stored. q, out: [tokens, num_heads · head_dim];
-// pools: [slot, num_kv_heads · head_dim]. head_dim <= kMaxHeadDim.
+// pools: [slot, num_kv_heads · head_dim]. head_dim <= kMaxHeadDim. Where few (token, head) pairs
+// would leave the device idle, each one's positions are split over several blocks (flash-decoding):
+// each writes its partial result to `partials` and counts itself done in `counters`, which
+// norm_rotate_store zeroed, and the last one merges them. The split count depends on tokens and
+// num_heads only, so a captured graph stays valid for any positions.
 constexpr int kMaxHeadDim = 256;
+constexpr int kMaxAttentionSplits = 16;
+struct AttentionSplits {
+  float* partials;    // attention_partials_size floats (null where that is 0)
+  int32_t* counters;  // attention_counters_size ints (likewise)
+};
+int attention_splits(int64_t tokens, int num_heads);
+size_t attention_partials_size(int64_t tokens, int num_heads, int head_dim);
+size_t attention_counters_size(int64_t tokens, int num_heads);
 void causal_attention(const float* q, int64_t tokens, const AttentionTables& tables, const float* key_pool,
-                      const float* value_pool, int num_heads, int num_kv_heads, int head_dim, float* out,
-                      cudaStream_t stream);
+                      const float* value_pool, int num_heads, int num_kv_heads, int head_dim,
+                      const AttentionSplits& split, float* out, cudaStream_t stream);
 
-// The router's top-k per token from logits [tokens, num_experts]:
+// The router's top-k (at most 32) per token from logits [tokens, num_experts]:
 // descending probability, ties to the lower id, weights renormalised over the k when `normalize`
 // (moe/routing.cpp's rules). ids, weights: [tokens, top_k]. Where routing is captured, the same ids
 // as int16 and weights also go to capture_ids and capture_weights (each may be null).
@@ -109,14 +128,14 @@ void route_top_k(const float* logits, int64_t tokens, int num_experts, int top_k
                  float* weights, int16_t* capture_ids, float* capture_weights, cudaStream_t stream);
 // Sorts the routed pairs p = t·K + k by expert: expert e's pairs take slots offsets[e] ..
 // offsets[e + 1] - 1 of `order` (order[slot] = p, slot_of_pair[p] = slot). offsets: [E + 1];
-// cursor: [E] scratch.
+// cursor: [E] scratch; active: [E], the experts with pairs in id order, then -1.
 void group_by_expert(const int32_t* ids, int64_t pairs, int num_experts, int32_t* offsets, int32_t* cursor,
-                     int32_t* order, int32_t* slot_of_pair, cudaStream_t stream);
+                     int32_t* order, int32_t* slot_of_pair, int32_t* active, cudaStream_t stream);
 // route_top_k and group_by_expert in one launch of one block, for steps of a few hundred tokens at
-// most (the block routes them a warp at a time).
+// most (the block routes them a warp at a time; its counts and cursors stay in shared memory).
 void route_and_group(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
-                     float* weights, int16_t* capture_ids, float* capture_weights, int32_t* offsets, int32_t* cursor,
-                     int32_t* order, int32_t* slot_of_pair, cudaStream_t stream);
+                     float* weights, int16_t* capture_ids, float* capture_weights, int32_t* offsets, int32_t* order,
+                     int32_t* slot_of_pair, int32_t* active, cudaStream_t stream);
 // out[t] = Σ_k weights[t, k] · expert_out[slot_of_pair[t·K + k]], added in top-k order.
 void combine_experts(const float* expert_out, const int32_t* slot_of_pair, const float* weights, int64_t tokens,
                      int top_k, int64_t width, float* out, cudaStream_t stream);

@@ -43,9 +43,10 @@ __device__ void route_token(const float* logits, int64_t t, int num_experts, int
 #pragma unroll
   for (int j = 0; j < kExpertsPerLane; ++j) probs[j] /= sum;
 
-  // Pick j is the largest expert ranked below pick j - 1, so nothing needs marking as taken.
-  float previous = INFINITY, kept = 0.0f;
-  int previous_id = -1;
+  // Pick j is the largest expert ranked below pick j - 1, so nothing needs marking as taken. Every
+  // lane sees every pick; lane k keeps pick k and writes it at the end (top_k <= 32).
+  float previous = INFINITY, kept = 0.0f, my_prob = 0.0f;
+  int previous_id = -1, my_id = -1;
   for (int k = 0; k < top_k; ++k) {
     int best = -1;
     float best_prob = 0.0f;
@@ -67,21 +68,21 @@ __device__ void route_token(const float* logits, int64_t t, int num_experts, int
         best_prob = other_prob;
       }
     }
-    if (lane == 0) {
-      ids[t * top_k + k] = best;
-      weights[t * top_k + k] = best_prob;
+    if (lane == k) {
+      my_id = best;
+      my_prob = best_prob;
     }
     kept += best_prob;
     previous = best_prob;
     previous_id = best;
   }
-  if (lane != 0) return;
-  if (normalize)
-    for (int k = 0; k < top_k; ++k) weights[t * top_k + k] /= kept;
-  if (capture_ids)
-    for (int k = 0; k < top_k; ++k) capture_ids[t * top_k + k] = static_cast<int16_t>(ids[t * top_k + k]);
-  if (capture_weights)
-    for (int k = 0; k < top_k; ++k) capture_weights[t * top_k + k] = weights[t * top_k + k];
+  if (lane >= top_k) return;
+  const int64_t pair = t * top_k + lane;
+  const float weight = normalize ? my_prob / kept : my_prob;
+  ids[pair] = my_id;
+  weights[pair] = weight;
+  if (capture_ids) capture_ids[pair] = static_cast<int16_t>(my_id);
+  if (capture_weights) capture_weights[pair] = weight;
 }
 
 __global__ void route_kernel(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
@@ -96,25 +97,32 @@ __global__ void count_kernel(const int32_t* ids, int64_t pairs, int32_t* counts)
 
 // offsets[1..E] hold the counts on entry; one warp turns them into starts: each lane reads its run
 // of consecutive experts' counts (all reads before any write), a warp scan gives every run its
-// start, and each lane writes its run's starts. At most kExpertsPerLane experts a lane.
-__device__ void scan_counts(int32_t* offsets, int num_experts, int32_t* cursor) {
+// start, and each lane writes its run's starts. At most kExpertsPerLane experts a lane. The experts
+// with rows are listed in id order in active[0 ..], the rest of active[0 .. E) is -1: the grouped
+// expert kernels launch a block row per listed expert, not one per expert.
+__device__ void scan_counts(int32_t* offsets, int num_experts, int32_t* cursor, int32_t* active) {
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   const int per_lane = (num_experts + kWarpSize - 1) / kWarpSize;
   const int first = lane * per_lane;
   int32_t counts[kExpertsPerLane];
-  int32_t run = 0;
+  int32_t run = 0, run_active = 0;
 #pragma unroll
   for (int i = 0; i < kExpertsPerLane; ++i) {
     const int e = first + i;
     counts[i] = i < per_lane && e < num_experts ? offsets[e + 1] : 0;
     run += counts[i];
+    run_active += counts[i] > 0 ? 1 : 0;
   }
-  int32_t inclusive = run;
+  int32_t inclusive = run, inclusive_active = run_active;
   for (int offset = 1; offset < kWarpSize; offset *= 2) {
     const int32_t before = __shfl_up_sync(kFullWarp, inclusive, offset);
-    if (lane >= offset) inclusive += before;
+    const int32_t before_active = __shfl_up_sync(kFullWarp, inclusive_active, offset);
+    if (lane >= offset) {
+      inclusive += before;
+      inclusive_active += before_active;
+    }
   }
-  int32_t start = inclusive - run;
+  int32_t start = inclusive - run, rank = inclusive_active - run_active;
 #pragma unroll
   for (int i = 0; i < kExpertsPerLane; ++i) {
     const int e = first + i;
@@ -122,13 +130,16 @@ __device__ void scan_counts(int32_t* offsets, int num_experts, int32_t* cursor) 
       offsets[e] = start;
       cursor[e] = start;
       start += counts[i];
+      if (counts[i] > 0) active[rank++] = e;
     }
   }
+  const int32_t total_active = __shfl_sync(kFullWarp, inclusive_active, kWarpSize - 1);
+  for (int j = total_active + lane; j < num_experts; j += kWarpSize) active[j] = -1;
   if (lane == kWarpSize - 1) offsets[num_experts] = inclusive;
 }
 
-__global__ void scan_kernel(int32_t* offsets, int num_experts, int32_t* cursor) {
-  scan_counts(offsets, num_experts, cursor);
+__global__ void scan_kernel(int32_t* offsets, int num_experts, int32_t* cursor, int32_t* active) {
+  scan_counts(offsets, num_experts, cursor, active);
 }
 
 // The order of pairs within an expert's slots varies from run to run, but no result depends on it:
@@ -144,24 +155,28 @@ __global__ void fill_kernel(const int32_t* ids, int64_t pairs, int32_t* cursor, 
 }
 
 // route_kernel, then count, scan and fill, in one block: a decode step's routing is a few dozen
-// tokens, and five launches of it cost more than the work.
+// tokens, and five launches of it cost more than the work. The counts and cursors live in shared
+// memory (offsets[0 .. E] then cursor[0 .. E)); only the results go to device memory.
 // 512 threads leave each up to 128 registers (route_token keeps a lane's probabilities in registers).
 constexpr int kRouteAndGroupThreads = 512;
 
-__global__ void __launch_bounds__(kRouteAndGroupThreads) route_and_group_kernel(const float* logits, int64_t tokens, int num_experts, int top_k,
-                                       bool normalize, int32_t* ids, float* weights, int16_t* capture_ids,
-                                       float* capture_weights, int32_t* offsets, int32_t* cursor, int32_t* order,
-                                       int32_t* slot_of_pair) {
+__global__ void __launch_bounds__(kRouteAndGroupThreads)
+    route_and_group_kernel(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
+                           int32_t* ids, float* weights, int16_t* capture_ids, float* capture_weights,
+                           int32_t* offsets, int32_t* order, int32_t* slot_of_pair, int32_t* active) {
+  extern __shared__ int32_t counts[];
+  int32_t* cursor = counts + num_experts + 1;
   const int warp = static_cast<int>(threadIdx.x / kWarpSize), warps = static_cast<int>(blockDim.x / kWarpSize);
   const int64_t pairs = tokens * top_k;
-  for (int e = static_cast<int>(threadIdx.x); e <= num_experts; e += static_cast<int>(blockDim.x)) offsets[e] = 0;
+  for (int e = static_cast<int>(threadIdx.x); e <= num_experts; e += static_cast<int>(blockDim.x)) counts[e] = 0;
   for (int64_t t = warp; t < tokens; t += warps)
     route_token(logits, t, num_experts, top_k, normalize, ids, weights, capture_ids, capture_weights);
   __syncthreads();  // the block's ids and zeroed counts are visible to all of it from here
-  for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) atomicAdd(&offsets[ids[p] + 1], 1);
+  for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) atomicAdd(&counts[ids[p] + 1], 1);
   __syncthreads();
-  if (warp == 0) scan_counts(offsets, num_experts, cursor);
+  if (warp == 0) scan_counts(counts, num_experts, cursor, active);
   __syncthreads();
+  for (int e = static_cast<int>(threadIdx.x); e <= num_experts; e += static_cast<int>(blockDim.x)) offsets[e] = counts[e];
   for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
     const int32_t slot = atomicAdd(&cursor[ids[p]], 1);
     order[slot] = static_cast<int32_t>(p);
@@ -182,11 +197,17 @@ __global__ void combine_kernel(const float* expert_out, const int32_t* slot_of_p
   }
 }
 
-// Routing and grouping keep a lane's run of experts in registers.
+// Routing and grouping keep a lane's run of experts in registers, and routing a lane per pick.
 void check_expert_count(int num_experts) {
   if (num_experts > kExpertsPerLane * kWarpSize)
     throw Error("CUDA routing supports up to " + std::to_string(kExpertsPerLane * kWarpSize) + " experts, not " +
                 std::to_string(num_experts));
+}
+void check_routing_shape(int num_experts, int top_k) {
+  check_expert_count(num_experts);
+  if (top_k < 1 || top_k > kWarpSize)
+    throw Error("CUDA routing supports 1 to " + std::to_string(kWarpSize) + " experts per token, not " +
+                std::to_string(top_k));
 }
 
 }  // namespace
@@ -194,7 +215,7 @@ void check_expert_count(int num_experts) {
 void route_top_k(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
                  float* weights, int16_t* capture_ids, float* capture_weights, cudaStream_t stream) {
   if (tokens == 0) return;
-  check_expert_count(num_experts);
+  check_routing_shape(num_experts, top_k);
   constexpr int64_t kTokensPerBlock = kThreads / kWarpSize;
   const auto blocks = static_cast<unsigned>((tokens + kTokensPerBlock - 1) / kTokensPerBlock);
   route_kernel<<<blocks, kThreads, 0, stream>>>(logits, tokens, num_experts, top_k, normalize, ids, weights,
@@ -203,23 +224,25 @@ void route_top_k(const float* logits, int64_t tokens, int num_experts, int top_k
 }
 
 void route_and_group(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
-                     float* weights, int16_t* capture_ids, float* capture_weights, int32_t* offsets, int32_t* cursor,
-                     int32_t* order, int32_t* slot_of_pair, cudaStream_t stream) {
-  check_expert_count(num_experts);
-  route_and_group_kernel<<<1, kRouteAndGroupThreads, 0, stream>>>(logits, tokens, num_experts, top_k, normalize, ids, weights,
-                                                 capture_ids, capture_weights, offsets, cursor, order, slot_of_pair);
+                     float* weights, int16_t* capture_ids, float* capture_weights, int32_t* offsets, int32_t* order,
+                     int32_t* slot_of_pair, int32_t* active, cudaStream_t stream) {
+  check_routing_shape(num_experts, top_k);
+  const size_t shared_bytes = sizeof(int32_t) * (2 * static_cast<size_t>(num_experts) + 1);
+  route_and_group_kernel<<<1, kRouteAndGroupThreads, shared_bytes, stream>>>(
+      logits, tokens, num_experts, top_k, normalize, ids, weights, capture_ids, capture_weights, offsets, order,
+      slot_of_pair, active);
   check_launch("route_and_group");
 }
 
 void group_by_expert(const int32_t* ids, int64_t pairs, int num_experts, int32_t* offsets, int32_t* cursor,
-                     int32_t* order, int32_t* slot_of_pair, cudaStream_t stream) {
+                     int32_t* order, int32_t* slot_of_pair, int32_t* active, cudaStream_t stream) {
   check_expert_count(num_experts);
   check(cudaMemsetAsync(offsets, 0, sizeof(int32_t) * (num_experts + 1), stream), "cudaMemsetAsync (expert counts)");
   if (pairs > 0) {
     count_kernel<<<blocks_for(pairs), kThreads, 0, stream>>>(ids, pairs, offsets + 1);
     check_launch("group_by_expert (count)");
   }
-  scan_kernel<<<1, kWarpSize, 0, stream>>>(offsets, num_experts, cursor);
+  scan_kernel<<<1, kWarpSize, 0, stream>>>(offsets, num_experts, cursor, active);
   check_launch("group_by_expert (scan)");
   if (pairs > 0) {
     fill_kernel<<<blocks_for(pairs), kThreads, 0, stream>>>(ids, pairs, cursor, order, slot_of_pair);

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "kernels/exp_sum.h"
+#include "kernels/first_max.h"
 #include "sampling/logit_adjustments.h"
 
 namespace moe {
@@ -183,11 +184,11 @@ SampledToken sample_token(const float* logits, int64_t vocab_size, const msg::To
     adjust_logits(logits, vocab_size, params, adjusted.data());
     row = adjusted.data();
   }
-  // max_element returns the first maximum, so greedy ties go to the lowest id.
-  const float* top = std::max_element(row, row + vocab_size);
-  const float row_max = *top;
+  // first_max returns the first maximum, so greedy ties go to the lowest id.
+  const int64_t top = first_max(row, vocab_size);
+  const float row_max = row[top];
 
-  int32_t id = static_cast<int32_t>(top - row);
+  int32_t id = static_cast<int32_t>(top);
   double partition = 0.0;  // the log-probability's Σ e^(logit - max), once summed (it is at least 1)
   if (params.temperature > 0.0f) {
     thread_local Candidates candidates;
@@ -200,7 +201,7 @@ SampledToken sample_token(const float* logits, int64_t vocab_size, const msg::To
   }
 
   // Log-probabilities are the model's (log_softmax of the raw logits), whatever adjusted the draw.
-  const float max_logit = row == logits ? row_max : *std::max_element(logits, logits + vocab_size);
+  const float max_logit = row == logits ? row_max : logits[first_max(logits, vocab_size)];
   if (partition == 0.0) partition = sum_of_exps(logits, vocab_size, max_logit, 1.0f);
   const double log_partition = std::log(partition);
   auto logprob = [&](int32_t token) { return static_cast<float>(logits[token] - max_logit - log_partition); };

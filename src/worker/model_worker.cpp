@@ -16,17 +16,6 @@
 namespace moe {
 namespace {
 
-ForwardBatch to_forward_batch(const msg::WorkerBatch& batch) {
-  ForwardBatch forward;
-  forward.token_ids = batch.token_ids;
-  forward.positions = batch.positions;
-  forward.max_tree_experts = batch.max_tree_experts;
-  forward.sequences.reserve(batch.sequences.size());
-  for (const auto& s : batch.sequences)
-    forward.sequences.push_back({s.num_new_tokens, s.kv_slots, s.needs_logits, s.tree_parents});
-  return forward;
-}
-
 msg::StepRouting to_message(StagedRouting&& staged, int first_layer) {
   msg::StepRouting out;
   out.step = staged.step;
@@ -47,6 +36,17 @@ uint64_t draw_instance() {
 }
 
 }  // namespace
+
+ForwardBatch to_forward_batch(const msg::WorkerBatch& batch) {
+  ForwardBatch forward;
+  forward.token_ids = batch.token_ids;
+  forward.positions = batch.positions;
+  forward.max_tree_experts = batch.max_tree_experts;
+  forward.sequences.reserve(batch.sequences.size());
+  for (const auto& s : batch.sequences)
+    forward.sequences.push_back({s.num_new_tokens, s.kv_slots, s.needs_logits, s.tree_parents});
+  return forward;
+}
 
 ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions& options)
     : load_model_(options.load_model),

@@ -15,6 +15,9 @@
 
 namespace moe {
 
+// The model's view of a worker batch: its tokens, positions and sequences.
+ForwardBatch to_forward_batch(const msg::WorkerBatch& batch);
+
 struct ModelWorkerOptions {
   // What it serves (KV slots, capture buffer rows, capture with or without router weights, model
   // fingerprint); reported on every heartbeat, so the scheduler can refuse a mismatch.

@@ -156,11 +156,32 @@ TEST_F(CudaLinearTest, GroupedExpertMlpMatchesReference) {
     const auto down_table = DeviceArray<const void*>::from_host(downs);
     const ExpertTables tables{gate_table.data(), up_table.data(), down_table.data(), bf16, num_experts, hidden,
                               width};
-    const std::vector<float> x = random_floats(static_cast<size_t>(rows * hidden));
-    const auto x_dev = DeviceArray<float>::from_host(x);
+    // The experts with rows in id order, then -1 (as group_by_expert lists them); a top_k of that
+    // many lets the kernels' block rows reach each of them.
+    std::vector<int32_t> active;
+    for (int e = 0; e < num_experts; ++e)
+      if (counts[e] > 0) active.push_back(e);
+    const int top_k = static_cast<int>(active.size());
+    active.resize(num_experts, -1);
+    // Grouped row r is routed pair order[r] of token token_of[r]: the rows are read in place from
+    // the token rows, in an order unlike theirs.
+    const int64_t num_tokens = rows + 3;
+    std::vector<int32_t> order(static_cast<size_t>(rows)), token_of(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      token_of[r] = static_cast<int32_t>((r * 7 + 2) % num_tokens);
+      order[r] = token_of[r] * top_k + static_cast<int32_t>(r % top_k);
+    }
+    const std::vector<float> tokens_x = random_floats(static_cast<size_t>(num_tokens * hidden));
+    std::vector<float> x(static_cast<size_t>(rows * hidden));
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(tokens_x.begin() + token_of[r] * hidden, hidden, x.begin() + r * hidden);
+    const auto x_dev = DeviceArray<float>::from_host(tokens_x);
+    const auto order_dev = DeviceArray<int32_t>::from_host(order);
     const auto offsets_dev = DeviceArray<int32_t>::from_host(offsets);
+    const auto active_dev = DeviceArray<int32_t>::from_host(active);
     DeviceArray<float> act(static_cast<size_t>(rows * width)), out(static_cast<size_t>(rows * hidden));
-    grouped_expert_mlp(x_dev.data(), tokens, offsets_dev.data(), tables, act.data(), out.data(), stream());
+    grouped_expert_mlp(x_dev.data(), tokens, top_k, order_dev.data(), offsets_dev.data(), active_dev.data(), tables,
+                       act.data(), out.data(), stream());
     const std::vector<float> got = download(out, out.size());
 
     std::vector<double> want(got.size());
