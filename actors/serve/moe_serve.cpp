@@ -73,7 +73,8 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        "plan each step only after the previous one's result (overlap is off anyway with --pp-size > 1 or "
        "speculative decoding)")
       ("speculative-algorithm", po::value(&o.speculative_algorithm),
-       "speculative decoding: NGRAM (drafts from n-gram matches in the request's own prompt and output)")
+       "speculative decoding: NGRAM (drafts from n-gram matches in the request's own prompt and output) or "
+       "STANDALONE (drafts from --speculative-draft-model-path)")
       ("speculative-num-steps", po::value(&o.speculative_num_steps)->default_value(o.speculative_num_steps),
        "deepest draft token after the last accepted one")
       ("speculative-eagle-topk", po::value(&o.speculative_eagle_topk)->default_value(o.speculative_eagle_topk),
@@ -82,7 +83,7 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        po::value(&o.speculative_num_draft_tokens)->default_value(o.speculative_num_draft_tokens),
        "tokens one verify pass checks, the last accepted token included")
       ("speculative-draft-model-path", po::value(&o.speculative_draft_model_path),
-       "STANDALONE's draft checkpoint (not available yet)")
+       "STANDALONE's draft checkpoint (same tokenizer and vocabulary as --model-path)")
       ("max-tree-experts", po::value(&o.max_tree_experts)->default_value(0),
        "experts a verify pass may use per MoE layer, the best by summed router probability (0 = off)")
       ("role", po::value(&role)->default_value("all"), "all | worker (only the model worker, for multi-process)")

@@ -1,18 +1,24 @@
-// Speculative decoding (NGRAM drafts, tree verify) on the benchmark model through the engine step
-// (EngineCore), greedy: output tokens/s with speculation and without, at batch 1 and 8, on a
-// repetitive workload (each prompt is 16 tokens said four times) and a random one; the acceptance;
-// and --max-tree-experts, with the bytes of expert weights a verify pass reads (distinct experts
-// per MoE layer x layers x one expert's gate, up and down matrices).
-// Arguments: spec (0 off, 1 NGRAM), batch, workload (0 random, 1 repetitive), max_tree_experts.
-// Set MOE_BENCH_MODEL to the checkpoint moe-make-checkpoint wrote (bench/RESULTS.md).
+// Speculative decoding (NGRAM drafts, STANDALONE draft models, tree verify) on the benchmark model
+// through the engine step (EngineCore), greedy: output tokens/s with speculation and without, at
+// batch 1 and 8, on a repetitive workload (each prompt is 16 tokens said four times) and a random
+// one; the acceptance; and --max-tree-experts, with the bytes of expert weights a verify pass reads
+// (distinct experts per MoE layer x layers x one expert's gate, up and down matrices).
+// Arguments: spec (0 off, 1 NGRAM, 2 STANDALONE with the target as its own draft: the acceptance
+// ceiling, 3 STANDALONE with the benchmark config cut to 2 layers as draft), batch, workload
+// (0 random, 1 repetitive), max_tree_experts. STANDALONE drafts chains: 4 steps, top-k 1, 5 tokens.
+// Set MOE_BENCH_MODEL to the checkpoint moe-make-checkpoint wrote (bench/RESULTS.md), and
+// MOE_BENCH_DRAFT_MODEL to keep the 2-layer draft (written there when missing).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "engine/engine_core.h"
+#include "model/random_checkpoint.h"
 #include "support/bench_checkpoint.h"
 #include "tokenizer/tokenizer.h"
 
@@ -43,17 +49,38 @@ class BorrowedModel final : public Model {
   Model& model_;
 };
 
-std::unique_ptr<EngineCore> make_engine(bool speculate, int max_tree_experts) {
+enum class Speculation { Off = 0, Ngram = 1, StandaloneSelf = 2, StandaloneSmall = 3 };
+
+// The 2-layer draft: $MOE_BENCH_DRAFT_MODEL (written there when it holds no checkpoint yet), or the
+// benchmark support's temporary truncated copy.
+std::string small_draft() {
+  const char* dir = std::getenv("MOE_BENCH_DRAFT_MODEL");
+  if (dir == nullptr) return bench::benchmark_checkpoint(2);
+  if (!std::filesystem::exists(std::filesystem::path(dir) / "config.json"))
+    write_random_checkpoint(bench::benchmark_config(2), dir, RandomCheckpointOptions{});
+  return dir;
+}
+
+std::unique_ptr<EngineCore> make_engine(Speculation speculation, int max_tree_experts) {
   EngineCoreOptions options;
   options.settings.max_total_tokens = 8192;
   options.settings.max_running_requests = 64;
   options.settings.context_length = 32768;
   options.settings.disable_radix_cache = true;  // every round prefills its prompts alike
-  if (speculate) {
+  if (speculation == Speculation::Ngram) {
     options.settings.speculative_algorithm = "NGRAM";
     options.settings.speculative_num_steps = 4;
     options.settings.speculative_eagle_topk = 2;
     options.settings.speculative_num_draft_tokens = 8;
+    options.settings.max_tree_experts = max_tree_experts;
+  }
+  if (speculation == Speculation::StandaloneSelf || speculation == Speculation::StandaloneSmall) {
+    options.settings.speculative_algorithm = "STANDALONE";
+    options.settings.speculative_draft_model_path =
+        speculation == Speculation::StandaloneSelf ? bench::benchmark_checkpoint() : small_draft();
+    options.settings.speculative_num_steps = 4;
+    options.settings.speculative_eagle_topk = 1;
+    options.settings.speculative_num_draft_tokens = 5;
     options.settings.max_tree_experts = max_tree_experts;
   }
   options.seed_source = 1;
@@ -81,11 +108,11 @@ std::vector<msg::GenerateRequest> round_requests(int batch, bool repetitive, int
 }
 
 void BM_Generate(benchmark::State& state) {
-  const bool speculate = state.range(0) != 0;
+  const auto speculation = static_cast<Speculation>(state.range(0));
   const int batch = static_cast<int>(state.range(1));
   const bool repetitive = state.range(2) != 0;
   const int max_tree_experts = static_cast<int>(state.range(3));
-  std::unique_ptr<EngineCore> engine = make_engine(speculate, max_tree_experts);
+  std::unique_ptr<EngineCore> engine = make_engine(speculation, max_tree_experts);
   engine->run(round_requests(batch, repetitive, -1));  // untimed: faults in pages and buffers
   const SchedulerStats before = engine->service().stats();
   int round = 0;
@@ -118,8 +145,7 @@ void BM_Generate(benchmark::State& state) {
 void Arguments(benchmark::internal::Benchmark* b) {
   for (int batch : {1, 8})
     for (int repetitive : {1, 0}) {
-      b->Args({0, batch, repetitive, 0});
-      b->Args({1, batch, repetitive, 0});
+      for (int spec : {0, 1, 2, 3}) b->Args({spec, batch, repetitive, 0});
     }
   for (int batch : {1, 8})
     for (int limit : {8, 16, 32, 64}) b->Args({1, batch, 1, limit});

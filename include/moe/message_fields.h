@@ -123,6 +123,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("needs_logits", m.needs_logits);
   visit("sampling", m.sampling);
   visit("tree_parents", m.tree_parents);
+  visit("draft_topk", m.draft_topk);
 }
 
 template <StructOf<FutureToken> M, class Visit>
@@ -170,6 +171,8 @@ void visit_fields(M& m, Visit&& visit) {
   visit("top_logprobs", m.top_logprobs);
   visit("routing", m.routing);
   visit("worker_instance", m.worker_instance);
+  visit("drafted_tokens", m.drafted_tokens);
+  visit("drafted_parents", m.drafted_parents);
 }
 
 template <StructOf<RoutingUpdate> M, class Visit>

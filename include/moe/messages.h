@@ -17,7 +17,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 8;
+inline constexpr uint32_t kProtocolVersion = 9;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -156,6 +156,10 @@ struct WorkerSequence {
   TokenSampling sampling;
   // A speculative draft tree over the new tokens (ForwardBatch's tree_parents); empty: none.
   std::vector<int32_t> tree_parents{};
+  // STANDALONE speculation (draft-then-verify): > 0 asks the worker's draft model to choose the tree's
+  // tokens and parents first, with at most this many children per node; the first token (the root)
+  // is given, the others are placeholders whose tree_parents only fix each node's depth.
+  int32_t draft_topk{};
   bool operator==(const WorkerSequence&) const = default;
 };
 
@@ -225,6 +229,10 @@ struct WorkerResult {
   std::vector<TokenAlternatives> top_logprobs{};  // aligned with sampled_ids; empty when nobody asked
   std::vector<StepRouting> routing;  // rows whose copies completed, oldest step first
   uint64_t worker_instance = 0;      // the Heartbeat's: which worker (and so which KV cache) computed it
+  // The trees the draft model chose for the sequences with draft_topk > 0, in batch order: every
+  // node's token and parent, root included (as many nodes as each sequence's placeholder tree).
+  std::vector<int32_t> drafted_tokens{};
+  std::vector<int32_t> drafted_parents{};
   bool operator==(const WorkerResult&) const = default;
 };
 

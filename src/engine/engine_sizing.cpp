@@ -26,6 +26,8 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
   const std::vector<LayerRange> stages =
       identity.stages.empty() ? std::vector<LayerRange>{{0, model.num_hidden_layers}} : identity.stages;
   validate(speculative, model.num_experts_per_tok, static_cast<int>(stages.size()));
+  if (speculative.algorithm == SpeculativeAlgorithm::Standalone)
+    sizing.worker.draft_model_path = speculative.draft_model_path;
   service.scheduler = SchedulerConfig{pool,    settings.max_running_requests, settings.chunked_prefill_size,
                                       !settings.disable_radix_cache, context, std::move(eos_token_ids),
                                       std::move(speculative)};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/error.h"
 #include "sampling/logit_adjustments.h"
 
 namespace moe {
@@ -78,9 +79,46 @@ msg::WorkerBatch ScheduledBatch::to_message(bool capture_routing, bool capture_r
   out.sequences.reserve(sequences.size());
   for (size_t i = 0; i < sequences.size(); ++i) {
     const BatchSequence& seq = forward.sequences[i];
-    out.sequences.push_back({seq.num_new_tokens, seq.kv_slots, seq.needs_logits, sequences[i].sampling, seq.tree_parents});
+    out.sequences.push_back({seq.num_new_tokens, seq.kv_slots, seq.needs_logits, sequences[i].sampling,
+                             seq.tree_parents, sequences[i].draft_topk});
   }
   return out;
+}
+
+void ScheduledBatch::adopt_drafted_trees(std::span<const int32_t> tokens, std::span<const int32_t> parents) {
+  if (parents.size() != tokens.size())
+    throw Error("worker result: " + std::to_string(tokens.size()) + " drafted tokens but " +
+                std::to_string(parents.size()) + " parents");
+  // Checked in full before anything changes.
+  struct Adopted {
+    size_t sequence, first_token, first_node;
+  };
+  std::vector<Adopted> adopted;
+  size_t node = 0, first_token = 0;
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const BatchSequence& seq = forward.sequences[i];
+    const auto n = static_cast<size_t>(seq.num_new_tokens);
+    if (sequences[i].draft_topk > 0) {
+      if (node + n > tokens.size())
+        throw Error("worker result: fewer drafted tokens than the step's draft trees have nodes");
+      const std::vector<int32_t> drafted(parents.begin() + static_cast<int64_t>(node),
+                                         parents.begin() + static_cast<int64_t>(node + n));
+      if (tokens[node] != forward.token_ids[first_token] || tree_depths(drafted) != tree_depths(seq.tree_parents))
+        throw Error("worker result: a drafted tree does not keep its placeholder's root and depths");
+      adopted.push_back({i, first_token, node});
+      node += n;
+    }
+    first_token += n;
+  }
+  if (node != tokens.size()) throw Error("worker result: more drafted tokens than the step's draft trees have nodes");
+  for (const Adopted& a : adopted) {
+    BatchSequence& seq = forward.sequences[a.sequence];
+    const auto n = static_cast<int64_t>(seq.num_new_tokens);
+    std::copy(tokens.begin() + static_cast<int64_t>(a.first_node), tokens.begin() + static_cast<int64_t>(a.first_node) + n,
+              forward.token_ids.begin() + static_cast<int64_t>(a.first_token));
+    seq.tree_parents.assign(parents.begin() + static_cast<int64_t>(a.first_node),
+                            parents.begin() + static_cast<int64_t>(a.first_node) + n);
+  }
 }
 
 }  // namespace moe

@@ -65,6 +65,9 @@ struct ScheduledSequence {
   std::string rid;
   int index = 0;               // completion index within an n > 1 request
   msg::TokenSampling sampling;  // the draw of the token sampled here (seed fixed, step = its output index)
+  // STANDALONE: the worker's draft model chooses this tree's tokens and parents (the batch holds
+  // placeholders until the result's drafted trees are adopted), at most this many children per node.
+  int32_t draft_topk = 0;
 };
 
 // How request is sampled at its next output token (and, in a verify, the ones after it): its draw
@@ -92,6 +95,11 @@ struct ScheduledBatch {
   std::vector<int32_t> token_slots() const;
   // The message the worker receives for this step.
   msg::WorkerBatch to_message(bool capture_routing, bool capture_router_weights) const;
+  // Puts the trees a worker drafted (every draft_topk sequence's node tokens then parents, in batch
+  // order, as WorkerResult carries them) in place of the placeholders, so the verify's result is
+  // committed against the tree that was verified. Trees that do not fit the placeholders' sizes,
+  // root or depths (which fixed the positions and slots sent) are a moe::Error, and change nothing.
+  void adopt_drafted_trees(std::span<const int32_t> tokens, std::span<const int32_t> parents);
 };
 
 // One sampled token of one completion.

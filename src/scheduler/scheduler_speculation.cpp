@@ -44,21 +44,32 @@ bool Scheduler::add_speculative(ScheduledBatch& batch, Request& request, int64_t
   });
   const int64_t room = std::min<int64_t>({budget, kv_.available() - still_to_decode, spec.num_draft_tokens}) - 1;
   if (max_depth < 1 || room < 1) return false;
-  const DraftTree tree = ngram_draft(request.tokens(0, request.total_len()), static_cast<int>(room),
-                                     static_cast<int>(max_depth), spec.eagle_topk);
-  if (tree.size() == 0) return false;
-  const auto nodes = static_cast<int64_t>(tree.size()) + 1;
-  if (!kv_.extend(request, nodes)) throw std::logic_error("Scheduler: a draft tree's slots were counted available");
-  // Node 0 is the root, the request's pending token; draft i is node i + 1.
-  std::vector<int32_t> tokens = {request.tokens(request.num_computed, request.total_len()).front()};
+  // Node 0 is the root, the request's pending token.
+  const int32_t root = request.tokens(request.num_computed, request.total_len()).front();
+  std::vector<int32_t> tokens = {root};
   std::vector<int32_t> parents = {-1};
-  for (size_t i = 0; i < tree.size(); ++i) {
-    tokens.push_back(tree.tokens[i]);
-    parents.push_back(tree.parents[i] + 1);
+  const bool standalone = spec.algorithm == SpeculativeAlgorithm::Standalone;
+  if (standalone) {
+    // The worker's draft model fills this shape: eagle_topk nodes per layer, max_depth layers at most.
+    parents = standalone_tree_shape(
+        static_cast<int>(std::min<int64_t>(room, int64_t{spec.eagle_topk} * max_depth)) + 1, spec.eagle_topk);
+    tokens.resize(parents.size(), root);  // placeholders
+  } else {
+    const DraftTree tree = ngram_draft(request.tokens(0, request.total_len()), static_cast<int>(room),
+                                       static_cast<int>(max_depth), spec.eagle_topk);
+    if (tree.size() == 0) return false;
+    // Draft i is node i + 1.
+    for (size_t i = 0; i < tree.size(); ++i) {
+      tokens.push_back(tree.tokens[i]);
+      parents.push_back(tree.parents[i] + 1);
+    }
   }
+  const auto nodes = static_cast<int64_t>(tokens.size());
+  if (!kv_.extend(request, nodes)) throw std::logic_error("Scheduler: a draft tree's slots were counted available");
   std::vector<int32_t> slots(request.slot_table.begin(), request.slot_table.begin() + request.num_computed + nodes);
   batch.forward.add_tree_sequence(tokens, std::move(slots), std::move(parents), true);
   batch.sequences.push_back(scheduled_sequence(request, config_.eos_token_ids));
+  if (standalone) batch.sequences.back().draft_topk = spec.eagle_topk;
   mark_in_flight(batch, request, request.num_computed + nodes);
   budget -= nodes;
   return true;

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "common/error.h"
+#include "sampling/sampler.h"
 
 namespace moe {
 namespace {
@@ -36,6 +37,8 @@ SpeculativeAlgorithm parse_speculative_algorithm(const std::string& name) {
 void validate(const SpeculativeConfig& config, int top_k, int pp_size) {
   if (!config.enabled()) {
     if (config.max_tree_experts != 0) throw Error("--max-tree-experts needs --speculative-algorithm");
+    if (!config.draft_model_path.empty())
+      throw Error("--speculative-draft-model-path needs --speculative-algorithm STANDALONE");
     return;
   }
   if (config.num_steps < 1) throw Error("--speculative-num-steps must be at least 1");
@@ -45,12 +48,28 @@ void validate(const SpeculativeConfig& config, int top_k, int pp_size) {
   if (config.max_tree_experts < 0 || (config.max_tree_experts > 0 && config.max_tree_experts < top_k))
     throw Error("--max-tree-experts must be 0 (off) or at least the model's top_k (" + std::to_string(top_k) +
                 "), got " + std::to_string(config.max_tree_experts));
-  if (config.algorithm == SpeculativeAlgorithm::Standalone)
-    throw Error("--speculative-algorithm STANDALONE is not available yet; use NGRAM");
+  const bool standalone = config.algorithm == SpeculativeAlgorithm::Standalone;
+  if (standalone && config.draft_model_path.empty())
+    throw Error("--speculative-algorithm STANDALONE needs --speculative-draft-model-path (the draft checkpoint)");
+  if (!standalone && !config.draft_model_path.empty())
+    throw Error("--speculative-draft-model-path is for --speculative-algorithm STANDALONE only");
+  // The draft model ranks each node's children with the sampler's top alternatives.
+  if (standalone && config.eagle_topk > kMaxTopLogprobs)
+    throw Error("--speculative-eagle-topk must be at most " + std::to_string(kMaxTopLogprobs) +
+                " with STANDALONE, got " + std::to_string(config.eagle_topk));
   if (pp_size > 1)
     throw Error("--speculative-algorithm cannot be combined with --pp-size " + std::to_string(pp_size) +
                 " yet (draft trees are verified only by a whole model in one stage); use --pp-size 1 "
                 "or serve without --speculative-algorithm");
+}
+
+std::vector<int32_t> standalone_tree_shape(int num_nodes, int width) {
+  std::vector<int32_t> parents = {-1};
+  for (int n = 1; n < num_nodes; ++n) {
+    const int layer = (n - 1) / width;  // 0: the root's children
+    parents.push_back(layer == 0 ? 0 : 1 + (layer - 1) * width);
+  }
+  return parents;
 }
 
 DraftTree ngram_draft(std::span<const int32_t> context, int max_nodes, int max_depth, int max_children) {

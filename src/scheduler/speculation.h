@@ -27,7 +27,8 @@ struct SpeculativeConfig {
 
 // Checks the settings against the model's routing (a pool smaller than top_k cannot route) and the
 // pipeline's stage count (draft trees are not verified across pipeline stages yet: speculation
-// needs --pp-size 1); throws a moe::Error naming the flag.
+// needs --pp-size 1), and that STANDALONE, and only it, has a draft checkpoint; throws a moe::Error
+// naming the flag. (A draft that fails to load or has another vocabulary is refused by the worker.)
 void validate(const SpeculativeConfig& config, int top_k, int pp_size);
 
 // Draft tokens after a root, as a tree: node i carries tokens[i] and hangs below parents[i] (-1:
@@ -37,6 +38,11 @@ struct DraftTree {
   std::vector<int32_t> parents;
   size_t size() const { return tokens.size(); }
 };
+
+// STANDALONE's tree shape for num_nodes nodes (root included), `width` nodes per layer: the parents
+// of a tree filled layer by layer, each node below the first node of the layer above. Only the
+// depths count: the worker's draft model chooses every node's token and real parent.
+std::vector<int32_t> standalone_tree_shape(int num_nodes, int width);
 
 // Prompt lookup over `context` (prompt then output; its last token is the root, the next one to be
 // fed): the longest suffix of 1 .. kMaxNgram tokens that occurred before is matched, and what

@@ -90,6 +90,7 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
   // sides (the scheduler checks before it changes anything), never in flight for one of them only,
   // which would leave its requests marked in flight, never scheduled again.
   on_routing(result.routing);
+  flying->second.adopt_drafted_trees(result.drafted_tokens, result.drafted_parents);
   StepOutcome outcome = scheduler_.process_result(flying->second, result.sampled_ids, result.logprobs,
                                                   result.sampled_counts, result.top_logprobs);
   const ScheduledBatch batch = std::move(flying->second);

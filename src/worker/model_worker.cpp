@@ -1,5 +1,6 @@
 #include "worker/model_worker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <span>
@@ -57,6 +58,17 @@ ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions&
       instance_(draw_instance()) {
   first_moe_layer_ = moe_layers_of(model_->config().moe_layer_ids, model_->layers()).begin;
   if (settings_.capture_routing) capturer_ = make_capturer();
+  if (!options.draft_model_path.empty()) draft_ = load_draft(options.draft_model_path);
+}
+
+std::unique_ptr<DraftModel> ModelWorker::load_draft(const std::string& path) const {
+  std::unique_ptr<Model> draft;
+  try {
+    draft = load_model_ ? load_model_(path) : Model::load(path);
+  } catch (const std::exception& e) {
+    throw Error("--speculative-draft-model-path " + path + ": " + e.what());
+  }
+  return std::make_unique<DraftModel>(std::move(draft), model_->config(), settings_.kv_slots);
 }
 
 std::unique_ptr<RoutedExpertsCapturer> ModelWorker::make_capturer() const {
@@ -99,10 +111,26 @@ ModelWorker::ForwardRun ModelWorker::run_forward(
 }
 
 msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
-  ForwardRun done = run_forward(batch, [&](const ForwardBatch& forward, RoutingCapture* capture) {
+  const bool drafts = std::any_of(batch.sequences.begin(), batch.sequences.end(),
+                                  [](const msg::WorkerSequence& s) { return s.draft_topk > 0; });
+  if (drafts && !draft_)
+    throw Error("a draft-then-verify step reached a worker without a draft model (--speculative-draft-model-path)");
+  // The batch as verified: the draft model's trees in place of the placeholders.
+  msg::WorkerBatch drafted;
+  std::vector<int32_t> drafted_tokens, drafted_parents;
+  if (drafts) {
+    drafted = batch;
+    draft_->draft_trees(drafted, drafted_tokens, drafted_parents);
+  }
+  const msg::WorkerBatch& verified = drafts ? drafted : batch;
+  ForwardRun done = run_forward(verified, [&](const ForwardBatch& forward, RoutingCapture* capture) {
     model_->forward(forward, kv_, logits_, capture);
+    if (draft_) draft_->shadow(forward);
   });
-  return sample(batch, std::move(done));
+  msg::WorkerResult result = sample(verified, std::move(done));
+  result.drafted_tokens = std::move(drafted_tokens);
+  result.drafted_parents = std::move(drafted_parents);
+  return result;
 }
 
 std::optional<msg::WorkerResult> ModelWorker::execute_stage(const msg::WorkerBatch& batch, float* hidden) {

@@ -11,6 +11,7 @@
 #include "capture/routed_experts_capturer.h"
 #include "model/model.h"
 #include "moe/messages.h"
+#include "worker/draft_model.h"
 #include "worker/recent_samples.h"
 
 namespace moe {
@@ -28,6 +29,9 @@ struct ModelWorkerOptions {
   // Loads a weight update's checkpoint the way the serving model was loaded (device, MoE backend,
   // expert placement); unset, the worker refuses weight updates.
   std::function<std::unique_ptr<Model>(const std::string& model_dir)> load_model;
+  // STANDALONE speculation's draft checkpoint (--speculative-draft-model-path), loaded by load_model
+  // (Model::load's defaults when that is unset); empty: no draft model.
+  std::string draft_model_path;
 };
 
 class ModelWorker {
@@ -37,7 +41,8 @@ class ModelWorker {
   const ModelConfig& config() const { return model_->config(); }
   // Forward + sampling of one step; routing rows whose copy has finished ride along. A batch that
   // asks for capture on a worker started without it is a moe::Error (the scheduler refuses such
-  // requests earlier).
+  // requests earlier). With a draft model, draft-then-verify sequences get their trees drafted first
+  // (returned in drafted_tokens/parents), and the draft runs every forward the target runs.
   msg::WorkerResult execute(const msg::WorkerBatch& batch);
   // A pipeline stage's share of a step: its layers over `hidden` (see Model::forward_stage), with
   // capture of its MoE layers. The last stage samples and returns the result; an earlier stage
@@ -65,6 +70,8 @@ class ModelWorker {
 
  private:
   std::unique_ptr<RoutedExpertsCapturer> make_capturer() const;
+  // The draft model at `path`, loaded as weight updates are; a failure names the flag.
+  std::unique_ptr<DraftModel> load_draft(const std::string& path) const;
   // A step's forward as run: the batch the model saw, and per MoE layer of this worker how many
   // distinct experts its draft-tree tokens used (empty without trees).
   struct ForwardRun {
@@ -86,6 +93,7 @@ class ModelWorker {
   std::unique_ptr<Model> model_;
   KvCache kv_;
   std::unique_ptr<RoutedExpertsCapturer> capturer_;  // null without --enable-return-routed-experts
+  std::unique_ptr<DraftModel> draft_;  // null without STANDALONE speculation
   // The capturer's copy engine comes from the model (a GPU model's runs on its stream), so a weight
   // update makes a new one with these; rows the old one still held wait here for take_ready_routing.
   std::function<void()> on_routing_ready_;

@@ -1,8 +1,8 @@
-"""Starts moe-serve with --speculative-algorithm NGRAM as a user would and talks to it with
-examples/zmq_client.py: greedy replies keep the golden ids and routed experts with speculation and
-with --no-speculative, /metrics shows that verifies happened (and none for requests that opted
-out), a bad "speculative" value fails that request only, and bad speculative flags stop the server
-at start with the flag named.
+"""Starts moe-serve with --speculative-algorithm NGRAM, and STANDALONE with a draft model, as a user
+would and talks to it with examples/zmq_client.py: greedy replies keep the golden ids and routed
+experts with speculation and with --no-speculative, /metrics shows that verifies happened (and none
+for requests that opted out), a bad "speculative" value fails that request only, and bad speculative
+flags stop the server at start with the flag named.
 Usage: speculative_test.py PATH/TO/moe-serve"""
 import json
 import os
@@ -76,10 +76,47 @@ class SpeculativeServe(unittest.TestCase):
             code, output = sp.terminate(server)
         self.assertEqual(code, 0, output)
 
+    def test_standalone_draft_models_keep_golden_ids_and_rows(self):
+        # The target as its own draft (the acceptance ceiling) and mixtral-tiny, another architecture
+        # with the same tokenizer, as a smaller draft.
+        g = sp.golden()
+        # The target as draft proposes its own greedy chain: nearly all 4 drafts of a verify are kept.
+        for draft, least_tokens_per_verify in ((sp.MODEL, 3.0), (os.path.join(sp.DATA, "mixtral-tiny"), None)):
+            zmq_port, http_port = sp.free_port(), sp.free_port()
+            server = sp.start(MOE_SERVE, "--tokenizer-path", sp.TOKENIZER, "--zmq-endpoint",
+                              f"tcp://127.0.0.1:{zmq_port}", "--port", str(http_port),
+                              "--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", draft,
+                              "--speculative-num-steps", "4", "--speculative-eagle-topk", "1",
+                              "--speculative-num-draft-tokens", "5")
+            try:
+                command = [sys.executable, os.path.join(sp.REPO, "examples", "zmq_client.py"),
+                           "--endpoint", f"tcp://127.0.0.1:{zmq_port}", "--max-new-tokens", str(g["max_new_tokens"]),
+                           "--ignore-eos", "--routed-experts", "--json"]
+                for case in g["cases"]:
+                    command += ["--input-ids", ",".join(map(str, case["prompt_ids"]))]
+                run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+                self.assertEqual(run.returncode, 0, run.stderr)
+                results = [json.loads(line) for line in run.stdout.splitlines()]
+                self.assertEqual(len(results), len(g["cases"]))
+                for case, result in zip(g["cases"], results):
+                    sp.expect_golden(self, case, result["output_ids"], result["routed_experts"], g["max_new_tokens"])
+                self.assertGreater(metric(http_port, "moe_spec_verify_passes_total"), 0)
+                if least_tokens_per_verify is not None:
+                    self.assertGreaterEqual(metric(http_port, "moe_spec_accepted_tokens_per_verify"),
+                                            least_tokens_per_verify, draft)
+            finally:
+                code, output = sp.terminate(server)
+            self.assertEqual(code, 0, output)
+
     def test_bad_speculative_flags_stop_the_server_with_the_flag_named(self):
+        standalone = ["--speculative-algorithm", "STANDALONE"]
         for flags, named in ((["--max-tree-experts", "4"], "--speculative-algorithm"),
                              (["--speculative-algorithm", "EAGLE"], "--speculative-algorithm"),
-                             (["--speculative-algorithm", "STANDALONE"], "STANDALONE"),
+                             (standalone, "--speculative-draft-model-path"),
+                             (standalone + ["--speculative-draft-model-path", "/nonexistent/draft"],
+                              "--speculative-draft-model-path"),
+                             (SPECULATIVE_FLAGS[:2] + ["--speculative-draft-model-path", sp.MODEL],
+                              "--speculative-draft-model-path"),
                              (SPECULATIVE_FLAGS[:2] + ["--speculative-num-draft-tokens", "1"],
                               "--speculative-num-draft-tokens"),
                              (SPECULATIVE_FLAGS[:2] + ["--max-tree-experts", "1"], "--max-tree-experts"),

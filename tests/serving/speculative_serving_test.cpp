@@ -10,7 +10,7 @@
 #include <map>
 
 #include "common/error.h"
-#include "golden_serving_test.h"
+#include "speculative_checks.h"
 
 namespace moe::testing {
 namespace {
@@ -31,52 +31,20 @@ std::unique_ptr<EngineCore> speculating(const std::string& fixture = "qwen3-moe-
   return make_pipeline(options);
 }
 
-// Verifies happened and kept some drafts: the tests below exercise acceptance, not only fallback.
-void expect_drafts_accepted(EngineCore& engine) {
-  const SchedulerStats stats = engine.service().stats();
-  EXPECT_GT(stats.verify_passes, 0);
-  EXPECT_GT(stats.accepted_drafts, 0);
-  EXPECT_LE(stats.accepted_drafts, stats.draft_tokens);
-}
-
 class SpeculativeGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SpeculativeGolden, EveryCaseAloneAndAllBatchedGiveGoldenIdsAndRows) {
-  const Golden golden = load_golden(GetParam());
-  for (size_t i = 0; i < golden.cases.size(); ++i) {
-    auto engine = speculating(GetParam());
-    const auto result = join_outputs(engine->run({greedy_request("a", golden.cases[i].prompt_ids, golden.max_new_tokens)}));
-    const auto& c = golden.cases[i];
-    expect_matches_golden(golden, c, result.at({"a", 0}),
-                          static_cast<int64_t>(c.prompt_ids.size()) + golden.max_new_tokens - 1,
-                          "alone case " + std::to_string(i));
-  }
-  auto engine = speculating(GetParam());
-  std::vector<msg::GenerateRequest> requests = greedy_requests(golden);
-  const auto results = join_outputs(engine->run(requests));
-  EXPECT_TRUE(engine->errors().empty());
-  for (size_t i = 0; i < golden.cases.size(); ++i)
-    expect_matches_golden(golden, golden.cases[i], results.at({requests[i].rid, 0}),
-                          static_cast<int64_t>(golden.cases[i].prompt_ids.size()) + golden.max_new_tokens - 1,
-                          "batched case " + std::to_string(i));
-  expect_drafts_accepted(*engine);
+  expect_drafts_accepted(
+      *expect_every_case_golden_alone_and_batched(GetParam(), [&] { return speculating(GetParam()); }));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, SpeculativeGolden, ::testing::ValuesIn(kGoldenFixtures), fixture_test_name);
 
-using SpeculativeServing = GoldenServingTest;
+using SpeculativeServing = SpeculativeServingTest;
 
 TEST_F(SpeculativeServing, SpeculatingAndNonSpeculatingRequestsShareBatches) {
   auto engine = speculating();
-  std::vector<msg::GenerateRequest> requests = all_cases("spec");
-  for (msg::GenerateRequest& r : all_cases("plain")) {
-    r.speculative = false;
-    requests.push_back(r);
-  }
-  const auto joined = join_outputs(engine->run(requests));
-  EXPECT_TRUE(engine->errors().empty());
-  expect_all_golden(joined, "spec");
-  expect_all_golden(joined, "plain");
+  expect_mixed_with_plain_golden(*engine);
   expect_drafts_accepted(*engine);
 }
 

@@ -92,6 +92,7 @@ std::vector<msg::Message> sample_messages() {
   batch.sequences.back().sampling.repetition_penalty = 1.5f;
   batch.sequences.back().sampling.logit_bias = {{3, 1.0f}};
   batch.sequences.front().tree_parents = {-1, 0, 0};  // a draft tree: the root and two children
+  batch.sequences.front().draft_topk = 2;             // drafted by the worker's draft model first
   batch.max_tree_experts = 6;
   batch.future_tokens = {{.token_index = 3, .step = (1ull << 40) - 1, .sample = 2}};
   messages.emplace_back(batch);
@@ -101,6 +102,8 @@ std::vector<msg::Message> sample_messages() {
   result.top_logprobs = {{{151645, 2}, {-0.25f, -1.5f}, {}}, {{3, 9}, {-7.5f, -8.0f}, {}}};
   result.sampled_counts = {2};  // the tree's accepted draft and one more
   result.verify_experts = {3, 8};
+  result.drafted_tokens = {151645, 3, 9};  // the tree the draft model chose
+  result.drafted_parents = {-1, 0, 0};
   result.routing.push_back({.step = 98, .rows = sample_rows(4, 3, 2, true)});
   result.routing.push_back({.step = 99, .rows = sample_rows(2, 3, 2, false)});
   messages.emplace_back(result);

@@ -1,0 +1,27 @@
+#pragma once
+// Checks the speculative serving suites (NGRAM and STANDALONE) share: every golden case through an
+// engine alone and all batched, speculating and non-speculating requests in one batch, and that
+// verifies happened and kept some drafts.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "golden_serving_test.h"
+
+namespace moe::testing {
+
+// Verifies happened and kept some drafts: a test exercises acceptance, not only fallback.
+void expect_drafts_accepted(EngineCore& engine);
+
+// Each golden case of `fixture` alone (a fresh engine each), then all of them batched in one engine,
+// gives the golden ids and P+G-1 rows; returns the batched run's engine.
+std::unique_ptr<EngineCore> expect_every_case_golden_alone_and_batched(
+    const std::string& fixture, const std::function<std::unique_ptr<EngineCore>()>& make_engine);
+
+class SpeculativeServingTest : public GoldenServingTest {
+ protected:
+  // Every case twice in one run, once speculating and once with speculative = false: all golden.
+  void expect_mixed_with_plain_golden(EngineCore& engine) const;
+};
+
+}  // namespace moe::testing
