@@ -41,10 +41,12 @@ auto on_associated_executor(Handler handler) {
   Guard work(boost::asio::get_associated_executor(handler));
   auto state = std::make_shared<State>(State{std::move(handler), std::move(work)});
   return [state](auto... args) {
-    boost::asio::dispatch(state->work.get_executor(), [state, args...]() mutable {
-      state->handler(std::move(args)...);
-      state->work.reset();
-    });
+    boost::asio::dispatch(state->work.get_executor(),
+                          [state, args...]() mutable { state->handler(std::move(args)...); });
+    // Released by the delivering thread once dispatch has returned, not by the handler: released
+    // there, the handler's io_context could run out of work, its run() return and its owner destroy
+    // it while this thread was still inside dispatch waking that io_context's thread.
+    state->work.reset();
   };
 }
 

@@ -1,6 +1,7 @@
 // Real sockets between two event loops on two threads, over inproc, ipc and tcp.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <numeric>
 
 #include "transport/actor_loop.h"
@@ -122,9 +123,10 @@ TEST_P(TransportTest, BurstBeyondTheHighWaterMarkIsDeliveredWhole) {
 
   receiver.start();  // only now does anything drain
   auto future = all_received.get_future();
-  ASSERT_TRUE(arrives(future)) << "received " << received.size() << " of " << kBurst;
+  const bool complete = arrives(future);
   receiver.stop();
-  receiver.join();
+  receiver.join();  // `received` is the receiver's until its loop has ended, even when this failed
+  ASSERT_TRUE(complete) << "received " << received.size() << " of " << kBurst;
   for (int i = 0; i < kBurst; ++i) {
     ASSERT_EQ(number_of(received[i]), i);
     ASSERT_EQ(received[i].size(), kSize);
@@ -140,7 +142,7 @@ TEST_P(TransportTest, RouterKeepsServingOthersWhileOneClientStopsReading) {
   std::promise<void> release_slow;
   std::shared_future<void> released = release_slow.get_future().share();
   std::promise<void> slow_done;
-  int fast_replies = 0;
+  std::atomic<int> fast_replies{0};  // counted by the fast client's loop, read here on failure
   std::promise<void> fast_done;
   ActorLoop server(context_, "server");
   ActorLoop slow_client(context_, "slow");
@@ -173,12 +175,13 @@ TEST_P(TransportTest, RouterKeepsServingOthersWhileOneClientStopsReading) {
   fast_client.start();
 
   auto fast_future = fast_done.get_future();
-  EXPECT_TRUE(arrives(fast_future)) << "a stalled client blocked the others: " << fast_replies << " replies";
+  EXPECT_TRUE(arrives(fast_future)) << "a stalled client blocked the others: " << fast_replies.load() << " replies";
   release_slow.set_value();
   auto slow_future = slow_done.get_future();
-  ASSERT_TRUE(arrives(slow_future)) << "the slow client got " << slow_received.size() << " of " << kBurst;
+  const bool slow_complete = arrives(slow_future);
   slow_client.stop();
-  slow_client.join();
+  slow_client.join();  // `slow_received` is the slow client's until its loop has ended
+  ASSERT_TRUE(slow_complete) << "the slow client got " << slow_received.size() << " of " << kBurst;
   for (int i = 0; i < kBurst; ++i) ASSERT_EQ(number_of(slow_received[i]), i);
 }
 
