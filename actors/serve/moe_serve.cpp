@@ -39,6 +39,10 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("api-key", po::value(&o.api_key), "HTTP clients must send Authorization: Bearer KEY (not /health, /metrics)")
       ("random-seed", po::value<uint64_t>()->notifier([&o](uint64_t seed) { o.random_seed = seed; }),
        "seeds the seed of every request that brings none, so a restarted server samples alike")
+      ("tool-call-parser", po::value(&o.tool_call_parser),
+       "qwen25: <tool_call> blocks in chat answers become tool_calls (for requests with tools)")
+      ("reasoning-parser", po::value(&o.reasoning_parser),
+       "qwen3: a leading <think> block in chat answers becomes reasoning_content")
       ("port", po::value(&o.port)->default_value(30000), "HTTP port (0 = no HTTP server)")
       ("zmq-endpoint", po::value(&o.zmq_endpoint), "ZeroMQ ROUTER endpoint for clients, e.g. tcp://127.0.0.1:5555")
       ("enable-return-routed-experts", po::bool_switch(&o.enable_return_routed_experts),

@@ -157,9 +157,12 @@ std::string FieldReader::path_of(std::string_view name) const {
   return path_.empty() ? std::string(name) : path_ + "." + std::string(name);
 }
 
-nlohmann::json parse_json_body(std::string_view body) {
+namespace {
+
+template <class Json>
+Json parse_body(std::string_view body) {
   try {
-    return nlohmann::json::parse(body);
+    return Json::parse(body);
   } catch (const nlohmann::json::parse_error& e) {
     throw ApiError::bad_request(std::string("the request body is not valid JSON: ") + e.what());
   } catch (const nlohmann::json::out_of_range&) {  // valid JSON text, but a number beyond a double (1e999)
@@ -168,6 +171,12 @@ nlohmann::json parse_json_body(std::string_view body) {
     throw ApiError::invalid_field(path, "is a number too large to represent");
   }
 }
+
+}  // namespace
+
+nlohmann::json parse_json_body(std::string_view body) { return parse_body<nlohmann::json>(body); }
+
+nlohmann::ordered_json parse_ordered_json_body(std::string_view body) { return parse_body<nlohmann::ordered_json>(body); }
 
 std::string_view sampling_field_name(SamplingDialect dialect, std::string_view name) {
   if (dialect == SamplingDialect::OpenAI) {
