@@ -26,6 +26,7 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"chunked_prefill_size", options.chunked_prefill_size},
       {"max_total_tokens", options.max_total_tokens},
       {"context_length", options.context_length},
+      {"allow_long_context", options.allow_long_context},
       {"disable_radix_cache", options.disable_radix_cache},
       {"enable_return_routed_experts", options.captures_routing()},
       {"enable_return_router_weights", options.enable_return_router_weights},

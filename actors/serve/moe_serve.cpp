@@ -54,6 +54,8 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        "tokens per step, decodes included (<= 0: no limit)")
       ("max-total-tokens", po::value(&o.max_total_tokens)->default_value(0), "KV slots (0 = what 2 GiB holds, at most 8 contexts)")
       ("context-length", po::value(&o.context_length)->default_value(0), "0 = the model's max_position_embeddings")
+      ("allow-long-context", po::bool_switch(&o.allow_long_context),
+       "allow --context-length above the model's max_position_embeddings (a warning instead of an error)")
       ("moe-runner-backend", po::value(&o.moe_runner_backend)->default_value(o.moe_runner_backend),
        "auto | reference | grouped")
       ("device", po::value(&o.device)->default_value(o.device), "cpu | cuda (a build with -DMOE_CUDA=ON)")

@@ -98,6 +98,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("chat_template_kwargs", m.chat_template_kwargs);
   visit("tools", m.tools);
   visit("continue_final_message", m.continue_final_message);
+  visit("max_new_tokens_field", m.max_new_tokens_field);
   visit_option_fields(m, visit);
 }
 

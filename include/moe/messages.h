@@ -132,6 +132,10 @@ struct GenerateRequest : RequestOptions {
   // vLLM's continue_final_message: the prompt ends inside the last (assistant) message, which the
   // model continues, instead of opening a new assistant turn.
   bool continue_final_message{};
+  // The field the client set sampling.max_new_tokens with ("max_tokens", "sampling_params.max_new_tokens",
+  // ...): a limit the client gave is refused when the context cannot hold it; empty = the endpoint's
+  // default, which the scheduler clamps to the room the prompt leaves.
+  std::string max_new_tokens_field{};
   bool operator==(const GenerateRequest&) const = default;
 };
 

@@ -73,7 +73,7 @@ GenerationCall read_common(const FieldReader& root, ApiKind api, const std::stri
   GenerationCall call;
   call.api = api;
   call.model = checked_model(root, served_model);
-  read_sampling_fields(root, SamplingDialect::OpenAI, sampling);
+  const std::string max_new_tokens_field = read_sampling_fields(root, SamplingDialect::OpenAI, sampling);
   root.read("stream", call.stream);
   if (const json* options = root.find("stream_options")) {
     FieldReader(*options, "stream_options").read("include_usage", call.include_usage);
@@ -84,6 +84,7 @@ GenerationCall read_common(const FieldReader& root, ApiKind api, const std::stri
   root.read("return_tokens_as_token_ids", call.tokens_as_ids);
   for (msg::GenerateRequest& request : prompts) {
     request.sampling = sampling;
+    request.max_new_tokens_field = max_new_tokens_field;
     request.stream = call.stream;
     request.return_logprob = logprobs.wanted;
     request.top_logprobs_num = logprobs.top;
@@ -303,9 +304,12 @@ GenerationCall parse_chat_completion(const ordered_json& body, const std::string
   GenerationCall call =
       read_common(root, ApiKind::ChatCompletion, served_model, {std::move(prompt)}, sampling, chat_logprobs(root));
   // The newer name wins over the deprecated max_tokens, as in OpenAI's API.
-  int32_t& max_new_tokens = call.requests.front().sampling.max_new_tokens;
-  if (root.read("max_completion_tokens", max_new_tokens) && max_new_tokens < 1) {
-    throw ApiError::invalid_field("max_completion_tokens", "must be at least 1, got " + std::to_string(max_new_tokens));
+  msg::GenerateRequest& request = call.requests.front();
+  if (root.read("max_completion_tokens", request.sampling.max_new_tokens)) {
+    if (request.sampling.max_new_tokens < 1)
+      throw ApiError::invalid_field("max_completion_tokens",
+                                    "must be at least 1, got " + std::to_string(request.sampling.max_new_tokens));
+    request.max_new_tokens_field = "max_completion_tokens";
   }
   call.output_parsing = {.reasoning = parsers.qwen3_reasoning, .tool_calls = tool_calls, .continued_text = continued};
   return call;

@@ -186,7 +186,7 @@ std::string_view sampling_field_name(SamplingDialect dialect, std::string_view n
   return name;
 }
 
-void read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, msg::SamplingParams& params) {
+std::string read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, msg::SamplingParams& params) {
   msg::visit_fields(params, [&](std::string_view name, auto& field) {
     reader.read(sampling_field_name(dialect, name), field);
   });
@@ -201,6 +201,8 @@ void read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, ms
   require_at_least(reader, sampling_field_name(dialect, "max_new_tokens"), params.max_new_tokens, 1);
   require_at_least(reader, sampling_field_name(dialect, "min_new_tokens"), params.min_new_tokens, 0);
   require_at_least(reader, "n", params.n, 1);
+  const std::string_view max_new_tokens = sampling_field_name(dialect, "max_new_tokens");
+  return reader.find(max_new_tokens) != nullptr ? reader.path_of(max_new_tokens) : std::string();
 }
 
 void check_top_logprobs(const FieldReader& reader, std::string_view name, int32_t value) {

@@ -115,7 +115,7 @@ std::string RequestPreparer::detokenize(const std::vector<int32_t>& ids, const s
   return tokenizer_.decode(ids);
 }
 
-void RequestPreparer::check_length(const msg::TokenizedRequest& request) const {
+void RequestPreparer::check_length(const msg::TokenizedRequest& request, const std::string& max_new_tokens_field) const {
   const auto prompt = static_cast<int64_t>(request.input_ids.size());
   if (prompt == 0) throw Error("the prompt is empty");
   if (limits_.context_length > 0 && prompt >= limits_.context_length)
@@ -124,6 +124,14 @@ void RequestPreparer::check_length(const msg::TokenizedRequest& request) const {
   if (prompt > limits_.max_sequence_len)
     throw Error("the prompt has " + std::to_string(prompt) + " tokens, more than the " +
                 std::to_string(limits_.max_sequence_len) + " the context length and KV cache allow");
+  // A limit the client gave must fit beside the prompt (vLLM's rule); the endpoints' defaults are
+  // clamped by the scheduler instead.
+  const int64_t room = limits_.max_sequence_len - prompt;
+  if (!max_new_tokens_field.empty() && request.sampling.max_new_tokens > room)
+    throw Error(max_new_tokens_field + " is " + std::to_string(request.sampling.max_new_tokens) +
+                ", but the prompt has " + std::to_string(prompt) + " tokens and the context holds " +
+                std::to_string(limits_.max_sequence_len) + " (max_model_len): at most " + std::to_string(room) +
+                " can be generated");
   // The last output token is fed (and needs a position) only when the reply carries its routing.
   if (request.routing.routes_last_token() && prompt >= limits_.max_sequence_len)
     throw Error("the prompt fills the context and KV cache, leaving no room for the last token's routing");
@@ -156,7 +164,7 @@ msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& reque
   msg::TokenizedRequest out;
   static_cast<msg::RequestOptions&>(out) = request;
   out.input_ids = prompt_ids(request);
-  check_length(out);
+  check_length(out, request.max_new_tokens_field);
   out.rid = request.rid.empty() ? new_request_id() : request.rid;
   return out;
 }

@@ -42,6 +42,7 @@ TEST(CompletionRequest, ReadsOpenAiFieldsWithOpenAiDefaults) {
   const msg::GenerateRequest& request = call.requests.front();
   EXPECT_EQ(request.text, "Once");
   EXPECT_EQ(request.sampling.max_new_tokens, 16);  // OpenAI's default
+  EXPECT_EQ(request.max_new_tokens_field, "");
   EXPECT_FLOAT_EQ(request.sampling.temperature, 0.7f);
   EXPECT_FLOAT_EQ(request.sampling.top_p, 0.9f);
   EXPECT_EQ(request.sampling.n, 2);
@@ -142,6 +143,7 @@ TEST(ChatRequest, ReadsMessagesAndChatFields) {
       {"system", "Be brief."}, {"user", "Hi there"}, {"assistant", ""}};
   EXPECT_EQ(request.messages, expected);
   EXPECT_EQ(request.sampling.max_new_tokens, 20);  // max_completion_tokens wins over max_tokens
+  EXPECT_EQ(request.max_new_tokens_field, "max_completion_tokens");
   EXPECT_TRUE(request.return_logprob);
   EXPECT_TRUE(request.routing.return_routed_experts);
   EXPECT_EQ(json::parse(request.chat_template_kwargs), json({{"enable_thinking", false}}));
@@ -150,7 +152,11 @@ TEST(ChatRequest, ReadsMessagesAndChatFields) {
 TEST(ChatRequest, HasNoTokenLimitByDefault) {
   const GenerationCall call = parse_chat_completion({{"messages", {{{"role", "user"}, {"content", "x"}}}}}, kModel);
   EXPECT_EQ(call.requests.front().sampling.max_new_tokens, std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(call.requests.front().max_new_tokens_field, "");  // clamped to the room the prompt leaves
   EXPECT_FALSE(call.requests.front().return_logprob);
+  const GenerationCall limited =
+      parse_chat_completion({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"max_tokens", 5}}, kModel);
+  EXPECT_EQ(limited.requests.front().max_new_tokens_field, "max_tokens");
 }
 
 TEST(ChatRequest, RefusesBadMessagesAndUnsupportedFields) {

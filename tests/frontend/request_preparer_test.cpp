@@ -57,6 +57,21 @@ TEST_F(RequestPreparerTest, RejectsBadRequestsWithAClearError) {
   EXPECT_NE(refusal(with_ids({1, 151936}), make()).find("outside the vocabulary"), std::string::npos);
 }
 
+// A limit the client named must fit beside the prompt (context 64, pool 48: 48 positions); the
+// endpoint's default, named by no field, is left for the scheduler to clamp.
+TEST_F(RequestPreparerTest, AGivenLimitBeyondTheContextIsRefusedWithItsNumbers) {
+  msg::GenerateRequest request = with_ids({1, 2, 3}, 46);
+  request.max_new_tokens_field = "max_tokens";
+  EXPECT_EQ(refusal(request, make()),
+            "max_tokens is 46, but the prompt has 3 tokens and the context holds 48 (max_model_len): at most 45 can be "
+            "generated");
+  request.sampling.max_new_tokens = 45;
+  EXPECT_NO_THROW(make().prepare(request));
+  request.sampling.max_new_tokens = 100000;
+  request.max_new_tokens_field.clear();
+  EXPECT_NO_THROW(make().prepare(request));
+}
+
 // Stops are checked on every generated token, so one request may bring only so many.
 TEST_F(RequestPreparerTest, StopListsAreBounded) {
   msg::GenerateRequest many = with_ids({1, 2, 3});
