@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "api/chat_output_parser.h"
+
 namespace boost::asio {
 class io_context;
 }
@@ -28,6 +30,8 @@ struct HttpServerConfig {
   std::chrono::milliseconds close_linger{2'000};      // reading what a refused client still sends before closing
   // When set, every endpoint but /health and /metrics needs "Authorization: Bearer <api_key>" (401 otherwise).
   std::string api_key;
+  // The chat output parsers (--tool-call-parser, --reasoning-parser).
+  api::OutputParsers output_parsers;
 };
 
 // Owns the listening socket; connections live on as long as their operations are pending.

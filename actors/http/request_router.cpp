@@ -62,8 +62,11 @@ constexpr std::array kRoutes = {
 
 }  // namespace
 
-RequestRouter::RequestRouter(EngineFrontend& engine, std::string api_key)
-    : engine_(engine), api_key_(std::move(api_key)), started_(static_cast<int64_t>(std::time(nullptr))) {}
+RequestRouter::RequestRouter(EngineFrontend& engine, std::string api_key, api::OutputParsers parsers)
+    : engine_(engine),
+      api_key_(std::move(api_key)),
+      parsers_(parsers),
+      started_(static_cast<int64_t>(std::time(nullptr))) {}
 
 std::optional<HttpReply> RequestRouter::refuse_without_key(const std::string& path, const HttpRequest& request) const {
   if (api_key_.empty() || path == "/health" || path == "/metrics") return std::nullopt;
@@ -132,12 +135,16 @@ std::shared_ptr<PendingAnswer> RequestRouter::route(const HttpRequest& request,
 std::shared_ptr<PendingAnswer> RequestRouter::generate(api::ApiKind api, const HttpRequest& request,
                                                        const std::shared_ptr<ResponseChannel>& channel) {
   refuse_when_shutting_down();
-  const nlohmann::json body = api::parse_json_body(request.body);
   api::GenerationCall call;
   switch (api) {
-    case api::ApiKind::Generate: call = api::parse_generate(body); break;
-    case api::ApiKind::Completion: call = api::parse_completion(body, engine_.model_name()); break;
-    case api::ApiKind::ChatCompletion: call = api::parse_chat_completion(body, engine_.model_name()); break;
+    case api::ApiKind::Generate: call = api::parse_generate(api::parse_json_body(request.body)); break;
+    case api::ApiKind::Completion:
+      call = api::parse_completion(api::parse_json_body(request.body), engine_.model_name());
+      break;
+    case api::ApiKind::ChatCompletion:
+      // In the client's key order: tools reach the chat template as the client wrote them.
+      call = api::parse_chat_completion(api::parse_ordered_json_body(request.body), engine_.model_name(), parsers_);
+      break;
   }
   auto exchange = std::make_shared<GenerationExchange>(std::move(call), engine_, channel);
   exchange->start();

@@ -20,7 +20,8 @@ class RequestRouter {
  public:
   // `engine` must outlive the router. A non-empty `api_key` is required as a Bearer token by every
   // endpoint but /health and /metrics (which load balancers and Prometheus probe without one).
-  RequestRouter(EngineFrontend& engine, std::string api_key = {});
+  // `parsers`: the chat output parsers (--tool-call-parser, --reasoning-parser).
+  RequestRouter(EngineFrontend& engine, std::string api_key = {}, api::OutputParsers parsers = {});
 
   // Answers `request` through `channel` now, or later: then it returns what the session must
   // cancel when the client leaves (a generation, a health probe), or null when nothing needs to be
@@ -53,6 +54,7 @@ class RequestRouter {
 
   EngineFrontend& engine_;
   std::string api_key_;
+  api::OutputParsers parsers_;
   int64_t started_;  // Unix time, the `created` of the model list
 };
 

@@ -143,6 +143,8 @@ struct EngineRuntime::Actors {
 
 EngineRuntime::EngineRuntime(const ServeOptions& options)
     : context_(std::make_unique<transport::Context>()), actors_(std::make_unique<Actors>()) {
+  // Before anything loads: a misspelt parser stops the start naming its flag.
+  const api::OutputParsers output_parsers = api::output_parsers_named(options.tool_call_parser, options.reasoning_parser);
   const std::string tok_dir = tokenizer_dir(options);
   tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(tok_dir);
   tokenizer::TokenizerConfig tok_config = tokenizer::load_tokenizer_config(tok_dir);
@@ -214,6 +216,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     http_config.host = options.host;
     http_config.port = static_cast<uint16_t>(options.port);
     http_config.api_key = options.api_key;
+    http_config.output_parsers = output_parsers;
     a.http_server = std::make_unique<http::HttpServer>(a.tokenizer_loop->io(), *a.http_frontend, http_config);
   }
   std::vector<std::string> names = {"tokenizer", "scheduler", "detokenizer"};

@@ -29,6 +29,8 @@ struct ServeOptions : EngineOptions {
   bool log_requests = false;           // log each finished request: rid, lengths, timings, finish reason
   int decode_log_interval = 40;        // log the stats line every this many generating steps; 0 = never
   std::optional<uint64_t> random_seed;  // seeds the seeds of requests that bring none; none = the OS's
+  std::string tool_call_parser;        // chat answers' tool calls: "" (none) or qwen25
+  std::string reasoning_parser;        // chat answers' reasoning: "" (none) or qwen3
 };
 
 }  // namespace moe::actors

@@ -26,6 +26,7 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"chunked_prefill_size", options.chunked_prefill_size},
       {"max_total_tokens", options.max_total_tokens},
       {"context_length", options.context_length},
+      {"allow_long_context", options.allow_long_context},
       {"disable_radix_cache", options.disable_radix_cache},
       {"disable_overlap_schedule", options.disable_overlap_schedule},
       {"enable_return_routed_experts", options.captures_routing()},
@@ -36,6 +37,8 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"chat_template", options.chat_template},
       {"random_seed", options.random_seed ? nlohmann::json(*options.random_seed) : nlohmann::json()},
       {"api_key_required", !options.api_key.empty()},  // never the key itself
+      {"tool_call_parser", options.tool_call_parser},
+      {"reasoning_parser", options.reasoning_parser},
       // What the engine derived from them.
       {"max_total_num_tokens", scheduler.max_total_tokens},
       {"overlap_schedule", scheduler.overlap},

@@ -39,6 +39,10 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("api-key", po::value(&o.api_key), "HTTP clients must send Authorization: Bearer KEY (not /health, /metrics)")
       ("random-seed", po::value<uint64_t>()->notifier([&o](uint64_t seed) { o.random_seed = seed; }),
        "seeds the seed of every request that brings none, so a restarted server samples alike")
+      ("tool-call-parser", po::value(&o.tool_call_parser),
+       "qwen25: <tool_call> blocks in chat answers become tool_calls (for requests with tools)")
+      ("reasoning-parser", po::value(&o.reasoning_parser),
+       "qwen3: a leading <think> block in chat answers becomes reasoning_content")
       ("port", po::value(&o.port)->default_value(30000), "HTTP port (0 = no HTTP server)")
       ("zmq-endpoint", po::value(&o.zmq_endpoint), "ZeroMQ ROUTER endpoint for clients, e.g. tcp://127.0.0.1:30001")
       ("enable-return-routed-experts", po::bool_switch(&o.enable_return_routed_experts),
@@ -50,6 +54,8 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        "tokens per step, decodes included (<= 0: no limit)")
       ("max-total-tokens", po::value(&o.max_total_tokens)->default_value(0), "KV slots (0 = what 2 GiB holds, at most 8 contexts)")
       ("context-length", po::value(&o.context_length)->default_value(0), "0 = the model's max_position_embeddings")
+      ("allow-long-context", po::bool_switch(&o.allow_long_context),
+       "allow --context-length above the model's max_position_embeddings (a warning instead of an error)")
       ("moe-runner-backend", po::value(&o.moe_runner_backend)->default_value(o.moe_runner_backend),
        "auto | reference | grouped")
       ("device", po::value(&o.device)->default_value(o.device), "cpu | cuda (a build with -DMOE_CUDA=ON)")

@@ -27,6 +27,9 @@ struct EngineSettings {
   int speculative_num_draft_tokens = 8;  // tokens per verify, the root included
   std::string speculative_draft_model_path;
   int max_tree_experts = 0;              // expert pool of a verify pass per MoE layer; 0 = off
+  // A context_length above the model's max_position_embeddings is refused unless this is set (then
+  // it is a warning): positions beyond it were never trained.
+  bool allow_long_context = false;
 
   bool captures_routing() const { return enable_return_routed_experts || enable_return_router_weights; }
 };

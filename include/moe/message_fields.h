@@ -69,6 +69,7 @@ template <StructOf<ChatMessage> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
   visit("role", m.role);
   visit("content", m.content);
+  visit("extra_fields", m.extra_fields);
 }
 
 // RequestOptions' fields, which GenerateRequest and TokenizedRequest list after their own.
@@ -95,6 +96,9 @@ void visit_fields(M& m, Visit&& visit) {
   visit("input_ids", m.input_ids);
   visit("messages", m.messages);
   visit("chat_template_kwargs", m.chat_template_kwargs);
+  visit("tools", m.tools);
+  visit("continue_final_message", m.continue_final_message);
+  visit("max_new_tokens_field", m.max_new_tokens_field);
   visit_option_fields(m, visit);
 }
 

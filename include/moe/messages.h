@@ -17,7 +17,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 9;
+inline constexpr uint32_t kProtocolVersion = 10;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -99,6 +99,9 @@ struct RoutingOptions {
 struct ChatMessage {
   std::string role;
   std::string content;
+  // The turn's other keys for the template (an assistant's tool_calls and reasoning_content, a tool
+  // result's tool_call_id and name): the text of a JSON object; empty = none.
+  std::string extra_fields{};
   bool operator==(const ChatMessage&) const = default;
 };
 
@@ -124,6 +127,15 @@ struct GenerateRequest : RequestOptions {
   // Further variables for the chat template (OpenAI's chat_template_kwargs, e.g. Qwen3's
   // {"enable_thinking": false}): the text of a JSON object; empty = none.
   std::string chat_template_kwargs;
+  // OpenAI's tools, rendered by the chat template: the text of a JSON array; empty = none.
+  std::string tools{};
+  // vLLM's continue_final_message: the prompt ends inside the last (assistant) message, which the
+  // model continues, instead of opening a new assistant turn.
+  bool continue_final_message{};
+  // The field the client set sampling.max_new_tokens with ("max_tokens", "sampling_params.max_new_tokens",
+  // ...): a limit the client gave is refused when the context cannot hold it; empty = the endpoint's
+  // default, which the scheduler clamps to the room the prompt leaves.
+  std::string max_new_tokens_field{};
   bool operator==(const GenerateRequest&) const = default;
 };
 

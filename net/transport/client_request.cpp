@@ -25,6 +25,9 @@ msg::GenerateRequest parse_generate(const msgpack::object& map, const FieldPath&
                             int{request.messages.has_value()};
   if (prompts_given == 0) throw Error("request: needs `text` or `input_ids` (or chat `messages`)");
   if (prompts_given > 1) throw Error("request: give only one of `text`, `input_ids`, `messages`");
+  const msgpack::object* sampling = detail::find_key(map, "sampling_params");
+  if (sampling != nullptr && sampling->type == msgpack::type::MAP && detail::find_key(*sampling, "max_new_tokens"))
+    request.max_new_tokens_field = "sampling_params.max_new_tokens";
   return request;
 }
 

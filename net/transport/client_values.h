@@ -21,6 +21,8 @@ void visit_client_fields(M& r, Visit&& visit) {
   visit("input_ids", r.input_ids);
   visit("messages", r.messages);
   visit("chat_template_kwargs", r.chat_template_kwargs);  // the JSON text of an object
+  visit("tools", r.tools);                                // the JSON text of a list
+  visit("continue_final_message", r.continue_final_message);
   visit("sampling_params", r.sampling);
   visit("stream", r.stream);
   visit("return_logprob", r.return_logprob);
@@ -47,7 +49,7 @@ void visit_client_fields(M& bias, Visit&& visit) {
   visit_fields(bias, visit);
 }
 
-// A chat turn: {"role", "content"}.
+// A chat turn: {"role", "content", "extra_fields"} (the JSON text of the turn's other keys).
 template <StructOf<ChatMessage> M, class Visit>
 void visit_client_fields(M& message, Visit&& visit) {
   visit_fields(message, visit);

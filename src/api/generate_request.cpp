@@ -67,7 +67,7 @@ void read_sampling_params(const FieldReader& root, std::vector<msg::GenerateRequ
   for (size_t i = 0; i < requests.size(); ++i) {
     const std::string path = params->is_array() ? element_path("sampling_params", i) : "sampling_params";
     const FieldReader reader(per_prompt(*params, "sampling_params", i, requests.size()), path);
-    read_sampling_fields(reader, SamplingDialect::SGLang, requests[i].sampling);
+    requests[i].max_new_tokens_field = read_sampling_fields(reader, SamplingDialect::SGLang, requests[i].sampling);
   }
 }
 

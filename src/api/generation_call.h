@@ -8,6 +8,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "api/chat_output_parser.h"
+
 #include "moe/messages.h"
 
 namespace moe::api {
@@ -33,10 +35,21 @@ struct GenerationCall {
   // A streamed /generate sends each chunk's own routing rows ("stream_routed_experts": "delta")
   // instead of the whole request's rows on its final chunk (SGLang's cumulative convention).
   bool stream_routing_delta = false;
+  // OpenAI chat: what the answer takes out of the generated text (the server's parsers, as the
+  // request's tools and tool_choice allow them).
+  struct OutputParsing {
+    bool reasoning = false;      // <think> blocks become reasoning_content
+    bool tool_calls = false;     // <tool_call> blocks become tool_calls
+    // continue_final_message: the last message's text, which the parsers read first (a block it
+    // opens and the model closes is parsed whole; nothing of it is answered again).
+    std::string continued_text;
+  } output_parsing;
 };
 
 // Parses a request body; malformed JSON is an ApiError (400) quoting the parser's complaint.
 nlohmann::json parse_json_body(std::string_view body);
+// The same, keeping the body's key order.
+nlohmann::ordered_json parse_ordered_json_body(std::string_view body);
 
 // SGLang's /generate: `text` or `input_ids` (one or a list), `sampling_params` (one or a list),
 // `stream` (with `stream_routed_experts`), `return_logprob`, `top_logprobs_num`,
@@ -46,7 +59,10 @@ GenerationCall parse_generate(const nlohmann::json& body);
 // OpenAI's /v1/completions; a `model` other than `served_model` is a 404.
 GenerationCall parse_completion(const nlohmann::json& body, const std::string& served_model);
 
-// OpenAI's /v1/chat/completions; a `model` other than `served_model` is a 404.
-GenerationCall parse_chat_completion(const nlohmann::json& body, const std::string& served_model);
+// OpenAI's /v1/chat/completions; a `model` other than `served_model` is a 404. The body is read in
+// the client's key order (tools and tool calls reach the template as given); `parsers` are the
+// server's, which tool_choice "auto" needs.
+GenerationCall parse_chat_completion(const nlohmann::ordered_json& body, const std::string& served_model,
+                                     const OutputParsers& parsers = {});
 
 }  // namespace moe::api

@@ -1,7 +1,7 @@
 // OpenAI's /v1/completions and /v1/chat/completions requests, with vLLM's extra sampling fields
 // (top_k, min_p, repetition_penalty, ignore_eos, stop_token_ids, skip_special_tokens, min_tokens,
-// return_tokens_as_token_ids, chat_template_kwargs) and the routed-experts extras
-// return_routed_experts, routed_experts_dtype, routed_experts_format.
+// return_tokens_as_token_ids, chat_template_kwargs, continue_final_message), tools with tool_choice,
+// and the routed-experts extras return_routed_experts, routed_experts_dtype, routed_experts_format.
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +14,7 @@ namespace moe::api {
 namespace {
 
 using nlohmann::json;
+using nlohmann::ordered_json;
 
 // Fields of OpenAI's API the engine does not implement. They are accepted at their no-op value
 // only, so a request that relies on one fails loudly instead of being answered as if it were absent.
@@ -27,8 +28,7 @@ bool is_empty(const json& v) { return v.empty() || v == ""; }
 bool is_text_format(const json& v) { return v.is_object() && v.value("type", "") == "text"; }
 
 constexpr UnsupportedField kUnsupportedInCompletions[] = {{"echo", is_false}, {"suffix", is_empty}};
-constexpr UnsupportedField kUnsupportedInChat[] = {
-    {"tools", is_empty}, {"response_format", is_text_format}};
+constexpr UnsupportedField kUnsupportedInChat[] = {{"response_format", is_text_format}};
 
 template <size_t N>
 void reject_unsupported(const FieldReader& root, const UnsupportedField (&fields)[N]) {
@@ -73,7 +73,7 @@ GenerationCall read_common(const FieldReader& root, ApiKind api, const std::stri
   GenerationCall call;
   call.api = api;
   call.model = checked_model(root, served_model);
-  read_sampling_fields(root, SamplingDialect::OpenAI, sampling);
+  const std::string max_new_tokens_field = read_sampling_fields(root, SamplingDialect::OpenAI, sampling);
   root.read("stream", call.stream);
   if (const json* options = root.find("stream_options")) {
     FieldReader(*options, "stream_options").read("include_usage", call.include_usage);
@@ -84,6 +84,7 @@ GenerationCall read_common(const FieldReader& root, ApiKind api, const std::stri
   root.read("return_tokens_as_token_ids", call.tokens_as_ids);
   for (msg::GenerateRequest& request : prompts) {
     request.sampling = sampling;
+    request.max_new_tokens_field = max_new_tokens_field;
     request.stream = call.stream;
     request.return_logprob = logprobs.wanted;
     request.top_logprobs_num = logprobs.top;
@@ -152,21 +153,101 @@ std::string message_content(const json& content, const std::string& path) {
   return text;
 }
 
-std::vector<msg::ChatMessage> chat_messages(const FieldReader& root) {
+// An assistant turn's tool_calls as the template gets them: OpenAI sends each function's arguments
+// as JSON text; templates expect the object (as vLLM passes them, following transformers).
+ordered_json template_tool_calls(const ordered_json& calls, const std::string& path) {
+  if (!calls.is_array()) throw ApiError::invalid_field(path, "must be a list of tool calls");
+  ordered_json result = calls;
+  for (size_t i = 0; i < result.size(); ++i) {
+    const std::string call_path = element_path(path, i);
+    ordered_json& call = result[i];
+    if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
+      throw ApiError::invalid_field(call_path + ".function", "must be an object with the function's name and arguments");
+    ordered_json& arguments = call["function"]["arguments"];
+    if (!arguments.is_string()) continue;
+    arguments = ordered_json::parse(arguments.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+    if (arguments.is_discarded())
+      throw ApiError::invalid_field(call_path + ".function.arguments", "must be the text of a JSON object");
+  }
+  return result;
+}
+
+// A turn's keys besides role and content that chat templates read, in the client's order; the
+// text of a JSON object, or empty.
+std::string extra_message_fields(const ordered_json& message, const std::string& path) {
+  ordered_json extra = ordered_json::object();
+  for (const auto& [key, value] : message.items()) {
+    if (value.is_null()) continue;
+    if (key == "tool_calls") {
+      extra[key] = template_tool_calls(value, path + ".tool_calls");
+    } else if (key == "reasoning_content" || key == "tool_call_id" || key == "name") {
+      if (!value.is_string()) throw ApiError::invalid_field(path + "." + key, "must be a string");
+      extra[key] = value;
+    }
+  }
+  return extra.empty() ? std::string() : extra.dump();
+}
+
+// `messages` read from the sorted view `root`, their extra fields from `ordered`, the same body in
+// the client's key order (templates write tool calls' arguments as given).
+std::vector<msg::ChatMessage> chat_messages(const FieldReader& root, const ordered_json& ordered) {
   const json* messages = root.find("messages");
   if (messages == nullptr || !messages->is_array() || messages->empty()) {
     throw ApiError::invalid_field("messages", "must be a non-empty list of messages");
   }
   std::vector<msg::ChatMessage> result;
   for (size_t i = 0; i < messages->size(); ++i) {
-    const FieldReader message((*messages)[i], element_path("messages", i));
+    const std::string path = element_path("messages", i);
+    const FieldReader message((*messages)[i], path);
     msg::ChatMessage& turn = result.emplace_back();
     if (!message.read("role", turn.role) || turn.role.empty()) {
       throw ApiError::invalid_field(message.path_of("role"), "is required");
     }
     if (const json* content = message.find("content")) turn.content = message_content(*content, message.path_of("content"));
+    turn.extra_fields = extra_message_fields(ordered["messages"][i], path);
   }
   return result;
+}
+
+// OpenAI's `tools`: a list of {"type": "function", "function": {"name": ...}}, kept in the client's
+// key order for the template; empty when absent.
+std::string chat_tools(const ordered_json& body) {
+  const auto tools = body.find("tools");
+  if (tools == body.end() || tools->is_null()) return {};
+  if (!tools->is_array()) throw ApiError::invalid_field("tools", "must be a list of tools");
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const std::string path = element_path("tools", i);
+    const ordered_json& tool = (*tools)[i];
+    if (!tool.is_object() || tool.value("type", "") != "function")
+      throw ApiError::invalid_field(path + ".type", "must be \"function\"");
+    const auto function = tool.find("function");
+    if (function == tool.end() || !function->is_object() || !function->contains("name") ||
+        !(*function)["name"].is_string() || (*function)["name"].get<std::string>().empty())
+      throw ApiError::invalid_field(path + ".function.name", "is required (a non-empty string)");
+  }
+  return tools->empty() ? std::string() : tools->dump();
+}
+
+// tool_choice, as vLLM takes it: "none" renders the tools but parses no calls; "auto" (the default
+// with tools) parses them, which needs --tool-call-parser. Forcing a call ("required" or a named
+// function) is refused: the engine cannot constrain the output to a call. Returns whether the
+// answer parses tool calls.
+bool parses_tool_calls(const FieldReader& root, bool has_tools, const OutputParsers& parsers) {
+  const json* given = root.find("tool_choice");
+  if (given == nullptr && !has_tools) return false;
+  const json choice = given != nullptr ? *given : json("auto");
+  if (choice == "none") return false;
+  if (choice == "auto") {
+    if (!has_tools) throw ApiError::invalid_field("tool_choice", "\"auto\" needs `tools`");
+    if (!parsers.qwen25_tool_calls)
+      throw ApiError::invalid_field("tool_choice", "\"auto\" (the default with tools) needs a server started with "
+                                                   "--tool-call-parser; send \"none\" to only render the tools");
+    return true;
+  }
+  if (choice == "required" || choice.is_object())
+    throw ApiError::invalid_field("tool_choice", "forcing a tool call is not supported (only \"auto\" and \"none\"), got " +
+                                                     choice.dump());
+  throw ApiError::invalid_field("tool_choice", "must be \"none\" or \"auto\", got " + choice.dump());
 }
 
 // `logprobs` (a bool) with `top_logprobs`, the alternatives at each token, which needs logprobs.
@@ -205,22 +286,32 @@ GenerationCall parse_completion(const json& body, const std::string& served_mode
   return call;
 }
 
-GenerationCall parse_chat_completion(const json& body, const std::string& served_model) {
-  const FieldReader root(body, "");
+GenerationCall parse_chat_completion(const ordered_json& body, const std::string& served_model,
+                                     const OutputParsers& parsers) {
+  const json sorted = body;  // what the field readers read; `body` keeps the client's key order
+  const FieldReader root(sorted, "");
   reject_unsupported(root, kUnsupportedInChat);
   msg::GenerateRequest prompt;
-  prompt.messages = chat_messages(root);
+  prompt.messages = chat_messages(root, body);
   prompt.chat_template_kwargs = chat_template_kwargs(root);
+  prompt.tools = chat_tools(body);
+  root.read("continue_final_message", prompt.continue_final_message);
+  const bool tool_calls = parses_tool_calls(root, !prompt.tools.empty(), parsers);
+  const std::string continued = prompt.continue_final_message ? prompt.messages->back().content : std::string();
   msg::SamplingParams sampling;
   // No limit by default, as OpenAI: the scheduler clamps it to what the context and KV pool hold.
   sampling.max_new_tokens = std::numeric_limits<int32_t>::max();
   GenerationCall call =
       read_common(root, ApiKind::ChatCompletion, served_model, {std::move(prompt)}, sampling, chat_logprobs(root));
   // The newer name wins over the deprecated max_tokens, as in OpenAI's API.
-  int32_t& max_new_tokens = call.requests.front().sampling.max_new_tokens;
-  if (root.read("max_completion_tokens", max_new_tokens) && max_new_tokens < 1) {
-    throw ApiError::invalid_field("max_completion_tokens", "must be at least 1, got " + std::to_string(max_new_tokens));
+  msg::GenerateRequest& request = call.requests.front();
+  if (root.read("max_completion_tokens", request.sampling.max_new_tokens)) {
+    if (request.sampling.max_new_tokens < 1)
+      throw ApiError::invalid_field("max_completion_tokens",
+                                    "must be at least 1, got " + std::to_string(request.sampling.max_new_tokens));
+    request.max_new_tokens_field = "max_completion_tokens";
   }
+  call.output_parsing = {.reasoning = parsers.qwen3_reasoning, .tool_calls = tool_calls, .continued_text = continued};
   return call;
 }
 

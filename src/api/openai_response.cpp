@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/chat_choice_parser.h"
 #include "api/raw_rows.h"
 
 namespace moe::api {
@@ -9,9 +10,11 @@ namespace {
 
 using nlohmann::json;
 
-// OpenAI's finish_reason: "stop", "length", or (vLLM's) "abort"; null while unfinished.
-json finish_reason(const std::optional<msg::FinishReason>& reason) {
+// OpenAI's finish_reason: "stop", "length", or (vLLM's) "abort"; "tool_calls" when the choice's
+// output made a tool call, as vLLM answers whatever ended it; null while unfinished.
+json finish_reason(const std::optional<msg::FinishReason>& reason, bool called_tools) {
   if (!reason) return nullptr;
+  if (called_tools) return "tool_calls";
   switch (reason->kind) {
     case msg::FinishKind::Stop: return "stop";
     case msg::FinishKind::Length: return "length";
@@ -98,8 +101,12 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
         logprobs_(call.requests.front().return_logprob),
         tokens_as_ids_(call.tokens_as_ids),
         n_(static_cast<size_t>(call.requests.front().sampling.n)),
+        parsing_(call.output_parsing),
+        parses_(chat_ && (parsing_.reasoning || parsing_.tool_calls)),
         rows_sent_(call.requests.size() * n_, 0),
-        role_sent_(call.requests.size() * n_, false) {}
+        role_sent_(call.requests.size() * n_, false) {
+    if (parses_ && stream_) choice_parsers_.assign(call.requests.size() * n_, ChatChoiceParser(parsing_));
+  }
 
   std::vector<json> add(size_t prompt, const msg::TextOutput& output) override {
     const CompletionState& completion = grid_.record(prompt, output);
@@ -113,10 +120,16 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
                                 {"logprobs", nullptr},
                                 {"finish_reason", nullptr}}));
     }
+    json body = chat_ ? json{{"content", output.text}} : json(output.text);
+    bool called_tools = false;
+    if (parses_) {
+      body = choice_parsers_[choice].delta(output.text, completion.finish_reason.has_value());
+      called_tools = choice_parsers_[choice].called_tools();
+    }
     json payload = chunk(choice_json(
-        choice, output.text,
+        choice, std::move(body),
         {output.output_ids, output.output_logprobs, output.output_token_texts, output.output_top_logprobs},
-        completion.finish_reason, true));
+        completion.finish_reason, called_tools, true));
     payload["metadata"] = metadata(output.weight_version);
     if (output.routed_experts) add_chunk_rows(payload, choice, output);
     payloads.push_back(std::move(payload));
@@ -136,10 +149,17 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
     body["choices"] = json::array();
     for (size_t prompt = 0; prompt < grid_.num_prompts(); ++prompt) {
       for (const CompletionState& completion : grid_.completions(prompt)) {
+        json answer = chat_ ? json{{"role", "assistant"}, {"content", completion.text}} : json(completion.text);
+        bool called_tools = false;
+        if (parses_) {
+          ChatChoiceParser parser(parsing_);
+          answer = parser.message(completion.text);
+          called_tools = parser.called_tools();
+        }
         json choice = choice_json(
-            prompt * n_ + static_cast<size_t>(completion.index), completion.text,
+            prompt * n_ + static_cast<size_t>(completion.index), std::move(answer),
             {completion.output_ids, completion.logprobs, completion.token_texts, completion.top_logprobs},
-            completion.finish_reason, false);
+            completion.finish_reason, called_tools, false);
         if (completion.routed_experts) {
           const RawRows& rows = *completion.routed_experts;
           put_rows(choice, "routed_experts", rows.slice(completion.prompt_tokens, rows.rows()));
@@ -171,20 +191,15 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
     return payload;
   }
 
-  // A choice with `text`; chat puts it in the assistant's `message`, or its `delta` when streaming.
-  json choice_json(size_t choice, const std::string& text, const LogprobsPart& logprobs,
-                   const std::optional<msg::FinishReason>& reason, bool delta) const {
+  // A choice with its `body`: a completion's text, or chat's assistant `message` (its `delta` when
+  // streaming).
+  json choice_json(size_t choice, json body, const LogprobsPart& logprobs,
+                   const std::optional<msg::FinishReason>& reason, bool called_tools, bool delta) const {
     json result = {{"index", choice},
                    {"logprobs", logprobs_ ? logprobs_json(chat_, logprobs, tokens_as_ids_) : json()},
-                   {"finish_reason", finish_reason(reason)},
+                   {"finish_reason", finish_reason(reason, called_tools)},
                    {"stop_reason", stop_reason(reason)}};
-    if (!chat_) {
-      result["text"] = text;
-    } else if (delta) {
-      result["delta"] = {{"content", text}};
-    } else {
-      result["message"] = {{"role", "assistant"}, {"content", text}};
-    }
+    result[!chat_ ? "text" : delta ? "delta" : "message"] = std::move(body);
     return result;
   }
 
@@ -250,6 +265,9 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
   bool logprobs_;
   bool tokens_as_ids_;
   size_t n_;
+  GenerationCall::OutputParsing parsing_;
+  bool parses_;                                  // chat with a reasoning or tool-call parser on
+  std::vector<ChatChoiceParser> choice_parsers_;  // streaming with parsers: per choice
   std::vector<int64_t> rows_sent_;  // per choice: routing rows streamed so far
   std::vector<bool> role_sent_;     // per choice: the chat role chunk went out
 };

@@ -157,9 +157,12 @@ std::string FieldReader::path_of(std::string_view name) const {
   return path_.empty() ? std::string(name) : path_ + "." + std::string(name);
 }
 
-nlohmann::json parse_json_body(std::string_view body) {
+namespace {
+
+template <class Json>
+Json parse_body(std::string_view body) {
   try {
-    return nlohmann::json::parse(body);
+    return Json::parse(body);
   } catch (const nlohmann::json::parse_error& e) {
     throw ApiError::bad_request(std::string("the request body is not valid JSON: ") + e.what());
   } catch (const nlohmann::json::out_of_range&) {  // valid JSON text, but a number beyond a double (1e999)
@@ -169,6 +172,12 @@ nlohmann::json parse_json_body(std::string_view body) {
   }
 }
 
+}  // namespace
+
+nlohmann::json parse_json_body(std::string_view body) { return parse_body<nlohmann::json>(body); }
+
+nlohmann::ordered_json parse_ordered_json_body(std::string_view body) { return parse_body<nlohmann::ordered_json>(body); }
+
 std::string_view sampling_field_name(SamplingDialect dialect, std::string_view name) {
   if (dialect == SamplingDialect::OpenAI) {
     if (name == "max_new_tokens") return "max_tokens";
@@ -177,7 +186,7 @@ std::string_view sampling_field_name(SamplingDialect dialect, std::string_view n
   return name;
 }
 
-void read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, msg::SamplingParams& params) {
+std::string read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, msg::SamplingParams& params) {
   msg::visit_fields(params, [&](std::string_view name, auto& field) {
     reader.read(sampling_field_name(dialect, name), field);
   });
@@ -192,6 +201,8 @@ void read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, ms
   require_at_least(reader, sampling_field_name(dialect, "max_new_tokens"), params.max_new_tokens, 1);
   require_at_least(reader, sampling_field_name(dialect, "min_new_tokens"), params.min_new_tokens, 0);
   require_at_least(reader, "n", params.n, 1);
+  const std::string_view max_new_tokens = sampling_field_name(dialect, "max_new_tokens");
+  return reader.find(max_new_tokens) != nullptr ? reader.path_of(max_new_tokens) : std::string();
 }
 
 void check_top_logprobs(const FieldReader& reader, std::string_view name, int32_t value) {

@@ -75,7 +75,9 @@ std::string_view sampling_field_name(SamplingDialect dialect, std::string_view n
 
 // Reads every SamplingParams field present in `reader` and checks the values' ranges, naming the
 // field in the ApiError. `params` keeps its values (the endpoint's defaults) for absent fields.
-void read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, msg::SamplingParams& params);
+// Returns the path of the max_new_tokens field (max_tokens in OpenAI's) when the request gave it,
+// else "" (GenerateRequest.max_new_tokens_field).
+std::string read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, msg::SamplingParams& params);
 
 // The most alternatives `top_logprobs` (or top_logprobs_num) may ask for, checked with the field's name.
 void check_top_logprobs(const FieldReader& reader, std::string_view name, int32_t value);

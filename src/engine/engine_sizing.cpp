@@ -1,12 +1,34 @@
 #include "engine/engine_sizing.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "common/error.h"
 
 namespace moe {
 
+namespace {
+
+// A context longer than the model was trained for is an error, or with allow_long_context a warning.
+void check_context_length(const EngineSettings& settings, const ModelConfig& model) {
+  if (settings.context_length <= model.max_position_embeddings) return;
+  const std::string what = "--context-length " + std::to_string(settings.context_length) +
+                           " is above the model's max_position_embeddings " +
+                           std::to_string(model.max_position_embeddings);
+  if (!settings.allow_long_context)
+    throw Error(what + ": positions beyond it were never trained (--allow-long-context allows it)");
+  spdlog::warn("{}: allowed by --allow-long-context; outputs past position {} may be poor", what,
+               model.max_position_embeddings);
+}
+
+}  // namespace
+
 EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& model, const ModelIdentity& identity,
                          std::vector<int32_t> eos_token_ids, uint64_t seed_source) {
+  check_context_length(settings, model);
   EngineSizing sizing;
   sizing.kv_bytes_per_token =
       int64_t{2} * model.num_hidden_layers * model.num_key_value_heads * model.head_dim * int64_t{sizeof(float)};

@@ -31,12 +31,37 @@ void check_stops(const msg::SamplingParams& s) {
                 std::to_string(kMaxStopTokenIds) + " are allowed");
 }
 
-// A request's chat_template_kwargs (the text of a JSON object) as the template's extra variables.
+// JSON text a request carries for the template (chat_template_kwargs, tools, a message's extra
+// fields), parsed in its key order; `what` names it when it is not JSON of the type `is_type` checks.
+nlohmann::ordered_json template_json(const std::string& text, const std::string& what,
+                                     bool (nlohmann::ordered_json::*is_type)() const noexcept, const char* type) {
+  nlohmann::ordered_json value = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!(value.*is_type)()) throw Error(what + " must be the text of a JSON " + type);
+  return value;
+}
+
 nlohmann::ordered_json template_kwargs(const std::string& text) {
   if (text.empty()) return nlohmann::ordered_json::object();
-  nlohmann::ordered_json kwargs = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!kwargs.is_object()) throw Error("chat_template_kwargs must be a JSON object");
-  return kwargs;
+  return template_json(text, "chat_template_kwargs", &nlohmann::ordered_json::is_object, "object");
+}
+
+// The messages as the template sees them: role, content, then each turn's extra fields.
+nlohmann::ordered_json template_messages(const std::vector<msg::ChatMessage>& messages) {
+  nlohmann::ordered_json result = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const msg::ChatMessage& m = messages[i];
+    nlohmann::ordered_json turn = {{"role", m.role}, {"content", m.content}};
+    if (!m.extra_fields.empty()) {
+      const std::string what = "messages[" + std::to_string(i) + "].extra_fields";
+      const nlohmann::ordered_json extra = template_json(m.extra_fields, what, &nlohmann::ordered_json::is_object, "object");
+      for (const auto& [key, value] : extra.items()) {
+        if (key == "role" || key == "content") throw Error(what + " must not hold '" + key + "'");
+        turn[key] = value;
+      }
+    }
+    result.push_back(std::move(turn));
+  }
+  return result;
 }
 
 }  // namespace
@@ -66,9 +91,12 @@ std::vector<int32_t> RequestPreparer::prompt_ids(const msg::GenerateRequest& req
   }
   if (!chat_template_) throw Error("messages: this model's tokenizer has no chat template");
   tokenizer::ChatTemplateInputs inputs;
-  for (const msg::ChatMessage& m : *request.messages)
-    inputs.messages.push_back({{"role", m.role}, {"content", m.content}});
-  inputs.add_generation_prompt = true;
+  inputs.messages = template_messages(*request.messages);
+  if (!request.tools.empty()) inputs.tools = template_json(request.tools, "tools", &nlohmann::ordered_json::is_array, "array");
+  if (request.continue_final_message && (request.messages->empty() || request.messages->back().role != "assistant"))
+    throw Error("continue_final_message needs the last message to be the assistant's");
+  inputs.add_generation_prompt = !request.continue_final_message;
+  inputs.continue_final_message = request.continue_final_message;
   inputs.bos_token = bos_token_;
   inputs.eos_token = eos_token_;
   inputs.extra_variables = template_kwargs(request.chat_template_kwargs);
@@ -87,7 +115,7 @@ std::string RequestPreparer::detokenize(const std::vector<int32_t>& ids, const s
   return tokenizer_.decode(ids);
 }
 
-void RequestPreparer::check_length(const msg::TokenizedRequest& request) const {
+void RequestPreparer::check_length(const msg::TokenizedRequest& request, const std::string& max_new_tokens_field) const {
   const auto prompt = static_cast<int64_t>(request.input_ids.size());
   if (prompt == 0) throw Error("the prompt is empty");
   if (limits_.context_length > 0 && prompt >= limits_.context_length)
@@ -96,6 +124,14 @@ void RequestPreparer::check_length(const msg::TokenizedRequest& request) const {
   if (prompt > limits_.max_sequence_len)
     throw Error("the prompt has " + std::to_string(prompt) + " tokens, more than the " +
                 std::to_string(limits_.max_sequence_len) + " the context length and KV cache allow");
+  // A limit the client gave must fit beside the prompt (vLLM's rule); the endpoints' defaults are
+  // clamped by the scheduler instead.
+  const int64_t room = limits_.max_sequence_len - prompt;
+  if (!max_new_tokens_field.empty() && request.sampling.max_new_tokens > room)
+    throw Error(max_new_tokens_field + " is " + std::to_string(request.sampling.max_new_tokens) +
+                ", but the prompt has " + std::to_string(prompt) + " tokens and the context holds " +
+                std::to_string(limits_.max_sequence_len) + " (max_model_len): at most " + std::to_string(room) +
+                " can be generated");
   // The last output token is fed (and needs a position) only when the reply carries its routing.
   if (request.routing.routes_last_token() && prompt >= limits_.max_sequence_len)
     throw Error("the prompt fills the context and KV cache, leaving no room for the last token's routing");
@@ -128,7 +164,7 @@ msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& reque
   msg::TokenizedRequest out;
   static_cast<msg::RequestOptions&>(out) = request;
   out.input_ids = prompt_ids(request);
-  check_length(out);
+  check_length(out, request.max_new_tokens_field);
   out.rid = request.rid.empty() ? new_request_id() : request.rid;
   return out;
 }

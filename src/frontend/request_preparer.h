@@ -47,8 +47,8 @@ class RequestPreparer {
  private:
   void check_token_ids(const std::vector<int32_t>& ids, const std::string& field) const;
   std::vector<int32_t> prompt_ids(const msg::GenerateRequest& request) const;
-  // The checks that need the prompt's length.
-  void check_length(const msg::TokenizedRequest& request) const;
+  // The checks that need the prompt's length; `max_new_tokens_field` names a limit the client gave.
+  void check_length(const msg::TokenizedRequest& request, const std::string& max_new_tokens_field) const;
 
   tokenizer::Tokenizer tokenizer_;
   std::optional<tokenizer::ChatTemplate> chat_template_;

@@ -1,6 +1,7 @@
 #include "tokenizer/chat_template.h"
 
 #include "common/error.h"
+#include "jinja/python_text.h"
 #include "jinja/value.h"
 
 namespace moe::tokenizer {
@@ -14,6 +15,25 @@ jinja::Value input_value(const nlohmann::ordered_json& json, const std::string& 
   } catch (const jinja::RenderFailure& failure) {
     throw Error("chat template input '" + what + "': " + failure.what());
   }
+}
+
+// transformers' continue_final_message: cuts `rendered` after the last occurrence of the final
+// message's content, found stripped (a template may trim it) and kept whole when the rendering
+// holds it as given (transformers compares the text from there with the unstripped message).
+std::string cut_after_final_message(std::string rendered, const nlohmann::ordered_json& messages) {
+  const nlohmann::ordered_json* content = nullptr;
+  if (!messages.empty() && messages.back().is_object() && messages.back().contains("content"))
+    content = &messages.back()["content"];
+  if (content == nullptr || !content->is_string())
+    throw Error("continue_final_message: the last message has no text content to continue");
+  const std::string& text = content->get_ref<const std::string&>();
+  const std::string stripped = jinja::python_text::strip(text, std::nullopt, true, true);
+  const size_t at = rendered.rfind(stripped);
+  if (at == std::string::npos)
+    throw Error("continue_final_message: the chat template's output does not hold the last message's text");
+  const bool as_given = rendered.compare(at, text.size(), text) == 0;
+  rendered.resize(at + (as_given ? text.size() : stripped.size()));
+  return rendered;
 }
 
 }  // namespace
@@ -39,7 +59,10 @@ std::string ChatTemplate::render(const ChatTemplateInputs& inputs) const {
       throw Error("chat template extra variable '" + name + "' clashes with a fixed input");
     variables.set(name, input_value(value, name));
   }
-  return compiled_.render(variables);
+  if (!inputs.continue_final_message) return compiled_.render(variables);
+  if (inputs.add_generation_prompt)
+    throw Error("continue_final_message and add_generation_prompt cannot both be set");
+  return cut_after_final_message(compiled_.render(variables), inputs.messages);
 }
 
 }  // namespace moe::tokenizer

@@ -18,6 +18,9 @@ struct ChatTemplateInputs {
   // Tool schemas (a JSON array); absent renders `tools` as None, as transformers does.
   std::optional<nlohmann::ordered_json> tools;
   bool add_generation_prompt = false;
+  // transformers' continue_final_message: the text is cut right after the last message's content,
+  // so the prompt ends inside that turn (a partial assistant answer the model continues).
+  bool continue_final_message = false;
   // Absent leaves `enable_thinking` undefined, as when the kwarg is not passed.
   std::optional<bool> enable_thinking;
   // Special tokens from tokenizer_config.json; absent ones are undefined in the template.
@@ -33,7 +36,9 @@ class ChatTemplate {
   static ChatTemplate compile(const std::string& source);
 
   // The prompt text. Throws moe::Error for malformed inputs, for a template failure (naming the
-  // line) and for raise_exception (carrying the template's message unchanged).
+  // line), for raise_exception (carrying the template's message unchanged), and for
+  // continue_final_message with add_generation_prompt or a last message whose text the rendering
+  // does not hold.
   std::string render(const ChatTemplateInputs& inputs) const;
 
  private:

@@ -53,6 +53,7 @@ TEST(GenerateRequest, ReadsEveryField) {
   expected.rid = "r1";
   expected.text = "Hello";
   expected.sampling.max_new_tokens = 32;
+  expected.max_new_tokens_field = "sampling_params.max_new_tokens";
   expected.sampling.temperature = 0.0f;
   expected.sampling.top_p = 0.5f;
   expected.sampling.top_k = 4;
@@ -104,6 +105,8 @@ TEST(GenerateRequest, ListsOfPromptsBecomeOneRequestEach) {
   EXPECT_EQ(texts.requests[0].sampling.n, 2);
   EXPECT_EQ(texts.requests[1].sampling.n, 1);
   EXPECT_EQ(texts.requests[1].sampling.max_new_tokens, 4);
+  EXPECT_EQ(texts.requests[0].max_new_tokens_field, "");
+  EXPECT_EQ(texts.requests[1].max_new_tokens_field, "sampling_params[1].max_new_tokens");
 
   const GenerationCall ids = parse_generate({{"input_ids", {{1, 2}, {3}}}, {"return_routed_experts", true}});
   EXPECT_TRUE(ids.batched);

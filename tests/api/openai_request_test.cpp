@@ -42,6 +42,7 @@ TEST(CompletionRequest, ReadsOpenAiFieldsWithOpenAiDefaults) {
   const msg::GenerateRequest& request = call.requests.front();
   EXPECT_EQ(request.text, "Once");
   EXPECT_EQ(request.sampling.max_new_tokens, 16);  // OpenAI's default
+  EXPECT_EQ(request.max_new_tokens_field, "");
   EXPECT_FLOAT_EQ(request.sampling.temperature, 0.7f);
   EXPECT_FLOAT_EQ(request.sampling.top_p, 0.9f);
   EXPECT_EQ(request.sampling.n, 2);
@@ -142,6 +143,7 @@ TEST(ChatRequest, ReadsMessagesAndChatFields) {
       {"system", "Be brief."}, {"user", "Hi there"}, {"assistant", ""}};
   EXPECT_EQ(request.messages, expected);
   EXPECT_EQ(request.sampling.max_new_tokens, 20);  // max_completion_tokens wins over max_tokens
+  EXPECT_EQ(request.max_new_tokens_field, "max_completion_tokens");
   EXPECT_TRUE(request.return_logprob);
   EXPECT_TRUE(request.routing.return_routed_experts);
   EXPECT_EQ(json::parse(request.chat_template_kwargs), json({{"enable_thinking", false}}));
@@ -150,7 +152,11 @@ TEST(ChatRequest, ReadsMessagesAndChatFields) {
 TEST(ChatRequest, HasNoTokenLimitByDefault) {
   const GenerationCall call = parse_chat_completion({{"messages", {{{"role", "user"}, {"content", "x"}}}}}, kModel);
   EXPECT_EQ(call.requests.front().sampling.max_new_tokens, std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(call.requests.front().max_new_tokens_field, "");  // clamped to the room the prompt leaves
   EXPECT_FALSE(call.requests.front().return_logprob);
+  const GenerationCall limited =
+      parse_chat_completion({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"max_tokens", 5}}, kModel);
+  EXPECT_EQ(limited.requests.front().max_new_tokens_field, "max_tokens");
 }
 
 TEST(ChatRequest, RefusesBadMessagesAndUnsupportedFields) {
@@ -180,12 +186,93 @@ TEST(ChatRequest, RefusesBadMessagesAndUnsupportedFields) {
   expect_api_error([&] { parse_chat_completion(with({{"logprobs", 1}}), kModel); }, 400, "logprobs", "true or false");
   expect_api_error([&] { parse_chat_completion(with({{"chat_template_kwargs", "enable_thinking"}}), kModel); }, 400,
                    "chat_template_kwargs", "must be an object");
-  expect_api_error([&] { parse_chat_completion(with({{"tools", {{{"type", "function"}}}}}), kModel); }, 400, "tools",
-                   "not supported");
   expect_api_error([&] { parse_chat_completion(with({{"response_format", {{"type", "json_object"}}}}), kModel); }, 400,
                    "response_format", "not supported");
   expect_api_error([&] { parse_chat_completion(with({{"model", "other"}}), kModel); }, 404, "", "other");
   EXPECT_NO_THROW(parse_chat_completion(with({{"response_format", {{"type", "text"}}}, {"tools", json::array()}}), kModel));
+}
+
+const char* const kToolsBody = R"({
+  "messages": [
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": null, "reasoning_content": "Use the tool.", "ignored": 1,
+     "tool_calls": [{"id": "call_1", "type": "function",
+                     "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"a\": 1}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}],
+  "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+             "properties": {"city": {"type": "string"}}}}}]})";
+
+const OutputParsers kBothParsers{.qwen25_tool_calls = true, .qwen3_reasoning = true};
+
+// tools and the messages' tool fields reach the template in the client's key order (arguments
+// parsed from their JSON text, as vLLM passes them); other message keys are left out.
+TEST(ChatRequest, ToolsAndToolFieldsKeepTheClientsOrder) {
+  const GenerationCall call = parse_chat_completion(nlohmann::ordered_json::parse(kToolsBody), kModel, kBothParsers);
+  const msg::GenerateRequest& request = call.requests.front();
+  EXPECT_EQ(request.tools, R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",)"
+                           R"("properties":{"city":{"type":"string"}}}}}])");
+  const std::vector<msg::ChatMessage>& messages = *request.messages;
+  EXPECT_EQ(messages[0].extra_fields, "");
+  EXPECT_EQ(messages[1].content, "");
+  EXPECT_EQ(messages[1].extra_fields,
+            R"({"reasoning_content":"Use the tool.","tool_calls":[{"id":"call_1","type":"function",)"
+            R"("function":{"name":"get_weather","arguments":{"city":"Paris","a":1}}}]})");
+  EXPECT_EQ(messages[2].extra_fields, R"({"tool_call_id":"call_1"})");
+  EXPECT_TRUE(call.output_parsing.tool_calls);
+  EXPECT_TRUE(call.output_parsing.reasoning);
+  EXPECT_EQ(call.output_parsing.continued_text, "");
+}
+
+// tool_choice as vLLM: "auto" (the default with tools) parses calls with a parser, "none" renders
+// the tools without parsing, forcing a call is refused naming the field.
+TEST(ChatRequest, ToolChoice) {
+  nlohmann::ordered_json body = nlohmann::ordered_json::parse(kToolsBody);
+  EXPECT_TRUE(parse_chat_completion(body, kModel, kBothParsers).output_parsing.tool_calls);
+  // Without a parser, tools need tool_choice "none" (vLLM's rule): "auto" is their default.
+  expect_api_error([&] { parse_chat_completion(body, kModel); }, 400, "tool_choice", "--tool-call-parser");
+  body["tool_choice"] = "none";
+  EXPECT_FALSE(parse_chat_completion(body, kModel, kBothParsers).output_parsing.tool_calls);
+  EXPECT_FALSE(parse_chat_completion(body, kModel, kBothParsers).requests.front().tools.empty());
+  body["tool_choice"] = "auto";
+  EXPECT_TRUE(parse_chat_completion(body, kModel, kBothParsers).output_parsing.tool_calls);
+  expect_api_error([&] { parse_chat_completion(body, kModel); }, 400, "tool_choice", "--tool-call-parser");
+  body["tool_choice"] = "required";
+  expect_api_error([&] { parse_chat_completion(body, kModel, kBothParsers); }, 400, "tool_choice", "forcing");
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+  expect_api_error([&] { parse_chat_completion(body, kModel, kBothParsers); }, 400, "tool_choice", "forcing");
+  body["tool_choice"] = "sometimes";
+  expect_api_error([&] { parse_chat_completion(body, kModel, kBothParsers); }, 400, "tool_choice", "\"sometimes\"");
+  body.erase("tools");
+  body["tool_choice"] = "auto";
+  expect_api_error([&] { parse_chat_completion(body, kModel, kBothParsers); }, 400, "tool_choice", "needs `tools`");
+}
+
+TEST(ChatRequest, RefusesMalformedToolsNamingTheField) {
+  const nlohmann::ordered_json base = nlohmann::ordered_json::parse(kToolsBody);
+  auto with = [&](const char* pointer, nlohmann::ordered_json value) {
+    nlohmann::ordered_json body = base;
+    body[nlohmann::ordered_json::json_pointer(pointer)] = std::move(value);
+    return body;
+  };
+  expect_api_error([&] { parse_chat_completion(with("/tools", "get_weather"), kModel); }, 400, "tools", "list");
+  expect_api_error([&] { parse_chat_completion(with("/tools/0/type", "retrieval"), kModel); }, 400, "tools[0].type");
+  expect_api_error([&] { parse_chat_completion(with("/tools/0/function/name", ""), kModel); }, 400,
+                   "tools[0].function.name");
+  expect_api_error([&] { parse_chat_completion(with("/messages/1/tool_calls/0/function/arguments", "{x"), kModel); },
+                   400, "messages[1].tool_calls[0].function.arguments", "JSON");
+  expect_api_error([&] { parse_chat_completion(with("/messages/1/tool_calls", "call"), kModel); }, 400,
+                   "messages[1].tool_calls", "list");
+  expect_api_error([&] { parse_chat_completion(with("/messages/2/tool_call_id", 7), kModel); }, 400,
+                   "messages[2].tool_call_id", "string");
+}
+
+TEST(ChatRequest, ContinueFinalMessageFeedsTheParsersTheLastMessage) {
+  nlohmann::ordered_json body = nlohmann::ordered_json::parse(kToolsBody);
+  body["messages"].push_back({{"role", "assistant"}, {"content", "<tool_call>\n{"}});
+  body["continue_final_message"] = true;
+  const GenerationCall call = parse_chat_completion(body, kModel, kBothParsers);
+  EXPECT_TRUE(call.requests.front().continue_final_message);
+  EXPECT_EQ(call.output_parsing.continued_text, "<tool_call>\n{");
 }
 
 }  // namespace

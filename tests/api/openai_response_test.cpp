@@ -119,6 +119,74 @@ TEST(OpenAiResponse, ChatCompletionHasAnAssistantMessage) {
   EXPECT_FALSE(body.contains("prompt_routed_experts"));
 }
 
+// A chat call with both output parsers and a tool, answering `text` in one final output.
+GenerationCall parsed_chat_call(bool stream) {
+  const OutputParsers parsers{.qwen25_tool_calls = true, .qwen3_reasoning = true};
+  return parse_chat_completion({{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                                {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}},
+                                {"stream", stream}},
+                               kModel, parsers);
+}
+
+const std::string kParsedText = "<think>\nhm\n</think>\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>";
+
+TEST(OpenAiResponse, ParsedChatMessageHasReasoningAndToolCalls) {
+  const auto builder = make_response_builder(parsed_chat_call(false), "abc", 5);
+  msg::TextOutput output = text_output("r", 0, kParsedText, {4, 5}, 9, 2);
+  output.finish_reason = test::finish(msg::FinishKind::Stop, 5);
+  builder->add(0, output);
+  const json choice = builder->response()["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  const json& message = choice["message"];
+  EXPECT_EQ(message["reasoning_content"], "\nhm\n");
+  EXPECT_EQ(message["content"], "\n\n");
+  ASSERT_EQ(message["tool_calls"].size(), 1u);
+  const json& call = message["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["function"], json({{"name", "f"}, {"arguments", R"({"x":1})"}}));
+  EXPECT_TRUE(call["id"].get<std::string>().starts_with("call_")) << call;
+  EXPECT_EQ(call["id"].get<std::string>().size(), 29u);
+  EXPECT_FALSE(call.contains("index"));
+}
+
+TEST(OpenAiResponse, ParsedChatWithoutCallsHasNullParts) {
+  const auto builder = make_response_builder(parsed_chat_call(false), "abc", 5);
+  msg::TextOutput output = text_output("r", 0, "<tool_call>{bad}</tool_call>", {4}, 9, 1);
+  output.finish_reason = test::finish(msg::FinishKind::Length);
+  builder->add(0, output);
+  const json choice = builder->response()["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "length");
+  EXPECT_EQ(choice["message"],
+            json({{"role", "assistant"}, {"content", "<tool_call>{bad}</tool_call>"}, {"reasoning_content", nullptr}}));
+}
+
+// Streamed in pieces cut anywhere, the deltas add up to the unstreamed message; the call comes in
+// one delta with its index, id, type, name and arguments, and the last chunk says "tool_calls".
+TEST(OpenAiResponse, ParsedChatStreamsDeltas) {
+  const auto builder = make_response_builder(parsed_chat_call(true), "abc", 5);
+  std::string reasoning, content;
+  json calls = json::array();
+  json last;
+  for (size_t at = 0; at < kParsedText.size(); at += 7) {
+    msg::TextOutput output = text_output("r", 0, kParsedText.substr(at, 7), {4}, 9, 1);
+    if (at + 7 >= kParsedText.size()) output.finish_reason = test::finish(msg::FinishKind::Stop, 5);
+    for (const json& payload : builder->add(0, output)) {
+      last = payload["choices"][0];
+      const json& delta = last["delta"];
+      if (delta.contains("role")) continue;
+      content += delta["content"].get<std::string>();
+      if (delta.contains("reasoning_content")) reasoning += delta["reasoning_content"].get<std::string>();
+      if (delta.contains("tool_calls")) calls.insert(calls.end(), delta["tool_calls"].begin(), delta["tool_calls"].end());
+    }
+  }
+  EXPECT_EQ(reasoning, "\nhm\n");
+  EXPECT_EQ(content, "\n\n");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["function"], json({{"name", "f"}, {"arguments", R"({"x":1})"}}));
+  EXPECT_EQ(last["finish_reason"], "tool_calls");
+}
+
 // Two tokens, each with two alternatives: "é" (two UTF-8 bytes) then a token that ends a
 // character's first part, which decodes alone to U+FFFD (as vLLM names such a token).
 msg::TextOutput with_top_logprobs() {

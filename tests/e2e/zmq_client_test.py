@@ -89,7 +89,7 @@ class Shutdown(unittest.TestCase):
             sock = zmq.Context.instance().socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
             sock.connect(f"tcp://127.0.0.1:{port}")
-            long_request = dict(sp.golden_request(g["cases"][1], 6000, "long"), stream=True)
+            long_request = dict(sp.golden_request(g["cases"][1], 4000, "long"), stream=True)
             sock.send(msgpack.packb(long_request))
             sp.wait_for_reply(self, sock, 30)  # generating
             server.send_signal(signal.SIGTERM)  # drains: the request would run for many seconds

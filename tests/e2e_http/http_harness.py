@@ -151,6 +151,12 @@ def expect_golden(test, case, output_ids, experts, max_new_tokens):
     sp.expect_golden(test, case, output_ids, np.asarray(experts).tolist(), max_new_tokens)
 
 
+def golden_chat_messages(case):
+    """The messages of a golden chat case, whose `prompt` is their rendering by the Qwen3 template."""
+    return [{"role": turn.removeprefix("<|im_start|>").split("\n", 1)[0], "content": turn.split("\n", 1)[1]}
+            for turn in case["prompt"].split("<|im_end|>\n")[:-1]]
+
+
 def run_tests():
     """unittest.main with the moe-serve path taken from argv[1], as CTest passes it."""
     global MOE_SERVE

@@ -1,6 +1,6 @@
 // Calls moe-serve with the official `openai` npm package, as a Node user would: completions (prompts of
 // token ids) and chat completions, streamed and not, routed experts in base64 and list form through the
-// package's support for extra body fields. Prints one JSON line per call for openai_client_test.py to check.
+// package's support for extra body fields, and a streamed tool call put together by the package. Prints one JSON line per call for openai_client_test.py to check.
 // Usage: node openai_client.mjs BASE_URL MODEL_NAME PLAN_JSON_FILE
 import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
@@ -75,9 +75,20 @@ async function run(call) {
   return result;
 }
 
+// A chat with tools, streamed through the package's own accumulator (ChatCompletionStream), which
+// puts the streamed tool-call deltas together as the package's users get them. `call.body` holds the
+// rest of the request (messages, tools, logit_bias, continue_final_message, ...).
+async function runTools(call) {
+  const stream = client.beta.chat.completions.stream({ model, ...call.body, stream: true });
+  const completion = await stream.finalChatCompletion();
+  const choice = completion.choices[0];
+  return { finish_reason: choice.finish_reason, content: choice.message.content ?? null,
+           tool_calls: choice.message.tool_calls ?? [] };
+}
+
 // The model list first, then one JSON line per planned call.
 const models = await client.models.list();
 console.log(JSON.stringify({ models: models.data.map((entry) => entry.id) }));
 for (const call of plan) {
-  console.log(JSON.stringify({ call, result: await run(call) }));
+  console.log(JSON.stringify({ call, result: call.kind === 'tools' ? await runTools(call) : await run(call) }));
 }

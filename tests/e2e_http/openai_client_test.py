@@ -41,16 +41,20 @@ def install_openai_package():
                            f"{npm.stdout}\n{npm.stderr}")
 
 
-def chat_messages(case):
-    """The messages whose rendering is the golden chat prompt (less its empty thinking block)."""
-    messages = []
-    for turn in case["prompt"].split("<|im_end|>\n")[:-1]:
-        role, content = turn.removeprefix("<|im_start|>").split("\n", 1)
-        messages.append({"role": role, "content": content})
-    return messages
+# A tool call the tiny model is driven to write (tools_test.py explains the drive): the assistant's partial
+# message opens the block, and logit_bias makes the one generated token </tool_call>.
+TOOL_CALL = {"kind": "tools", "body": {
+    "messages": [{"role": "user", "content": "Weather in Paris?"},
+                 {"role": "assistant", "content": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'}],
+    "tools": [{"type": "function", "function": {"name": "get_weather",
+                                                "parameters": {"type": "object",
+                                                               "properties": {"city": {"type": "string"}}}}}],
+    "continue_final_message": True, "logit_bias": {"151658": 100}, "max_tokens": 1, "temperature": 0}}
 
 
 class OpenAINodePackage(hh.ServerTest):
+    extra_flags = ("--tool-call-parser", "qwen25")
+
     @classmethod
     def setUpClass(cls):
         install_openai_package()
@@ -66,7 +70,8 @@ class OpenAINodePackage(hh.ServerTest):
         for index in CHAT_CASES:
             for stream in (False, True):
                 for form in ("base64", "list"):
-                    calls.append({"kind": "chat", "case": index, "messages": chat_messages(self.golden["cases"][index]),
+                    calls.append({"kind": "chat", "case": index,
+                                  "messages": hh.golden_chat_messages(self.golden["cases"][index]),
                                   "stream": stream, "format": form, "max_tokens": max_tokens})
                 calls.append(dict(calls[-1], thinking=False))
         return calls
@@ -123,6 +128,16 @@ class OpenAINodePackage(hh.ServerTest):
                 else:
                     self.assertEqual(result["usage"]["prompt_tokens"], prompt_tokens)
                     self.assertEqual(result["usage"]["completion_tokens"], max_new)
+
+    def test_a_streamed_tool_call_put_together_by_the_package(self):
+        (_, result), = self.run_node([TOOL_CALL])
+        self.assertEqual(result["finish_reason"], "tool_calls")
+        self.assertIn(result["content"], (None, ""))  # streamed deltas carry "content": "" beside the call
+        self.assertEqual(len(result["tool_calls"]), 1, result)
+        call = result["tool_calls"][0]
+        self.assertRegex(call["id"], r"^call_[0-9a-f]{24}$")
+        self.assertEqual(call["function"]["name"], "get_weather")
+        self.assertEqual(json.loads(call["function"]["arguments"]), {"city": "Paris"})
 
 
 if __name__ == "__main__":

@@ -33,8 +33,7 @@ class ChatTemplateKwargs(hh.ServerTest):
         max_new = self.golden["max_new_tokens"]
         for index in (6, 7):
             case = self.golden["cases"][index]
-            messages = [{"role": turn.removeprefix("<|im_start|>").split("\n", 1)[0],
-                         "content": turn.split("\n", 1)[1]} for turn in case["prompt"].split("<|im_end|>\n")[:-1]]
+            messages = hh.golden_chat_messages(case)
             with self.subTest(case=index):
                 reply = self.server.post("/v1/chat/completions", greedy_chat(
                     messages, max_new, chat_template_kwargs={"enable_thinking": False}))

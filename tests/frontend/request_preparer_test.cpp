@@ -57,6 +57,21 @@ TEST_F(RequestPreparerTest, RejectsBadRequestsWithAClearError) {
   EXPECT_NE(refusal(with_ids({1, 151936}), make()).find("outside the vocabulary"), std::string::npos);
 }
 
+// A limit the client named must fit beside the prompt (context 64, pool 48: 48 positions); the
+// endpoint's default, named by no field, is left for the scheduler to clamp.
+TEST_F(RequestPreparerTest, AGivenLimitBeyondTheContextIsRefusedWithItsNumbers) {
+  msg::GenerateRequest request = with_ids({1, 2, 3}, 46);
+  request.max_new_tokens_field = "max_tokens";
+  EXPECT_EQ(refusal(request, make()),
+            "max_tokens is 46, but the prompt has 3 tokens and the context holds 48 (max_model_len): at most 45 can be "
+            "generated");
+  request.sampling.max_new_tokens = 45;
+  EXPECT_NO_THROW(make().prepare(request));
+  request.sampling.max_new_tokens = 100000;
+  request.max_new_tokens_field.clear();
+  EXPECT_NO_THROW(make().prepare(request));
+}
+
 // Stops are checked on every generated token, so one request may bring only so many.
 TEST_F(RequestPreparerTest, StopListsAreBounded) {
   msg::GenerateRequest many = with_ids({1, 2, 3});
@@ -157,6 +172,71 @@ TEST_F(RequestPreparerTest, BadChatTemplateKwargsAreRefused) {
   EXPECT_NE(refusal(request, preparer).find("chat_template_kwargs"), std::string::npos);
   request.chat_template_kwargs = R"({"messages": []})";
   EXPECT_NE(refusal(request, preparer).find("clashes"), std::string::npos);
+}
+
+// A preparer with the Qwen3 chat template and room for long prompts.
+RequestPreparer qwen3_chat_preparer(const tokenizer::Tokenizer& tokenizer) {
+  const std::string dir = std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer";
+  return RequestPreparer(tokenizer,
+                         PromptFormat{tokenizer::load_tokenizer_config(dir).chat_template, std::nullopt, std::nullopt},
+                         RequestLimits{151936, 4096, 4096, false, false});
+}
+
+// tools and the turns' tool fields reach the template as transformers passes them: the expected
+// text follows the Qwen3 template (tests/tokenizer/chat_template_qwen3_test.cpp derives each part):
+// tools in the system turn, the assistant's call after its empty content, the tool result wrapped
+// in <tool_response> inside a user turn.
+TEST_F(RequestPreparerTest, ToolsAndToolTurnsRenderThroughTheTemplate) {
+  RequestPreparer preparer = qwen3_chat_preparer(make().tokenizer());
+  msg::GenerateRequest request;
+  request.sampling.max_new_tokens = 4;
+  request.messages = std::vector<msg::ChatMessage>{
+      {"system", "You are a weather bot."},
+      {"user", "Weather in Paris?"},
+      {"assistant", "", R"({"tool_calls":[{"type":"function","function":{"name":"get_weather","arguments":{"city":"Paris"}}}]})"},
+      {"tool", "21 C", R"({"tool_call_id":"call_1"})"}};
+  request.tools = R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])";
+  const std::string expected =
+      "<|im_start|>system\nYou are a weather bot.\n\n"
+      "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+      "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+      R"({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}})"
+      "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+      "<tool_call></tool_call> XML tags:\n<tool_call>\n"
+      R"({"name": <function-name>, "arguments": <args-json-object>})"
+      "\n</tool_call><|im_end|>\n"
+      "<|im_start|>user\nWeather in Paris?<|im_end|>\n"
+      "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n"
+      "<|im_start|>user\n<tool_response>\n21 C\n</tool_response><|im_end|>\n"
+      "<|im_start|>assistant\n";
+  EXPECT_EQ(preparer.prepare(request).input_ids, preparer.tokenize(expected));
+}
+
+// continue_final_message: the prompt ends where the assistant's partial answer ends (its trailing
+// space kept, as transformers keeps it when the rendering does), with no <|im_end|> after it.
+TEST_F(RequestPreparerTest, ContinueFinalMessageEndsThePromptInsideTheLastTurn) {
+  RequestPreparer preparer = qwen3_chat_preparer(make().tokenizer());
+  msg::GenerateRequest request;
+  request.sampling.max_new_tokens = 4;
+  request.messages = std::vector<msg::ChatMessage>{{"user", "Hi"}, {"assistant", "<tool_call>\n{\"name\": \"f\", "}};
+  request.continue_final_message = true;
+  EXPECT_EQ(preparer.prepare(request).input_ids,
+            preparer.tokenize("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+                              "<tool_call>\n{\"name\": \"f\", "));
+  request.messages->pop_back();
+  EXPECT_NE(refusal(request, preparer).find("continue_final_message"), std::string::npos);
+}
+
+TEST_F(RequestPreparerTest, MalformedToolTextIsRefused) {
+  RequestPreparer preparer = qwen3_chat_preparer(make().tokenizer());
+  msg::GenerateRequest request;
+  request.messages = std::vector<msg::ChatMessage>{{"user", "hi", R"({"content": "x"})"}};
+  EXPECT_NE(refusal(request, preparer).find("messages[0].extra_fields"), std::string::npos);
+  request.messages = std::vector<msg::ChatMessage>{{"user", "hi", "[1]"}};
+  EXPECT_NE(refusal(request, preparer).find("messages[0].extra_fields"), std::string::npos);
+  request.messages = std::vector<msg::ChatMessage>{{"user", "hi"}};
+  request.tools = R"({"type": "function"})";
+  EXPECT_NE(refusal(request, preparer).find("tools"), std::string::npos);
 }
 
 }  // namespace

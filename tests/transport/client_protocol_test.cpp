@@ -61,6 +61,7 @@ TEST(ClientRequest, ParsesEverySGLangGenerateField) {
   expected.sampling.top_k = 5;
   expected.sampling.min_p = 0.125f;
   expected.sampling.max_new_tokens = 16;
+  expected.max_new_tokens_field = "sampling_params.max_new_tokens";  // given: refused when it cannot fit
   expected.sampling.min_new_tokens = 2;
   expected.sampling.stop = {"a", "b"};
   expected.sampling.stop_token_ids = {1, 2};
@@ -81,6 +82,7 @@ TEST(ClientRequest, DefaultsFollowSGLang) {
   EXPECT_FALSE(parsed.text.has_value());
   EXPECT_EQ(parsed.sampling, msg::SamplingParams{});
   EXPECT_EQ(parsed.sampling.max_new_tokens, 128);
+  EXPECT_EQ(parsed.max_new_tokens_field, "");  // the default: clamped to the room the prompt leaves
   EXPECT_EQ(parsed.routing.dtype, "int32");
   EXPECT_FALSE(parsed.stream);
 }
@@ -144,10 +146,13 @@ TEST(ClientRequest, EncodeThenParseRoundTrips) {
   msg::GenerateRequest chat = request;
   request.messages.reset();  // the sample fills every prompt field; a client gives one
   chat.text.reset();
+  // The encoder writes every sampling field, so the server takes max_new_tokens as given.
+  request.max_new_tokens_field = chat.max_new_tokens_field = "sampling_params.max_new_tokens";
   EXPECT_EQ(parse_generation(encode_client_request(request)), request);
   EXPECT_EQ(parse_generation(encode_client_request(chat)), chat);
   msg::GenerateRequest ids_only;
   ids_only.input_ids = std::vector<int32_t>{3, 1, 4};
+  ids_only.max_new_tokens_field = "sampling_params.max_new_tokens";
   EXPECT_EQ(parse_generation(encode_client_request(ids_only)), ids_only);
   EXPECT_FALSE(unpack(encode_client_request(ids_only)).contains("text"));
 }

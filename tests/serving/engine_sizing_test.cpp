@@ -1,0 +1,46 @@
+// size_engine: the context length it resolves, and a --context-length longer than the model was
+// trained for, refused naming both numbers unless allowed.
+#include "engine/engine_sizing.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/error.h"
+
+namespace moe {
+namespace {
+
+// A model trained for 1024 positions; settings with a KV pool of 4096 slots.
+const ModelConfig kModel{.vocab_size = 100, .num_hidden_layers = 2, .num_key_value_heads = 2, .head_dim = 8,
+                         .num_experts_per_tok = 2, .max_position_embeddings = 1024};
+
+EngineSettings with_context(int64_t context_length) {
+  EngineSettings settings;
+  settings.max_total_tokens = 4096;
+  settings.context_length = context_length;
+  return settings;
+}
+
+TEST(EngineSizing, ContextLengthDefaultsToTheModelsAndMayBeShorter) {
+  EXPECT_EQ(size_engine(with_context(0), kModel, {}, {}, 1).limits.context_length, 1024);
+  EXPECT_EQ(size_engine(with_context(512), kModel, {}, {}, 1).limits.max_sequence_len, 512);
+}
+
+TEST(EngineSizing, AContextAboveTheModelsPositionsNeedsAllowLongContext) {
+  EngineSettings settings = with_context(2048);
+  std::string message;
+  try {
+    size_engine(settings, kModel, {}, {}, 1);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("--context-length 2048 is above the model's max_position_embeddings 1024"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("--allow-long-context"), std::string::npos) << message;
+  settings.allow_long_context = true;
+  EXPECT_EQ(size_engine(settings, kModel, {}, {}, 1).limits.context_length, 2048);
+}
+
+}  // namespace
+}  // namespace moe
