@@ -9,7 +9,7 @@
 set -euo pipefail
 build=$1 model=$2 rounds=${3:-3} port=${4:-30300}
 here=$(dirname "$0")
-step_ms=$(MOE_BENCH_MODEL=$model "$build/bench/bench_model" --benchmark_filter='BM_DecodeStep/batch:1/kernel:0$' \
+step_ms=$(MOE_BENCH_MODEL=$model "$build/bench/bench_model" --benchmark_filter='BM_DecodeStep/batch:1/kernel:0/' \
   --benchmark_repetitions=5 --benchmark_report_aggregates_only=true --benchmark_format=csv 2>/dev/null |
   awk -F, '/_median"/ {print $3}')
 echo "decode step, batch 1: ${step_ms} ms (median of 5) = $(awk -v m="$step_ms" 'BEGIN {printf "%.2f", 1000 / m}') tok/s"
