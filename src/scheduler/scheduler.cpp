@@ -245,19 +245,18 @@ SchedulerStats Scheduler::stats() const {
   int64_t parked = 0;
   for (const auto& [rid, group] : groups_)
     for (const auto& r : group) parked += r && r->state == RequestState::Parked ? 1 : 0;
-  return {static_cast<int64_t>(running_.size()),
-          static_cast<int64_t>(waiting_.size()) + parked,
-          kv_.pool().num_used(),
-          kv_.pool().capacity(),
-          kv_.cached_tokens(),
-          cache_hit_tokens_,
-          num_preemptions_,
-          verify_passes_,
-          draft_tokens_,
-          accepted_drafts_,
-          0,
-          0,
-          overlapped_tokens_};
+  // The verify expert counts are the scheduler service's to fill (it sees the worker's results).
+  return {.num_running = static_cast<int64_t>(running_.size()),
+          .num_waiting = static_cast<int64_t>(waiting_.size()) + parked,
+          .kv_slots_used = kv_.pool().num_used(),
+          .kv_slots_total = kv_.pool().capacity(),
+          .radix_cached_tokens = kv_.cached_tokens(),
+          .cache_hit_tokens = cache_hit_tokens_,
+          .num_preemptions = num_preemptions_,
+          .verify_passes = verify_passes_,
+          .draft_tokens = draft_tokens_,
+          .accepted_drafts = accepted_drafts_,
+          .overlapped_tokens = overlapped_tokens_};
 }
 
 }  // namespace moe
