@@ -8,7 +8,8 @@
 #
 # usage: bench/tools/pp_bench.sh MOE_SERVE MOE_BENCH MODEL_DIR
 #   FRONT_CORE (default 0), STAGE_CORES (default "1 2"; the single stage uses the first),
-#   PROMPTS (default 64), OUTPUT_LEN (default 64)
+#   PROMPTS (default 64), OUTPUT_LEN (default 64), PP_LAYER_SPLIT (--pp-layer-split of the two-stage
+#   run, such as 7,5: the last stage also holds lm_head; default: balanced by layer count)
 set -euo pipefail
 serve=$1 bench=$2 model=$3
 front_core=${FRONT_CORE:-0}
@@ -21,15 +22,16 @@ trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 run() {
   local pp=$1 seed=$2 base=$3 logdir
   logdir=$(mktemp -d)
-  local scheduler="tcp://127.0.0.1:$((base + 9))" workers=()
+  local scheduler="tcp://127.0.0.1:$((base + 9))" workers=() split=()
+  ((pp > 1)) && [ -n "${PP_LAYER_SPLIT:-}" ] && split=(--pp-layer-split "$PP_LAYER_SPLIT")
   for ((rank = 0; rank < pp; rank++)); do
-    local flags=(--role worker --pp-size "$pp" --pp-rank "$rank" --worker-endpoint "tcp://127.0.0.1:$((base + rank))"
+    local flags=("${split[@]}" --role worker --pp-size "$pp" --pp-rank "$rank" --worker-endpoint "tcp://127.0.0.1:$((base + rank))"
                  --scheduler-endpoint "$scheduler")
     ((rank + 1 < pp)) && flags+=(--pp-next-endpoint "tcp://127.0.0.1:$((base + rank + 1))")
     MOE_NUM_THREADS=1 taskset -c "${cores[$rank]}" "$serve" "${common[@]}" "${flags[@]}" >"$logdir/stage$rank.log" 2>&1 &
     workers+=($!)
   done
-  MOE_NUM_THREADS=1 taskset -c "$front_core" "$serve" "${common[@]}" --pp-size "$pp" --port 0 \
+  MOE_NUM_THREADS=1 taskset -c "$front_core" "$serve" "${common[@]}" "${split[@]}" --pp-size "$pp" --port 0 \
     --worker-endpoint "tcp://127.0.0.1:$base" --scheduler-endpoint "$scheduler" \
     --zmq-endpoint "tcp://127.0.0.1:$((base + 8))" >"$logdir/front.log" 2>&1 &
   local front=$!
@@ -38,7 +40,7 @@ run() {
     kill -0 "$front" 2>/dev/null || { cat "$logdir"/*.log; exit 1; }
     sleep 0.5
   done
-  echo "== pp $pp, seed $seed, $(date +%H:%M:%S)"
+  echo "== pp $pp ${split[*]}, seed $seed, $(date +%H:%M:%S)"
   "$bench" --endpoint "tcp://127.0.0.1:$((base + 8))" --num-prompts "${PROMPTS:-64}" --warmup-prompts 2 --input-len 16 \
     --output-len "${OUTPUT_LEN:-64}" --concurrency "${CONCURRENCY:-32}" --seed "$seed" | grep "^| c="
   for ((rank = 0; rank < pp; rank++)); do

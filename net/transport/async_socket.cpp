@@ -82,12 +82,32 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
   bool pump_posted = false;  // a pump() is queued on the io_context
   bool closed = false;
 
-  // Queues a message behind its peer's earlier ones and makes sure a pump will send it.
+  // Sends a message at once when nothing waits before it and ZeroMQ has room, else queues it behind
+  // its peer's earlier ones; either way a pump follows. Sending at once matters when the caller is a
+  // handler that goes on computing: a pipeline stage that has several batches waiting runs them
+  // back to back within one receive pass, and a send left to the pump would wait for all of them,
+  // so the next stage (or the scheduler) would sit idle. ROUTER replies always queue: their
+  // undeliverable case is reported from the pump, never from inside send().
   void enqueue(Multipart message) {
     const std::string peer = kind == SocketKind::Router && !message.empty() ? message.front() : std::string();
+    if (kind != SocketKind::Router && !closed && queued == 0 && send_now(message)) return;
     outgoing[peer].push_back(std::move(message));
     ++queued;
     schedule_pump();
+  }
+
+  // The immediate attempt of enqueue(); false when ZeroMQ has no room (the message then queues). The
+  // send may consume ZMQ_FD's edge, so a pump is scheduled to read ZMQ_EVENTS again.
+  bool send_now(const Multipart& message) {
+    try {
+      if (try_send(message) != SendOutcome::Sent) return false;
+    } catch (const zmq::error_t& e) {
+      spdlog::error("zmq socket failed ({}); closing it", e.what());
+      close();
+      return true;  // dropped with the socket, as the pump drops what it holds when it closes one
+    }
+    schedule_pump();
+    return true;
   }
 
   // Runs pump() on the next turn of the loop (once, however often it is asked for meanwhile).

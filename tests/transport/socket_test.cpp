@@ -51,6 +51,40 @@ TEST_P(TransportTest, PushPullDeliversTenThousandMessagesInOrder) {
   EXPECT_EQ(received, expected);
 }
 
+// A pipeline stage computes inside its receive handler and sends the result on: the result must
+// leave while the handler still runs (the stage may go on to the next batch at once), not when the
+// loop next turns. The handler here waits for its own message to arrive downstream.
+TEST_P(TransportTest, AMessageSentFromAHandlerLeavesWhileTheHandlerStillRuns) {
+  std::promise<void> warmed_up, forwarded, handler_done;  // before the loops: they outlive them
+  auto forwarded_future = forwarded.get_future();
+  std::atomic<bool> arrived_in_time{false};
+  ActorLoop downstream(context_, "downstream");
+  ActorLoop stage(context_, "stage");
+  ActorLoop feeder(context_, "feeder");
+  auto& sink = downstream.make<Inbox>(bind_address("sink"), [&](msg::Message&& message) {
+    const uint64_t instance = std::get<msg::Heartbeat>(message).instance;
+    (instance == 0 ? warmed_up : forwarded).set_value();
+  });
+  auto& next = stage.make<Outbox>(sink.endpoint());
+  auto& inbox = stage.make<Inbox>(bind_address("stage"), [&](msg::Message&&) {
+    next.send(msg::Heartbeat{.instance = 1});
+    arrived_in_time = arrives(forwarded_future, std::chrono::seconds(5));
+    handler_done.set_value();
+  });
+  auto& feed = feeder.make<Outbox>(inbox.endpoint());
+  downstream.start();
+  stage.start();
+  feeder.start();
+  // Connected first (a send to a peer not yet connected has to wait for the pump, rightly).
+  stage.post([&] { next.send(msg::Heartbeat{.instance = 0}); });
+  auto warm = warmed_up.get_future();
+  ASSERT_TRUE(arrives(warm));
+  feeder.post([&] { feed.send(msg::Heartbeat{.instance = 7}); });
+  auto done = handler_done.get_future();
+  ASSERT_TRUE(arrives(done));
+  EXPECT_TRUE(arrived_in_time) << "the forwarded message waited for the handler to return";
+}
+
 TEST_P(TransportTest, RouterAnswersSeveralDealersEachInOrder) {
   constexpr int kDealers = 5;
   constexpr int kRequestsEach = 200;
