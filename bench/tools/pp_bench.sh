@@ -8,7 +8,7 @@
 #
 # usage: bench/tools/pp_bench.sh MOE_SERVE MOE_BENCH MODEL_DIR
 #   FRONT_CORE (default 0), STAGE_CORES (default "1 2"; the single stage uses the first),
-#   PROMPTS (default 64), OUTPUT_LEN (default 64), PP_LAYER_SPLIT (--pp-layer-split of the two-stage
+#   PROMPTS (default 64), INPUT_LEN (default 16), OUTPUT_LEN (default 64), PP_LAYER_SPLIT (--pp-layer-split of the two-stage
 #   run, such as 7,5: the last stage also holds lm_head; default: balanced by layer count)
 set -euo pipefail
 serve=$1 bench=$2 model=$3
@@ -41,7 +41,7 @@ run() {
     sleep 0.5
   done
   echo "== pp $pp ${split[*]}, seed $seed, $(date +%H:%M:%S)"
-  "$bench" --endpoint "tcp://127.0.0.1:$((base + 8))" --num-prompts "${PROMPTS:-64}" --warmup-prompts 2 --input-len 16 \
+  "$bench" --endpoint "tcp://127.0.0.1:$((base + 8))" --num-prompts "${PROMPTS:-64}" --warmup-prompts 2 --input-len "${INPUT_LEN:-16}" \
     --output-len "${OUTPUT_LEN:-64}" --concurrency "${CONCURRENCY:-32}" --seed "$seed" | grep "^| c="
   for ((rank = 0; rank < pp; rank++)); do
     echo "stage $rank of $pp: $(grep VmRSS "/proc/${workers[$rank]}/status")"
