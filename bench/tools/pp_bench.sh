@@ -9,12 +9,13 @@
 # usage: bench/tools/pp_bench.sh MOE_SERVE MOE_BENCH MODEL_DIR
 #   FRONT_CORE (default 0), STAGE_CORES (default "1 2"; the single stage uses the first),
 #   PROMPTS (default 64), INPUT_LEN (default 16), OUTPUT_LEN (default 64), PP_LAYER_SPLIT (--pp-layer-split of the two-stage
-#   run, such as 7,5: the last stage also holds lm_head; default: balanced by layer count)
+#   run, such as 7,5: the last stage also holds lm_head; default: balanced by layer count), CHUNK
+#   (--chunked-prefill-size, default 8192: small chunks give a long prefill many micro-batches)
 set -euo pipefail
 serve=$1 bench=$2 model=$3
 front_core=${FRONT_CORE:-0}
 read -r -a cores <<<"${STAGE_CORES:-1 2}"
-common=(--model-path "$model" --enable-return-routed-experts --max-total-tokens 8192 --chunked-prefill-size 8192)
+common=(--model-path "$model" --enable-return-routed-experts --max-total-tokens 8192 --chunked-prefill-size "${CHUNK:-8192}")
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 
