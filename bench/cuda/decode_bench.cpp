@@ -1,5 +1,5 @@
 // The benchmark model on the GPU through ModelWorker::execute, a server's step (forward on the device,
-// logits to the host, greedy sampling there): decode tokens/s at batch 1 to 128 and prefill tokens/s
+// greedy picks made there and copied back): decode tokens/s at batch 1 to 128 and prefill tokens/s
 // of a 512-token prompt, each beside its HBM bound (the step's bf16 weight bytes over the
 // measured device copy bandwidth), and the cost of routing capture at batch 64, capture on and off
 // alternated in one run. Skipped without a CUDA device. MOE_BENCH_MODEL names the checkpoint (made
@@ -30,7 +30,9 @@ void report(benchmark::State& state, GpuWorkload& workload, double tokens_per_st
 }
 
 // range(0) = sequences in the batch, each adding one token at context 128. Capture off. Beside
-// tokens/s: forward_ms, the model's forward alone (logits on the host, nothing sampled).
+// tokens/s, the model's forward alone: picks_forward_ms ending in the device's greedy picks (as the
+// step does; step - this = the worker's host part) and logits_forward_ms ending with the logits on
+// the host (what a sampled step needs).
 void BM_GpuDecode(benchmark::State& state) {
   if (skip_without_device(state)) return;
   GpuWorkload& workload = GpuWorkload::get();
@@ -39,12 +41,14 @@ void BM_GpuDecode(benchmark::State& state) {
   workload.execute(batch, false);  // untimed: cuBLAS picks its kernels for these shapes
   for (auto _ : state) workload.execute(batch, false);
   report(state, workload, static_cast<double>(state.range(0)), bytes);
-  // The forward's share of a step; the rest is the worker's sampling and answer, on the host.
+  // The forward's share of a step; the rest is the worker's batch conversion and answer, on the host.
   constexpr int kForwards = 50;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kForwards; ++i) workload.forward_only(batch);
-  state.counters["forward_ms"] =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kForwards;
+  for (bool greedy_picks : {true, false}) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kForwards; ++i) workload.forward_only(batch, greedy_picks);
+    state.counters[greedy_picks ? "picks_forward_ms" : "logits_forward_ms"] =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kForwards;
+  }
 }
 BENCHMARK(BM_GpuDecode)->ArgName("batch")->Arg(1)->Arg(8)->Arg(32)->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 

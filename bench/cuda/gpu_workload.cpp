@@ -127,10 +127,13 @@ msg::WorkerResult GpuWorkload::execute(msg::WorkerBatch& batch, bool capture) {
   return worker_->execute(batch);
 }
 
-void GpuWorkload::forward_only(const msg::WorkerBatch& batch) {
+void GpuWorkload::forward_only(const msg::WorkerBatch& batch, bool greedy_picks) {
   // The model checks the KV cache's slot count only; its pool is the one the worker's steps use.
   KvCache kv = KvCache::placeholder(kPrefillSlotBase + kPromptTokens);
-  model_->forward(to_forward_batch(batch), kv, logits_, nullptr);
+  if (greedy_picks)
+    model_->forward_greedy(to_forward_batch(batch), kv, picks_, nullptr);
+  else
+    model_->forward(to_forward_batch(batch), kv, logits_, nullptr);
 }
 
 std::vector<int> GpuWorkload::experts_reached(msg::WorkerBatch batch) {

@@ -1,6 +1,6 @@
 #pragma once
 // The benchmark model (bench/configs/qwen3-moe-small.json) on the GPU behind a ModelWorker, as a
-// server runs it (forward, sampling on the host, capture through the CUDA copy engine), with its
+// server runs it (forward, greedy picks on the device, capture through the CUDA copy engine), with its
 // decode sequences prefilled, and what an HBM bound needs: the weight bytes a step reads and the
 // device's measured copy bandwidth.
 #include <cstdint>
@@ -28,8 +28,9 @@ class GpuWorkload {
   // Runs `batch` as the next step, routing captured or not.
   msg::WorkerResult execute(msg::WorkerBatch& batch, bool capture);
   // The model's forward of `batch` alone (capture off): what a step costs before the worker samples
-  // from its logits and answers. Returns once the logits are on the host.
-  void forward_only(const msg::WorkerBatch& batch);
+  // and answers. Returns once the logits (or, with greedy_picks, the device's greedy picks) are on
+  // the host.
+  void forward_only(const msg::WorkerBatch& batch, bool greedy_picks);
 
   // Float32 weight bytes one run of `batch` reads: every dense weight, lm_head, the embedding rows of
   // its tokens, and in each MoE layer the experts its tokens reach (seen by running it once captured).
@@ -46,6 +47,7 @@ class GpuWorkload {
   std::unique_ptr<ModelWorker> worker_;
   Model* model_ = nullptr;  // the worker's
   std::vector<float> logits_;
+  GreedyPicks picks_;
   uint64_t next_step_ = 0;
   double bandwidth_ = 0.0;
   std::string device_name_;

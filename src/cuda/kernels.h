@@ -140,6 +140,12 @@ void route_and_group(const float* logits, int64_t tokens, int num_experts, int t
 void combine_experts(const float* expert_out, const int32_t* slot_of_pair, const float* weights, int64_t tokens,
                      int top_k, int64_t width, float* out, cudaStream_t stream);
 
+// Greedy draws on the device, one per row of logits [rows, vocab]: ids[r] = the row's first maximum
+// (ties to the lower id; NaN and -inf never picked, a row of nothing above -inf gives 0, as the
+// host's first_max), logprobs[r] = its log_softmax over the row.
+void greedy_pick(const float* logits, int64_t rows, int64_t vocab, int32_t* ids, float* logprobs,
+                 cudaStream_t stream);
+
 // Holds `stream` for `nanoseconds` with one spinning thread: a test's stand-in for slow work on it.
 void spin_for(int64_t nanoseconds, cudaStream_t stream);
 

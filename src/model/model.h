@@ -41,6 +41,13 @@ struct ModelOptions {
   std::optional<LayerRange> layers;
 };
 
+// A step's greedy draws, made where the logits are: per row that needs logits (in batch order) the
+// first maximum (ties to the lower id, NaN never picked) and its log_softmax over the raw logits.
+struct GreedyPicks {
+  std::vector<int32_t> ids;
+  std::vector<float> logprobs;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -56,6 +63,13 @@ class Model {
   // needs_logits, in batch order) into `logits`.
   virtual void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
                        RoutingCapture* capture = nullptr) = 0;
+  // Whether forward_greedy is implemented: a GPU model picks greedy tokens on the device and copies
+  // back only the picks, where copying and scanning a vocabulary-sized row of logits per sequence
+  // would cost a decode step more than its lm_head.
+  virtual bool picks_greedy() const { return false; }
+  // forward, with each logits row reduced to its greedy pick instead of copied out (picks_greedy()
+  // models only; others throw moe::Error).
+  virtual void forward_greedy(const ForwardBatch& batch, KvCache& kv, GreedyPicks& picks, RoutingCapture* capture);
   // Whether forward runs draft trees (BatchSequence::tree_parents) and expert limits; a model that
   // does not is never given one (the worker refuses such a step).
   virtual bool supports_tree_verify() const { return false; }
