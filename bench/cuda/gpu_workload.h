@@ -17,8 +17,9 @@ class GpuWorkload {
   static constexpr int kMaxBatch = 128;     // decode sequences prefilled
   static constexpr int kPromptTokens = 512;  // the prefill benchmark's prompt
 
-  // Loaded (and prefilled) once per process.
-  static GpuWorkload& get();
+  // Loaded (and prefilled) once per process for each kernel dtype (--kernel-dtype: float32, or bf16
+  // products on tensor cores above 16 tokens a step).
+  static GpuWorkload& get(KernelDType products = KernelDType::F32);
 
   // One decode step of sequences 0..batch-1: each feeds a token at position kContext, the same slot
   // every time, so the step can be repeated as often as timing needs.
@@ -40,7 +41,7 @@ class GpuWorkload {
   const std::string& device_name() const { return device_name_; }
 
  private:
-  GpuWorkload();
+  explicit GpuWorkload(KernelDType products);
   // Distinct experts each MoE layer's router picked for the batch's tokens.
   std::vector<int> experts_reached(msg::WorkerBatch batch);
 

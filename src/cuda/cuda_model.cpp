@@ -31,12 +31,16 @@ ModelConfig checked_config(const std::string& model_dir, const ModelOptions& opt
 
 // The options are checked before the stream and cuBLAS handle exist: a refused load allocates nothing.
 CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
-    : config_(checked_config(model_dir, options)), blas_(stream_.get()), use_graphs_(options.cuda_graphs) {
+    : config_(checked_config(model_dir, options)),
+      blas_(stream_.get(), options.kernel_dtype),
+      use_graphs_(options.cuda_graphs) {
   // The checkpoint is read here and unmapped when the constructor returns: the device holds the weights.
   const Checkpoint checkpoint = Checkpoint::open(model_dir);
   const Architecture& arch = find_architecture(config_.architecture);
   const int64_t H = config_.hidden_size;
   embed_ = upload_matrix(checkpoint, "model.embed_tokens.weight", config_.vocab_size, H);
+  if (options.kernel_dtype == KernelDType::BF16 && !embed_.is_bf16())
+    throw Error("--kernel-dtype bf16 multiplies bf16 weights; " + model_dir + " does not store bf16");
   if (!config_.tie_word_embeddings)
     untied_lm_head_ = upload_matrix(checkpoint, "lm_head.weight", config_.vocab_size, H);
   final_norm_ = upload_vector(checkpoint, "model.norm.weight", H);
@@ -149,7 +153,8 @@ void CudaModel::queue_step(RoutingCapture* capture, bool notify_rows_queued, boo
   rms_norm(rows, n, H, final_norm_.data(), eps, rows, stream);
   blas_.linear(rows, n, untied_lm_head_ ? *untied_lm_head_ : embed_, out);
   if (greedy_picks)
-    greedy_pick(out, n, V, scratch_.pick_ids.reserve(static_cast<size_t>(n)),
+    greedy_pick(out, n, V, scratch_.pick_partials.reserve(greedy_pick_scratch_bytes(n, V)),
+                scratch_.pick_ids.reserve(static_cast<size_t>(n)),
                 scratch_.pick_logprobs.reserve(static_cast<size_t>(n)), stream);
 }
 

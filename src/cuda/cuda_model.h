@@ -2,8 +2,10 @@
 // The model on a CUDA device: the same checkpoints, architectures and Model interface as the CPU's
 // CausalLm, with weights (bf16 as stored, or float32), K/V and activations in device memory and
 // every step computed in float32 (weights widened as read, cuBLAS SGEMM without TF32), so the
-// goldens hold as on the CPU. Decode steps of up to DecodeGraphs::kMaxBatch sequences replay CUDA
-// graphs (options.cuda_graphs, on by default), padded to the next power of two.
+// goldens hold as on the CPU; or, with options.kernel_dtype BF16 (a bf16 checkpoint), the GEMMs of
+// steps above Blas::kSmallRows tokens in bf16 products on tensor cores (blas.h). Decode steps of
+// up to DecodeGraphs::kMaxBatch sequences replay CUDA graphs (options.cuda_graphs, on by default),
+// padded to the next power of two.
 //
 // The K/V pool lives on the device, inside the model: make_kv_cache(num_slots) allocates it there
 // (replacing any earlier pool) and returns KvCache::placeholder(num_slots), which holds no data and
@@ -86,6 +88,7 @@ class CudaModel final : public Model {
     DeviceArray<float> last_rows, logits;       // [rows that need logits, H or vocab]
     DeviceArray<int32_t> pick_ids;              // [rows that need logits]
     DeviceArray<float> pick_logprobs;
+    DeviceArray<unsigned char> pick_partials;   // greedy_pick's scratch
     CudaAttention::Scratch attention;
     CudaMoeBlock::Scratch moe;
     CudaMlp::Scratch mlp;

@@ -34,7 +34,7 @@ struct ModelOptions {
   Quantization quantization = Quantization::None;  // projections quantized at load (float checkpoints)
   int64_t quantization_group_size = 128;           // int4 at load: input columns per scale
   // The GEMMs' products (kernels/kernel_dtype.h): BF16 rounds activations to bf16, for bf16
-  // checkpoints on the CPU only.
+  // checkpoints (on a GPU: the GEMMs of steps above 16 tokens, on tensor cores; cuda/blas.h).
   KernelDType kernel_dtype = KernelDType::F32;
   // A pipeline stage: only these decoder layers (plus the embedding for the first stage, the final
   // norm and lm_head for the last) are loaded. None = the whole model.

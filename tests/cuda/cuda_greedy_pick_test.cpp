@@ -36,7 +36,8 @@ GreedyPicks device_picks(const std::vector<float>& logits, int64_t rows, int64_t
   const auto device = cuda::DeviceArray<float>::from_host(logits);
   cuda::DeviceArray<int32_t> ids(static_cast<size_t>(rows));
   cuda::DeviceArray<float> logprobs(static_cast<size_t>(rows));
-  cuda::greedy_pick(device.data(), rows, vocab, ids.data(), logprobs.data(), stream.get());
+  cuda::DeviceArray<unsigned char> scratch(cuda::greedy_pick_scratch_bytes(rows, vocab));
+  cuda::greedy_pick(device.data(), rows, vocab, scratch.data(), ids.data(), logprobs.data(), stream.get());
   GreedyPicks picks{std::vector<int32_t>(rows), std::vector<float>(rows)};
   cuda::check(cudaMemcpyAsync(picks.ids.data(), ids.data(), rows * sizeof(int32_t), cudaMemcpyDeviceToHost,
                               stream.get()), "ids");
@@ -50,7 +51,8 @@ TEST(CudaGreedyPickTest, MatchesTheHostSamplerOnTiesNanAndInfinity) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 4.0f);
-  for (int64_t vocab : {int64_t{1}, int64_t{37}, int64_t{1000}, int64_t{151936}}) {
+  // One chunk of a block, several, and the benchmark model's vocabulary.
+  for (int64_t vocab : {int64_t{1}, int64_t{37}, int64_t{1000}, int64_t{10000}, int64_t{151936}}) {
     SCOPED_TRACE("vocab " + std::to_string(vocab));
     std::vector<std::vector<float>> rows;
     const auto random_row = [&] {
