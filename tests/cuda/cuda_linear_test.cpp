@@ -146,7 +146,8 @@ TEST_F(CudaLinearTest, GroupedExpertMlpMatchesReference) {
         {30, 22, true, row_counts[0]},
         {64, 48, true, row_counts[1]},
         {30, 22, false, row_counts[1]},
-        {320, 160, true, row_counts[0]}}) {  // inputs wider than the tensor-core kernel's staged chunk
+        {64, 96, true, row_counts[0]},       // 96 of a tensor-core block's 128 columns
+        {320, 160, true, row_counts[0]}}) {  // inputs wider than its staged chunk
     const int num_experts = 5;
     const int64_t tokens = *std::max_element(counts.begin(), counts.end());
     std::vector<int32_t> offsets = {0};
