@@ -61,7 +61,7 @@ void grouped_expert_mlp(const float* x, int64_t tokens, int top_k, const int32_t
                         cudaStream_t stream);
 // grouped_expert_mlp in bf16 products (--kernel-dtype bf16) on tensor cores: each input row and
 // each activation row rounded to bf16 (nearest even), multiplied by the bf16 weights with float32
-// accumulation. Only where grouped_mma_fits: bf16 weights, hidden and width multiples of 16.
+// accumulation. Only where grouped_mma_fits: bf16 weights, hidden and width multiples of 64.
 bool grouped_mma_fits(const ExpertTables& experts);
 void grouped_expert_mlp_mma(const float* x, int64_t tokens, int top_k, const int32_t* order, const int32_t* offsets,
                             const int32_t* active, const ExpertTables& experts, float* act, float* out,

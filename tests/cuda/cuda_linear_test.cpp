@@ -146,8 +146,10 @@ TEST_F(CudaLinearTest, GroupedExpertMlpMatchesReference) {
         {30, 22, true, row_counts[0]},
         {64, 48, true, row_counts[1]},
         {30, 22, false, row_counts[1]},
-        {64, 96, true, row_counts[0]},       // 96 of a tensor-core block's 128 columns
-        {320, 160, true, row_counts[0]}}) {  // inputs wider than its staged chunk
+        // The tensor-core kernel's shapes (multiples of 64): a block with idle warps (the down
+        // projection's 64 of 128 columns), inputs wider than its staged chunk of 256.
+        {64, 128, true, row_counts[0]},
+        {320, 192, true, row_counts[0]}}) {
     const int num_experts = 5;
     const int64_t tokens = *std::max_element(counts.begin(), counts.end());
     std::vector<int32_t> offsets = {0};
