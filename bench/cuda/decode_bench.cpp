@@ -1,9 +1,10 @@
 // The benchmark model on the GPU through ModelWorker::execute, a server's step (forward on the device,
-// logits to the host, greedy sampling there): decode tokens/s at batch 1 to 128 and prefill tokens/s
-// of a 512-token prompt, each beside its HBM bound (the step's bf16 weight bytes over the
-// measured device copy bandwidth), and the cost of routing capture at batch 64, capture on and off
-// alternated in one run. Skipped without a CUDA device. MOE_BENCH_MODEL names the checkpoint (made
-// there when the directory has none yet); without it one is written to a temporary directory.
+// greedy picks made there and copied back): decode tokens/s at batch 1 to 128 and prefill tokens/s
+// of a 512-token prompt, in float32 and in bf16 products (--kernel-dtype bf16), each beside its HBM
+// bound (the step's bf16 weight bytes over the measured device copy bandwidth), and the cost of
+// routing capture at batch 64, capture on and off alternated in one run. Skipped without a CUDA
+// device. MOE_BENCH_MODEL names the checkpoint (made there when the directory has none yet); without
+// it one is written to a temporary directory.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -29,36 +30,50 @@ void report(benchmark::State& state, GpuWorkload& workload, double tokens_per_st
   state.SetLabel(workload.device_name());
 }
 
-// range(0) = sequences in the batch, each adding one token at context 128. Capture off. Beside
-// tokens/s: forward_ms, the model's forward alone (logits on the host, nothing sampled).
+// The workload of range `index`: 0 float32, 1 bf16 products (--kernel-dtype bf16).
+GpuWorkload& workload_of(const benchmark::State& state, int index) {
+  return GpuWorkload::get(state.range(index) ? KernelDType::BF16 : KernelDType::F32);
+}
+
+// range(0) = sequences in the batch, each adding one token at context 128; range(1) = bf16
+// products (1) or float32 (0), the rows of one batch size side by side. Capture off. Beside
+// tokens/s, the model's forward alone: picks_forward_ms ending in the device's greedy picks (as the
+// step does; step - this = the worker's host part) and logits_forward_ms ending with the logits on
+// the host (what a sampled step needs).
 void BM_GpuDecode(benchmark::State& state) {
   if (skip_without_device(state)) return;
-  GpuWorkload& workload = GpuWorkload::get();
+  GpuWorkload& workload = workload_of(state, 1);
   msg::WorkerBatch batch = workload.decode_batch(static_cast<int>(state.range(0)));
   const double bytes = workload.weight_bytes(batch);
   workload.execute(batch, false);  // untimed: cuBLAS picks its kernels for these shapes
   for (auto _ : state) workload.execute(batch, false);
   report(state, workload, static_cast<double>(state.range(0)), bytes);
-  // The forward's share of a step; the rest is the worker's sampling and answer, on the host.
+  // The forward's share of a step; the rest is the worker's batch conversion and answer, on the host.
   constexpr int kForwards = 50;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kForwards; ++i) workload.forward_only(batch);
-  state.counters["forward_ms"] =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kForwards;
+  for (bool greedy_picks : {true, false}) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kForwards; ++i) workload.forward_only(batch, greedy_picks);
+    state.counters[greedy_picks ? "picks_forward_ms" : "logits_forward_ms"] =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kForwards;
+  }
 }
-BENCHMARK(BM_GpuDecode)->ArgName("batch")->Arg(1)->Arg(8)->Arg(32)->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GpuDecode)
+    ->ArgNames({"batch", "bf16"})
+    ->ArgsProduct({{1, 8, 32, 128}, {0, 1}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
-// One 512-token prompt in one step. Capture off.
+// One 512-token prompt in one step, range(0) as BM_GpuDecode's range(1). Capture off.
 void BM_GpuPrefill(benchmark::State& state) {
   if (skip_without_device(state)) return;
-  GpuWorkload& workload = GpuWorkload::get();
+  GpuWorkload& workload = workload_of(state, 0);
   msg::WorkerBatch batch = workload.prefill_batch();
   const double bytes = workload.weight_bytes(batch);
   workload.execute(batch, false);
   for (auto _ : state) workload.execute(batch, false);
   report(state, workload, GpuWorkload::kPromptTokens, bytes);
 }
-BENCHMARK(BM_GpuPrefill)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GpuPrefill)->ArgName("bf16")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Decode at batch 64 with every step captured (as when every request asks) against no capture, in
 // alternating blocks of 25 steps (off on on off, repeated), so drift hits both alike. on/off is the

@@ -59,13 +59,16 @@ int32_t random_token(std::mt19937& random, int64_t vocab) {
 
 }  // namespace
 
-GpuWorkload& GpuWorkload::get() {
+GpuWorkload& GpuWorkload::get(KernelDType products) {
   // Never destroyed: at exit the CUDA runtime may be unloaded before a static's destructor would run.
-  static GpuWorkload* workload = new GpuWorkload;
+  static GpuWorkload* f32 = nullptr;
+  static GpuWorkload* bf16 = nullptr;
+  GpuWorkload*& workload = products == KernelDType::BF16 ? bf16 : f32;
+  if (!workload) workload = new GpuWorkload(products);
   return *workload;
 }
 
-GpuWorkload::GpuWorkload() {
+GpuWorkload::GpuWorkload(KernelDType products) {
   if (cuda::device_count() == 0) throw std::runtime_error("no CUDA device");
   cudaDeviceProp props{};
   cuda::check(cudaGetDeviceProperties(&props, 0), "cudaGetDeviceProperties");
@@ -74,6 +77,7 @@ GpuWorkload::GpuWorkload() {
 
   ModelOptions options;
   options.device = Device::Cuda;
+  options.kernel_dtype = products;
   std::unique_ptr<Model> model = load_model(benchmark_checkpoint(), options);
   ModelWorkerOptions worker_options;
   worker_options.settings.kv_slots = kPrefillSlotBase + kPromptTokens;
@@ -127,10 +131,13 @@ msg::WorkerResult GpuWorkload::execute(msg::WorkerBatch& batch, bool capture) {
   return worker_->execute(batch);
 }
 
-void GpuWorkload::forward_only(const msg::WorkerBatch& batch) {
+void GpuWorkload::forward_only(const msg::WorkerBatch& batch, bool greedy_picks) {
   // The model checks the KV cache's slot count only; its pool is the one the worker's steps use.
   KvCache kv = KvCache::placeholder(kPrefillSlotBase + kPromptTokens);
-  model_->forward(to_forward_batch(batch), kv, logits_, nullptr);
+  if (greedy_picks)
+    model_->forward_greedy(to_forward_batch(batch), kv, picks_, nullptr);
+  else
+    model_->forward(to_forward_batch(batch), kv, logits_, nullptr);
 }
 
 std::vector<int> GpuWorkload::experts_reached(msg::WorkerBatch batch) {

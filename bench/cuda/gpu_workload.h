@@ -1,6 +1,6 @@
 #pragma once
 // The benchmark model (bench/configs/qwen3-moe-small.json) on the GPU behind a ModelWorker, as a
-// server runs it (forward, sampling on the host, capture through the CUDA copy engine), with its
+// server runs it (forward, greedy picks on the device, capture through the CUDA copy engine), with its
 // decode sequences prefilled, and what an HBM bound needs: the weight bytes a step reads and the
 // device's measured copy bandwidth.
 #include <cstdint>
@@ -17,8 +17,9 @@ class GpuWorkload {
   static constexpr int kMaxBatch = 128;     // decode sequences prefilled
   static constexpr int kPromptTokens = 512;  // the prefill benchmark's prompt
 
-  // Loaded (and prefilled) once per process.
-  static GpuWorkload& get();
+  // Loaded (and prefilled) once per process for each kernel dtype (--kernel-dtype: float32, or bf16
+  // products on tensor cores above 16 tokens a step).
+  static GpuWorkload& get(KernelDType products = KernelDType::F32);
 
   // One decode step of sequences 0..batch-1: each feeds a token at position kContext, the same slot
   // every time, so the step can be repeated as often as timing needs.
@@ -28,8 +29,9 @@ class GpuWorkload {
   // Runs `batch` as the next step, routing captured or not.
   msg::WorkerResult execute(msg::WorkerBatch& batch, bool capture);
   // The model's forward of `batch` alone (capture off): what a step costs before the worker samples
-  // from its logits and answers. Returns once the logits are on the host.
-  void forward_only(const msg::WorkerBatch& batch);
+  // and answers. Returns once the logits (or, with greedy_picks, the device's greedy picks) are on
+  // the host.
+  void forward_only(const msg::WorkerBatch& batch, bool greedy_picks);
 
   // Float32 weight bytes one run of `batch` reads: every dense weight, lm_head, the embedding rows of
   // its tokens, and in each MoE layer the experts its tokens reach (seen by running it once captured).
@@ -39,13 +41,14 @@ class GpuWorkload {
   const std::string& device_name() const { return device_name_; }
 
  private:
-  GpuWorkload();
+  explicit GpuWorkload(KernelDType products);
   // Distinct experts each MoE layer's router picked for the batch's tokens.
   std::vector<int> experts_reached(msg::WorkerBatch batch);
 
   std::unique_ptr<ModelWorker> worker_;
   Model* model_ = nullptr;  // the worker's
   std::vector<float> logits_;
+  GreedyPicks picks_;
   uint64_t next_step_ = 0;
   double bandwidth_ = 0.0;
   std::string device_name_;

@@ -31,12 +31,16 @@ ModelConfig checked_config(const std::string& model_dir, const ModelOptions& opt
 
 // The options are checked before the stream and cuBLAS handle exist: a refused load allocates nothing.
 CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
-    : config_(checked_config(model_dir, options)), blas_(stream_.get()), use_graphs_(options.cuda_graphs) {
+    : config_(checked_config(model_dir, options)),
+      blas_(stream_.get(), options.kernel_dtype),
+      use_graphs_(options.cuda_graphs) {
   // The checkpoint is read here and unmapped when the constructor returns: the device holds the weights.
   const Checkpoint checkpoint = Checkpoint::open(model_dir);
   const Architecture& arch = find_architecture(config_.architecture);
   const int64_t H = config_.hidden_size;
   embed_ = upload_matrix(checkpoint, "model.embed_tokens.weight", config_.vocab_size, H);
+  if (options.kernel_dtype == KernelDType::BF16 && !embed_.is_bf16())
+    throw Error("--kernel-dtype bf16 multiplies bf16 weights; " + model_dir + " does not store bf16");
   if (!config_.tie_word_embeddings)
     untied_lm_head_ = upload_matrix(checkpoint, "lm_head.weight", config_.vocab_size, H);
   final_norm_ = upload_vector(checkpoint, "model.norm.weight", H);
@@ -65,6 +69,24 @@ KvCache CudaModel::make_kv_cache(int64_t num_slots) const {
 }
 
 void CudaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, RoutingCapture* capture) {
+  run_step(batch, kv, capture, false);
+  const auto n = static_cast<size_t>(batch.num_logit_rows() * config_.vocab_size);
+  queue_copy_out(scratch_.logits.data(), n, staging_.logits);
+  finish_step();
+  logits.assign(staging_.logits.data(), staging_.logits.data() + n);
+}
+
+void CudaModel::forward_greedy(const ForwardBatch& batch, KvCache& kv, GreedyPicks& picks, RoutingCapture* capture) {
+  run_step(batch, kv, capture, true);
+  const auto n = static_cast<size_t>(batch.num_logit_rows());
+  queue_copy_out(scratch_.pick_ids.data(), n, staging_.pick_ids);
+  queue_copy_out(scratch_.pick_logprobs.data(), n, staging_.pick_logprobs);
+  finish_step();
+  picks.ids.assign(staging_.pick_ids.data(), staging_.pick_ids.data() + n);
+  picks.logprobs.assign(staging_.pick_logprobs.data(), staging_.pick_logprobs.data() + n);
+}
+
+void CudaModel::run_step(const ForwardBatch& batch, KvCache& kv, RoutingCapture* capture, bool greedy_picks) {
   if (kv.num_slots() != kv_pool_.num_slots)
     throw Error("CUDA forward: the KV cache is not this model's device pool (make_kv_cache made a pool of " +
                 std::to_string(kv_pool_.num_slots) + " slots)");
@@ -72,24 +94,21 @@ void CudaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<floa
   // Attention here reads every earlier position: a draft tree's nodes would see their siblings.
   for (const BatchSequence& sequence : batch.sequences)
     if (sequence.is_tree()) throw Error("the CUDA model cannot verify speculative draft trees yet (--device cpu can)");
-  if (batch.num_tokens() == 0) {
-    logits.clear();
-    return;
-  }
+  if (batch.num_tokens() == 0) return;
   cudaStream_t stream = stream_.get();
   const int64_t padded = graph_batch_size(batch, capture);
   if (padded == 0) {
     batch_.upload(batch, stream);
-    queue_step(capture, true);
-  } else {
-    batch_.upload_padded(batch, padded, kv_pool_.pad_slot(), stream);
-    const DeviceRoutingRows rows = capture ? capture->device_rows(0) : DeviceRoutingRows{};
-    graphs_.run({padded, rows.ids, rows.weights}, stream, [&] { queue_step(capture, false); });
-    // After the graph rather than after the last MoE layer inside it: the copy then also waits for
-    // lm_head, and still overlaps the next step.
-    if (capture) capture->device_rows_queued();
+    queue_step(capture, true, greedy_picks);
+    return;
   }
-  copy_logits(batch.num_logit_rows(), logits);
+  batch_.upload_padded(batch, padded, kv_pool_.pad_slot(), stream);
+  const DeviceRoutingRows rows = capture ? capture->device_rows(0) : DeviceRoutingRows{};
+  graphs_.run({padded, rows.ids, rows.weights, greedy_picks}, stream,
+              [&] { queue_step(capture, false, greedy_picks); });
+  // After the graph rather than after the last MoE layer inside it: the copy then also waits for
+  // lm_head, and still overlaps the next step.
+  if (capture) capture->device_rows_queued();
 }
 
 int64_t CudaModel::graph_batch_size(const ForwardBatch& batch, RoutingCapture* capture) const {
@@ -101,7 +120,7 @@ int64_t CudaModel::graph_batch_size(const ForwardBatch& batch, RoutingCapture* c
   return padded;
 }
 
-void CudaModel::queue_step(RoutingCapture* capture, bool notify_rows_queued) {
+void CudaModel::queue_step(RoutingCapture* capture, bool notify_rows_queued, bool greedy_picks) {
   const int64_t T = batch_.num_tokens(), H = config_.hidden_size;
   const float eps = static_cast<float>(config_.rms_norm_eps);
   cudaStream_t stream = stream_.get();
@@ -133,18 +152,23 @@ void CudaModel::queue_step(RoutingCapture* capture, bool notify_rows_queued) {
   gather_rows(x, batch_.logit_tokens(), 1, n, H, rows, stream);
   rms_norm(rows, n, H, final_norm_.data(), eps, rows, stream);
   blas_.linear(rows, n, untied_lm_head_ ? *untied_lm_head_ : embed_, out);
+  if (greedy_picks)
+    greedy_pick(out, n, V, scratch_.pick_partials.reserve(greedy_pick_scratch_bytes(n, V)),
+                scratch_.pick_ids.reserve(static_cast<size_t>(n)),
+                scratch_.pick_logprobs.reserve(static_cast<size_t>(n)), stream);
 }
 
-void CudaModel::copy_logits(int64_t rows, std::vector<float>& logits) {
-  cudaStream_t stream = stream_.get();
-  logits.resize(static_cast<size_t>(rows * config_.vocab_size));
-  if (rows > 0)
-    check(cudaMemcpyAsync(logits.data(), scratch_.logits.data(), logits.size() * sizeof(float),
-                          cudaMemcpyDeviceToHost, stream),
-          "cudaMemcpyAsync (logits)");
-  // The step ends here, logits or not: they must be on the host when forward returns, and a fault
+template <typename T>
+void CudaModel::queue_copy_out(const T* device, size_t count, PinnedArray<T>& staging) {
+  if (count > 0)
+    check(cudaMemcpyAsync(staging.reserve(count), device, count * sizeof(T), cudaMemcpyDeviceToHost, stream_.get()),
+          "cudaMemcpyAsync (step results)");
+}
+
+void CudaModel::finish_step() {
+  // Results or not, the step ends here: they must be on the host when forward returns, and a fault
   // of any of the step's kernels surfaces in this call rather than in a later one.
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (step)");
+  check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize (step)");
 }
 
 std::unique_ptr<CopyEngine> CudaModel::make_copy_engine(const RoutingBufferShape& shape,

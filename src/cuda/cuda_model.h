@@ -2,8 +2,10 @@
 // The model on a CUDA device: the same checkpoints, architectures and Model interface as the CPU's
 // CausalLm, with weights (bf16 as stored, or float32), K/V and activations in device memory and
 // every step computed in float32 (weights widened as read, cuBLAS SGEMM without TF32), so the
-// goldens hold as on the CPU. Decode steps of up to DecodeGraphs::kMaxBatch sequences replay CUDA
-// graphs (options.cuda_graphs, on by default), padded to the next power of two.
+// goldens hold as on the CPU; or, with options.kernel_dtype BF16 (a bf16 checkpoint), the GEMMs of
+// steps above Blas::kSmallRows tokens in bf16 products on tensor cores (blas.h). Decode steps of
+// up to DecodeGraphs::kMaxBatch sequences replay CUDA graphs (options.cuda_graphs, on by default),
+// padded to the next power of two.
 //
 // The K/V pool lives on the device, inside the model: make_kv_cache(num_slots) allocates it there
 // (replacing any earlier pool) and returns KvCache::placeholder(num_slots), which holds no data and
@@ -18,6 +20,7 @@
 #include "cuda/cuda_mlp.h"
 #include "cuda/cuda_moe_block.h"
 #include "cuda/decode_graphs.h"
+#include "cuda/device_array.h"
 #include "cuda/stream.h"
 #include "model/model.h"
 
@@ -35,6 +38,9 @@ class CudaModel final : public Model {
   // layer's router writes its rows into the capture's device buffer (which only a copy engine from
   // make_copy_engine has), and the capture hears when the last MoE layer is queued.
   void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, RoutingCapture* capture) override;
+  // The same step with the greedy picks made on the device (greedy_pick) and only they copied back.
+  bool picks_greedy() const override { return true; }
+  void forward_greedy(const ForwardBatch& batch, KvCache& kv, GreedyPicks& picks, RoutingCapture* capture) override;
   // A CudaCopyEngine on this model's stream: device buffers, a copy stream, pinned staging.
   std::unique_ptr<CopyEngine> make_copy_engine(const RoutingBufferShape& shape,
                                                std::function<void()> on_ready) const override;
@@ -52,12 +58,19 @@ class CudaModel final : public Model {
   };
   // The padded size of a decode batch a CUDA graph runs, or 0 when this batch runs uncaptured.
   int64_t graph_batch_size(const ForwardBatch& batch, RoutingCapture* capture) const;
+  // Checks the batch, uploads it and queues its step (as a graph where one serves), ending in the
+  // logits or, with greedy_picks, in each logits row's greedy pick. Does not wait for the device.
+  void run_step(const ForwardBatch& batch, KvCache& kv, RoutingCapture* capture, bool greedy_picks);
   // Queues the step of the batch uploaded into batch_: the layers, then the final norm and lm_head
-  // over the rows that need logits, into scratch_.logits. Never waits for the device, so it can be
-  // captured. notify_rows_queued: tell `capture` when the last MoE layer is queued.
-  void queue_step(RoutingCapture* capture, bool notify_rows_queued);
-  // The first `rows` rows of scratch_.logits into `logits`, once the step has finished.
-  void copy_logits(int64_t rows, std::vector<float>& logits);
+  // over the rows that need logits, into scratch_.logits, and with greedy_picks their picks into
+  // scratch_.pick_ids / pick_logprobs. Never waits for the device, so it can be captured.
+  // notify_rows_queued: tell `capture` when the last MoE layer is queued.
+  void queue_step(RoutingCapture* capture, bool notify_rows_queued, bool greedy_picks);
+  // Queues the copy of a step's first `count` results into pinned staging (grown as needed).
+  template <typename T>
+  void queue_copy_out(const T* device, size_t count, PinnedArray<T>& staging);
+  // Waits for the step and its copies: a fault of any of its kernels surfaces here.
+  void finish_step();
 
   ModelConfig config_;
   Stream stream_;  // before the device members, so it is destroyed after them: their work is queued on it
@@ -73,10 +86,17 @@ class CudaModel final : public Model {
   struct Scratch {
     DeviceArray<float> hidden, normed, branch;  // [T, H]
     DeviceArray<float> last_rows, logits;       // [rows that need logits, H or vocab]
+    DeviceArray<int32_t> pick_ids;              // [rows that need logits]
+    DeviceArray<float> pick_logprobs;
+    DeviceArray<unsigned char> pick_partials;   // greedy_pick's scratch
     CudaAttention::Scratch attention;
     CudaMoeBlock::Scratch moe;
     CudaMlp::Scratch mlp;
   } scratch_;
+  struct Staging {  // pinned host memory the step's results are copied into
+    PinnedArray<float> logits, pick_logprobs;
+    PinnedArray<int32_t> pick_ids;
+  } staging_;
   DecodeGraphs graphs_;  // after the buffers its graphs point at, so it is destroyed first
 };
 

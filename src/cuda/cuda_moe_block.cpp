@@ -70,7 +70,11 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
     group_by_expert(ids, pairs, num_experts_, offsets, cursor, order, slot_of_pair, active, stream);
   }
   if (T <= kGroupedOnDeviceTokens) {
-    grouped_expert_mlp(x, T, top_k_, order, offsets, active, tables_, mlp_scratch.gate.data(), expert_out, stream);
+    if (step.blas.bf16_products(T) && grouped_mma_fits(tables_))
+      grouped_expert_mlp_mma(x, T, top_k_, order, offsets, active, tables_, mlp_scratch.gate.data(), expert_out,
+                             stream);
+    else
+      grouped_expert_mlp(x, T, top_k_, order, offsets, active, tables_, mlp_scratch.gate.data(), expert_out, stream);
   } else {
     gather_rows(x, order, top_k_, pairs, H, gathered, stream);
     scratch.host_offsets.resize(static_cast<size_t>(num_experts_ + 1));

@@ -38,8 +38,9 @@ class CudaMoeBlock {
 
   static constexpr int64_t kGroupedOnDeviceTokens = 256;
   // Up to this many tokens one block routes and groups them in a single launch; larger steps route
-  // with a warp per token over many blocks (one block of 512 threads made batch 128 ~15% slower).
-  static constexpr int64_t kFusedRoutingTokens = 64;
+  // with a warp per token over many blocks (one block of 512 threads took 30 us for batch 32's
+  // routing on the H100, the four launches of the spread path ~22).
+  static constexpr int64_t kFusedRoutingTokens = 16;
 
   CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer);
   // out[T, H] = moe(x[T, H]); out is overwritten. With `capture`, the router also writes the layer's

@@ -1,9 +1,10 @@
 #pragma once
-// CUDA graphs of decode steps, one per key: the padded batch size and the routing capture buffers
-// the step writes (null when routing is not captured). Everything else a replay must honour is read
-// from device memory the graph points at (the batch's tables, the K/V pool, the activations), and is
-// filled before each replay; so a flag that changes what a step does either changes the key (capture
-// on/off, which of the two capture buffers) or is data, never a value frozen at capture time.
+// CUDA graphs of decode steps, one per key: the padded batch size, the routing capture buffers
+// the step writes (null when routing is not captured) and whether it ends in greedy picks.
+// Everything else a replay must honour is read from device memory the graph points at (the batch's
+// tables, the K/V pool, the activations), and is filled before each replay; so a flag that changes
+// what a step does either changes the key (capture on/off, which of the two capture buffers, picks
+// or logits) or is data, never a value frozen at capture time.
 //
 // A graph names the addresses it was captured with. When any device buffer has been allocated
 // since (a larger step grew the activations, a new K/V pool, a new copy engine), the graph is
@@ -27,8 +28,10 @@ class DecodeGraphs {
     int64_t batch;
     const void* capture_ids;
     const void* capture_weights;
+    bool greedy_picks;  // the step ends in the device's greedy picks rather than with the logits
     bool operator<(const Key& o) const {
-      return std::tie(batch, capture_ids, capture_weights) < std::tie(o.batch, o.capture_ids, o.capture_weights);
+      return std::tie(batch, capture_ids, capture_weights, greedy_picks) <
+             std::tie(o.batch, o.capture_ids, o.capture_weights, o.greedy_picks);
     }
   };
 

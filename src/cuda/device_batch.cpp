@@ -1,5 +1,6 @@
 #include "cuda/device_batch.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace moe::cuda {
@@ -49,7 +50,9 @@ void DeviceBatch::upload_padded(const ForwardBatch& batch, int64_t padded, int32
   // Grown by doubling: the slot tables lengthen every decode step, and each growth moves the
   // buffer, which retires the CUDA graphs that read it.
   if (host_.size() > device_.size()) device_.reserve(std::max(host_.size(), 2 * device_.size()));
-  check(cudaMemcpyAsync(device_.data(), host_.data(), host_.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream),
+  if (host_.size() > pinned_.size()) pinned_.reserve(device_.size());
+  std::copy(host_.begin(), host_.end(), pinned_.data());
+  check(cudaMemcpyAsync(device_.data(), pinned_.data(), host_.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream),
         "cudaMemcpyAsync (batch tables)");
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // A ForwardBatch's integer tables on the device, packed into one array and uploaded in one copy
-// per step: token ids, positions, the slot each new token writes, where each token's slot table
-// starts, the tokens that need logits, and the sequences' slot tables one after another.
+// per step from pinned memory (a true asynchronous copy): token ids, positions, the slot each new
+// token writes, where each token's slot table starts, the tokens that need logits, and the
+// sequences' slot tables one after another. The pinned tables are rewritten by the next upload, so
+// the model waits for each step before uploading the next (it does: forward returns results).
 #include <cstdint>
 #include <vector>
 
@@ -36,6 +38,7 @@ class DeviceBatch {
   int64_t num_logit_rows_ = 0;
   size_t starts_[kTables] = {};
   std::vector<int32_t> host_;
+  PinnedArray<int32_t> pinned_;
   DeviceArray<int32_t> device_;
 };
 

@@ -1,4 +1,7 @@
-// Element-wise kernels: gathers, residual and bias adds, SwiGLU, the gated shared expert.
+// Element-wise kernels: gathers, residual and bias adds, SwiGLU, the gated shared expert, rounding
+// to bf16.
+#include <cuda_bf16.h>
+
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
 #include "cuda/weight_access.cuh"
@@ -30,6 +33,10 @@ __global__ void silu_mul_kernel(float* gate, const float* up, int64_t n) {
 __global__ void add_sigmoid_gated_kernel(float* out, const float* gate, const float* shared, int64_t rows,
                                          int64_t width) {
   MOE_GRID_STRIDE(i, rows * width) out[i] += sigmoid(gate[i / width]) * shared[i];
+}
+
+__global__ void round_to_bf16_kernel(const float* src, int64_t n, uint16_t* dst) {
+  MOE_GRID_STRIDE(i, n) dst[i] = __bfloat16_as_ushort(__float2bfloat16_rn(src[i]));
 }
 
 }  // namespace
@@ -75,6 +82,12 @@ void add_sigmoid_gated(float* out, const float* gate, const float* shared, int64
   if (rows == 0) return;
   add_sigmoid_gated_kernel<<<blocks_for(rows * width), kThreads, 0, stream>>>(out, gate, shared, rows, width);
   check_launch("add_sigmoid_gated");
+}
+
+void round_to_bf16(const float* src, int64_t n, uint16_t* dst, cudaStream_t stream) {
+  if (n == 0) return;
+  round_to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, n, dst);
+  check_launch("round_to_bf16");
 }
 
 }  // namespace moe::cuda

@@ -59,6 +59,15 @@ struct ExpertTables {
 void grouped_expert_mlp(const float* x, int64_t tokens, int top_k, const int32_t* order, const int32_t* offsets,
                         const int32_t* active, const ExpertTables& experts, float* act, float* out,
                         cudaStream_t stream);
+// grouped_expert_mlp in bf16 products (--kernel-dtype bf16) on tensor cores: each input row and
+// each activation row rounded to bf16 (nearest even), multiplied by the bf16 weights with float32
+// accumulation. Only where grouped_mma_fits: bf16 weights, hidden and width multiples of 64.
+bool grouped_mma_fits(const ExpertTables& experts);
+void grouped_expert_mlp_mma(const float* x, int64_t tokens, int top_k, const int32_t* order, const int32_t* offsets,
+                            const int32_t* active, const ExpertTables& experts, float* act, float* out,
+                            cudaStream_t stream);
+// dst[i] = src[i] rounded to bf16 bits (nearest even, NaN stays NaN): a bf16 product's activations.
+void round_to_bf16(const float* src, int64_t n, uint16_t* dst, cudaStream_t stream);
 // x[i] += y[i] for i < n.
 void add_in_place(float* x, const float* y, int64_t n, cudaStream_t stream);
 // x[r, c] += bias[c].
@@ -139,6 +148,14 @@ void route_and_group(const float* logits, int64_t tokens, int num_experts, int t
 // out[t] = Σ_k weights[t, k] · expert_out[slot_of_pair[t·K + k]], added in top-k order.
 void combine_experts(const float* expert_out, const int32_t* slot_of_pair, const float* weights, int64_t tokens,
                      int top_k, int64_t width, float* out, cudaStream_t stream);
+
+// Greedy draws on the device, one per row of logits [rows, vocab]: ids[r] = the row's first maximum
+// (ties to the lower id; NaN and -inf never picked, a row of nothing above -inf gives 0, as the
+// host's first_max), logprobs[r] = its log_softmax over the row. `scratch`: device memory of
+// greedy_pick_scratch_bytes(rows, vocab), for the partial results of each row's chunks.
+size_t greedy_pick_scratch_bytes(int64_t rows, int64_t vocab);
+void greedy_pick(const float* logits, int64_t rows, int64_t vocab, void* scratch, int32_t* ids, float* logprobs,
+                 cudaStream_t stream);
 
 // Holds `stream` for `nanoseconds` with one spinning thread: a test's stand-in for slow work on it.
 void spin_for(int64_t nanoseconds, cudaStream_t stream);

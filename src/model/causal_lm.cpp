@@ -160,6 +160,10 @@ void Model::forward_stage(const ForwardBatch&, KvCache&, float*, std::vector<flo
   throw Error("pipeline stages (--pp-size) run on the CPU model only");
 }
 
+void Model::forward_greedy(const ForwardBatch&, KvCache&, GreedyPicks&, RoutingCapture*) {
+  throw Error("this model does not pick greedy tokens itself; the worker samples its logits");
+}
+
 std::unique_ptr<CopyEngine> Model::make_copy_engine(const RoutingBufferShape& shape,
                                                     std::function<void()> on_ready) const {
   return std::make_unique<ThreadCopyEngine>(shape, std::move(on_ready));

@@ -34,11 +34,18 @@ struct ModelOptions {
   Quantization quantization = Quantization::None;  // projections quantized at load (float checkpoints)
   int64_t quantization_group_size = 128;           // int4 at load: input columns per scale
   // The GEMMs' products (kernels/kernel_dtype.h): BF16 rounds activations to bf16, for bf16
-  // checkpoints on the CPU only.
+  // checkpoints (on a GPU: the GEMMs of steps above 16 tokens, on tensor cores; cuda/blas.h).
   KernelDType kernel_dtype = KernelDType::F32;
   // A pipeline stage: only these decoder layers (plus the embedding for the first stage, the final
   // norm and lm_head for the last) are loaded. None = the whole model.
   std::optional<LayerRange> layers;
+};
+
+// A step's greedy draws, made where the logits are: per row that needs logits (in batch order) the
+// first maximum (ties to the lower id, NaN never picked) and its log_softmax over the raw logits.
+struct GreedyPicks {
+  std::vector<int32_t> ids;
+  std::vector<float> logprobs;
 };
 
 class Model {
@@ -56,6 +63,13 @@ class Model {
   // needs_logits, in batch order) into `logits`.
   virtual void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
                        RoutingCapture* capture = nullptr) = 0;
+  // Whether forward_greedy is implemented: a GPU model picks greedy tokens on the device and copies
+  // back only the picks, where copying and scanning a vocabulary-sized row of logits per sequence
+  // would cost a decode step more than its lm_head.
+  virtual bool picks_greedy() const { return false; }
+  // forward, with each logits row reduced to its greedy pick instead of copied out (picks_greedy()
+  // models only; others throw moe::Error).
+  virtual void forward_greedy(const ForwardBatch& batch, KvCache& kv, GreedyPicks& picks, RoutingCapture* capture);
   // Whether forward runs draft trees (BatchSequence::tree_parents) and expert limits; a model that
   // does not is never given one (the worker refuses such a step).
   virtual bool supports_tree_verify() const { return false; }

@@ -10,9 +10,6 @@ namespace moe {
 
 std::unique_ptr<Model> load_model(const std::string& model_dir, const ModelOptions& options) {
   if (options.device == Device::Cpu) return Model::load(model_dir, options);
-  if (options.kernel_dtype != KernelDType::F32)
-    throw Error(std::string("--kernel-dtype ") + kernel_dtype_name(options.kernel_dtype) +
-                " runs on the CPU only (--device cpu); the CUDA backend multiplies in float32");
   // The CUDA backend reads bf16/f16/f32 weights only.
   if (options.quantization != Quantization::None)
     throw Error("--quantization runs on the CPU only (--device cpu); the CUDA backend reads bf16/f16/f32 weights");

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "kernels/thread_pool.h"
 #include "model/model_fingerprint.h"
+#include "sampling/logit_adjustments.h"
 #include "sampling/sampler.h"
 #include "sampling/tree_acceptance.h"
 #include "worker/verify_expert_counter.h"
@@ -123,10 +124,15 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
     draft_->draft_trees(drafted, drafted_tokens, drafted_parents);
   }
   const msg::WorkerBatch& verified = drafts ? drafted : batch;
+  const bool greedy_picks = model_picks(verified);
   ForwardRun done = run_forward(verified, [&](const ForwardBatch& forward, RoutingCapture* capture) {
-    model_->forward(forward, kv_, logits_, capture);
+    if (greedy_picks)
+      model_->forward_greedy(forward, kv_, picks_, capture);
+    else
+      model_->forward(forward, kv_, logits_, capture);
     if (draft_) draft_->shadow(forward);
   });
+  done.greedy_picks = greedy_picks;
   msg::WorkerResult result = sample(verified, std::move(done));
   result.drafted_tokens = std::move(drafted_tokens);
   result.drafted_parents = std::move(drafted_parents);
@@ -141,10 +147,19 @@ std::optional<msg::WorkerResult> ModelWorker::execute_stage(const msg::WorkerBat
   return sample(batch, std::move(done));
 }
 
+bool ModelWorker::model_picks(const msg::WorkerBatch& batch) const {
+  if (!model_->picks_greedy()) return false;
+  return std::all_of(batch.sequences.begin(), batch.sequences.end(), [](const msg::WorkerSequence& s) {
+    const msg::TokenSampling& sampling = s.sampling;
+    return !s.needs_logits || (s.tree_parents.empty() && sampling.temperature == 0.0f &&
+                               sampling.top_logprobs == 0 && !adjusts_logits(sampling));
+  });
+}
+
 msg::WorkerResult ModelWorker::sample(const msg::WorkerBatch& batch, ForwardRun run) {
   msg::WorkerResult result;
   result.step = batch.step;
-  draw(batch, run.forward, result);
+  draw(batch, run, result);
   recent_samples_.remember(batch.step, result.sampled_ids);
   result.verify_experts = std::move(run.verify_experts);
   result.routing = take_ready_routing();
@@ -152,8 +167,9 @@ msg::WorkerResult ModelWorker::sample(const msg::WorkerBatch& batch, ForwardRun 
   return result;
 }
 
-void ModelWorker::draw(const msg::WorkerBatch& batch, const ForwardBatch& forward, msg::WorkerResult& result) const {
+void ModelWorker::draw(const msg::WorkerBatch& batch, const ForwardRun& run, msg::WorkerResult& result) const {
   const int64_t vocab = model_->config().vocab_size;
+  const ForwardBatch& forward = run.forward;
   struct Draw {
     const msg::WorkerSequence* sequence;
     int64_t first_row;    // its first logits row
@@ -169,21 +185,33 @@ void ModelWorker::draw(const msg::WorkerBatch& batch, const ForwardBatch& forwar
     token += s.num_new_tokens;
     any_tree |= !s.tree_parents.empty();
   }
-  // Each draw passes over the whole vocabulary a few times: a batch's draws share the kernel threads.
   std::vector<std::vector<SampledToken>> drawn(draws.size());
-  parallel_for(static_cast<int64_t>(draws.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const Draw& d = draws[i];
-      const float* rows = logits_.data() + d.first_row * vocab;
-      if (d.sequence->tree_parents.empty()) {
-        drawn[i] = {sample_token(rows, vocab, d.sequence->sampling)};
-        continue;
-      }
-      const std::span<const int32_t> nodes(forward.token_ids.data() + d.first_token,
-                                           static_cast<size_t>(d.sequence->num_new_tokens));
-      drawn[i] = accept_draft_tree(rows, vocab, nodes, d.sequence->tree_parents, d.sequence->sampling);
+  const auto draw_one = [&](size_t i) {
+    const Draw& d = draws[i];
+    const msg::TokenSampling& sampling = d.sequence->sampling;
+    if (run.greedy_picks) {
+      validate(sampling);  // the checks sample_token would make
+      const auto pick = static_cast<size_t>(d.first_row);
+      drawn[i] = {SampledToken{picks_.ids[pick], picks_.logprobs[pick], {}}};
+      return;
     }
-  });
+    const float* rows = logits_.data() + d.first_row * vocab;
+    if (d.sequence->tree_parents.empty()) {
+      drawn[i] = {sample_token(rows, vocab, sampling)};
+      return;
+    }
+    const std::span<const int32_t> nodes(forward.token_ids.data() + d.first_token,
+                                         static_cast<size_t>(d.sequence->num_new_tokens));
+    drawn[i] = accept_draft_tree(rows, vocab, nodes, d.sequence->tree_parents, sampling);
+  };
+  if (run.greedy_picks) {
+    for (size_t i = 0; i < draws.size(); ++i) draw_one(i);
+  } else {
+    // Each draw passes over the whole vocabulary a few times: a batch's draws share the kernel threads.
+    parallel_for(static_cast<int64_t>(draws.size()), 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) draw_one(static_cast<size_t>(i));
+    });
+  }
   bool any_logprob = false, any_top = false;
   for (const Draw& d : draws) {
     any_logprob |= d.sequence->sampling.return_logprob;

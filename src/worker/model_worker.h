@@ -77,17 +77,21 @@ class ModelWorker {
   struct ForwardRun {
     ForwardBatch forward;
     std::vector<int32_t> verify_experts;
+    bool greedy_picks = false;  // the model made the step's draws itself, into picks_
   };
+  // Whether every draw of `batch` is a plain greedy pick (temperature 0, nothing adjusting the
+  // logits, no top alternatives, no draft tree) and the model makes such picks itself.
+  bool model_picks(const msg::WorkerBatch& batch) const;
   // Forward (`run` is the model call) with the capture begun and ended around it when the batch asks.
   ForwardRun run_forward(const msg::WorkerBatch& batch,
                          const std::function<void(const ForwardBatch&, RoutingCapture*)>& run);
   // Samples every sequence that needs logits from logits_ (walking a draft tree along its accepted
-  // drafts), and takes the ready routing rows.
+  // drafts), or takes the model's picks_, and takes the ready routing rows.
   msg::WorkerResult sample(const msg::WorkerBatch& batch, ForwardRun run);
   // The drawn tokens of the step's sequences that need logits, in order (a tree's accepted drafts, then
   // one more), into result: ids, logprobs and top alternatives when any asked, and with a tree in the
   // batch each sequence's count.
-  void draw(const msg::WorkerBatch& batch, const ForwardBatch& forward, msg::WorkerResult& result) const;
+  void draw(const msg::WorkerBatch& batch, const ForwardRun& run, msg::WorkerResult& result) const;
 
   std::function<std::unique_ptr<Model>(const std::string&)> load_model_;
   std::unique_ptr<Model> model_;
@@ -99,6 +103,7 @@ class ModelWorker {
   std::function<void()> on_routing_ready_;
   std::vector<msg::StepRouting> drained_routing_;
   std::vector<float> logits_;
+  GreedyPicks picks_;
   RecentSamples recent_samples_;  // what the latest steps sampled, for steps that feed it unseen
   int first_moe_layer_ = 0;  // the first of this worker's MoE layers among the model's
   mutable std::mutex settings_mutex_;  // the fingerprint changes with the weights

@@ -1,7 +1,8 @@
 // The backend's linears against a double-precision reference on the host: Blas::linear with bf16
 // and float32 weights on both of its paths (small_linear up to kSmallRows rows, widened SGEMM above,
-// chunked when the matrix exceeds the widening scratch), and the grouped expert MLP with expert row
-// counts from none to several tiles, odd widths included. Skipped where no GPU is visible.
+// chunked when the matrix exceeds the widening scratch) and in bf16 products (cuBLAS's bf16 GEMM),
+// and the grouped expert MLP, float32 and in bf16 products on tensor cores, with expert row counts
+// from none to several tiles, odd widths included. Skipped where no GPU is visible.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -82,21 +83,33 @@ void expect_close(const std::vector<float>& got, const std::vector<double>& want
   for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tolerance) << what << " element " << i;
 }
 
+// x with every element rounded to bf16, as bf16 products multiply it.
+std::vector<float> rounded_to_bf16(std::vector<float> x) {
+  for (float& v : x) v = bf16_to_float(float_to_bf16(v));
+  return x;
+}
+
+// In bf16 products (the Blas of KernelDType::BF16) a bf16 matrix above kSmallRows rows multiplies x
+// rounded to bf16: the products are exact in float32, so the reference on the rounded x holds to
+// float32's summation error, as the float32 paths do on x itself.
 TEST_F(CudaLinearTest, LinearMatchesReferenceOnBothPathsAndBothDtypes) {
-  const Blas blas(stream());
-  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{96, 128}, {37, 61}}) {
-    for (const bool bf16 : {true, false}) {
-      std::vector<float> w;
-      const DeviceMatrix matrix = random_matrix(n, k, bf16, w);
-      for (const int64_t rows : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{9}, int64_t{17}, Blas::kSmallRows,
-                                 Blas::kSmallRows + 1, int64_t{150}}) {
-        const std::vector<float> x = random_floats(static_cast<size_t>(rows * k));
-        const DeviceArray<float> x_dev = DeviceArray<float>::from_host(x);
-        DeviceArray<float> y(static_cast<size_t>(rows * n));
-        blas.linear(x_dev.data(), rows, matrix, y.data());
-        expect_close(download(y, y.size()), reference_linear(x, rows, w, n, k), k,
-                     (bf16 ? "bf16 " : "f32 ") + std::to_string(n) + "x" + std::to_string(k) + " rows " +
-                         std::to_string(rows));
+  for (const KernelDType products : {KernelDType::F32, KernelDType::BF16}) {
+    const Blas blas(stream(), products);
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{96, 128}, {37, 61}}) {
+      for (const bool bf16 : {true, false}) {
+        std::vector<float> w;
+        const DeviceMatrix matrix = random_matrix(n, k, bf16, w);
+        for (const int64_t rows : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{9}, int64_t{17}, Blas::kSmallRows,
+                                   Blas::kSmallRows + 1, int64_t{150}}) {
+          const std::vector<float> x = random_floats(static_cast<size_t>(rows * k));
+          const DeviceArray<float> x_dev = DeviceArray<float>::from_host(x);
+          DeviceArray<float> y(static_cast<size_t>(rows * n));
+          blas.linear(x_dev.data(), rows, matrix, y.data());
+          const bool rounds = bf16 && blas.bf16_products(rows);
+          expect_close(download(y, y.size()), reference_linear(rounds ? rounded_to_bf16(x) : x, rows, w, n, k), k,
+                       std::string(kernel_dtype_name(products)) + " products, " + (bf16 ? "bf16 " : "f32 ") +
+                           std::to_string(n) + "x" + std::to_string(k) + " rows " + std::to_string(rows));
+        }
       }
     }
   }
@@ -132,7 +145,11 @@ TEST_F(CudaLinearTest, GroupedExpertMlpMatchesReference) {
         {64, 48, false, row_counts[0]},
         {30, 22, true, row_counts[0]},
         {64, 48, true, row_counts[1]},
-        {30, 22, false, row_counts[1]}}) {
+        {30, 22, false, row_counts[1]},
+        // The tensor-core kernel's shapes (multiples of 64): a block with idle warps (the down
+        // projection's 64 of 128 columns), inputs wider than its staged chunk of 256.
+        {64, 128, true, row_counts[0]},
+        {320, 192, true, row_counts[0]}}) {
     const int num_experts = 5;
     const int64_t tokens = *std::max_element(counts.begin(), counts.end());
     std::vector<int32_t> offsets = {0};
@@ -180,29 +197,50 @@ TEST_F(CudaLinearTest, GroupedExpertMlpMatchesReference) {
     const auto offsets_dev = DeviceArray<int32_t>::from_host(offsets);
     const auto active_dev = DeviceArray<int32_t>::from_host(active);
     DeviceArray<float> act(static_cast<size_t>(rows * width)), out(static_cast<size_t>(rows * hidden));
+    // The reference in double; in bf16 products on the input and activation rows rounded to bf16.
+    // A float32 activation may round to the neighbouring bf16 where the double one does not: each
+    // such flip moves an output by at most 2^-8 of its term, so bf16 products are held to 2^-8 of
+    // Σ|act · down| (the float32 kernels to expect_close's summation bound).
+    const auto reference = [&](bool bf16_products, std::vector<double>& bound) {
+      std::vector<double> want(static_cast<size_t>(rows * hidden));
+      bound.assign(want.size(), 0.0);
+      const auto input = [&](double v) {
+        return bf16_products ? double{bf16_to_float(float_to_bf16(static_cast<float>(v)))} : v;
+      };
+      for (int e = 0; e < num_experts; ++e)
+        for (int64_t r = offsets[e]; r < offsets[e + 1]; ++r) {
+          std::vector<double> a(static_cast<size_t>(width));
+          for (int64_t j = 0; j < width; ++j) {
+            double g = 0.0, u = 0.0;
+            for (int64_t i = 0; i < hidden; ++i) {
+              g += input(x[r * hidden + i]) * gate[e][j * hidden + i];
+              u += input(x[r * hidden + i]) * up[e][j * hidden + i];
+            }
+            a[j] = input(g / (1.0 + std::exp(-g)) * u);
+          }
+          for (int64_t c = 0; c < hidden; ++c) {
+            double sum = 0.0;
+            for (int64_t j = 0; j < width; ++j) {
+              sum += a[j] * down[e][c * width + j];
+              bound[r * hidden + c] += std::fabs(a[j] * down[e][c * width + j]);
+            }
+            want[r * hidden + c] = sum;
+          }
+        }
+      return want;
+    };
+    const std::string label = "grouped " + std::to_string(hidden) + "x" + std::to_string(width);
+    std::vector<double> bound;
     grouped_expert_mlp(x_dev.data(), tokens, top_k, order_dev.data(), offsets_dev.data(), active_dev.data(), tables,
                        act.data(), out.data(), stream());
+    expect_close(download(out, out.size()), reference(false, bound), hidden * width, label);
+    if (!grouped_mma_fits(tables)) continue;
+    grouped_expert_mlp_mma(x_dev.data(), tokens, top_k, order_dev.data(), offsets_dev.data(), active_dev.data(),
+                           tables, act.data(), out.data(), stream());
     const std::vector<float> got = download(out, out.size());
-
-    std::vector<double> want(got.size());
-    for (int e = 0; e < num_experts; ++e)
-      for (int64_t r = offsets[e]; r < offsets[e + 1]; ++r) {
-        std::vector<double> a(static_cast<size_t>(width));
-        for (int64_t j = 0; j < width; ++j) {
-          double g = 0.0, u = 0.0;
-          for (int64_t i = 0; i < hidden; ++i) {
-            g += double{x[r * hidden + i]} * gate[e][j * hidden + i];
-            u += double{x[r * hidden + i]} * up[e][j * hidden + i];
-          }
-          a[j] = g / (1.0 + std::exp(-g)) * u;
-        }
-        for (int64_t c = 0; c < hidden; ++c) {
-          double s = 0.0;
-          for (int64_t j = 0; j < width; ++j) s += a[j] * down[e][c * width + j];
-          want[r * hidden + c] = s;
-        }
-      }
-    expect_close(got, want, hidden * width, "grouped " + std::to_string(hidden) + "x" + std::to_string(width));
+    const std::vector<double> want = reference(true, bound);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-4 + bound[i] / 256) << label << " in bf16 products, element " << i;
   }
 }
 

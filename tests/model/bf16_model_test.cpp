@@ -7,13 +7,14 @@
 // differing from the golden once router gaps and weight gaps under 0.02 were excused. The
 // allowances are at least twice those:
 //  - greedy ids equal the golden's up to the first decision whose greedy_margin is below
-//    kLogitAllowance (every fixture's agreement is printed), and the prompts' margin drift,
+//    kBf16LogitAllowance (every fixture's agreement is printed), and the prompts' margin drift,
 //    measured each run, is nonzero and below it;
 //  - routing rows equal the golden's on every position up to that decision (later positions follow
-//    other tokens), except at a k-th/(k+1)-th boundary with router_min_gap below kRouterAllowance or
-//    a top-k order whose adjacent weights are within it.
+//    other tokens), except at a k-th/(k+1)-th boundary with router_min_gap below
+//    kBf16RouterAllowance or a top-k order whose adjacent weights are within it.
 // The default mode's goldens are golden_test.cpp's, untouched. Refusals are checked here too:
-// bf16 products with --quantization, a GPTQ checkpoint, a float32 checkpoint or --device cuda.
+// bf16 products with --quantization, a GPTQ checkpoint or a float32 checkpoint. (The GPU's bf16
+// products are checked against the goldens the same way in tests/cuda/cuda_bf16_test.cpp.)
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -27,15 +28,9 @@
 #include "model/random_checkpoint.h"
 #include "model/safetensors.h"
 #include "support/golden_support.h"
-#include "worker/load_model.h"
 
 namespace moe::testing {
 namespace {
-
-// Differences of logits, and of router logits and weights, a bf16 run may resolve otherwise than
-// the golden (the file's comment gives the measurements they are set from).
-constexpr float kLogitAllowance = 0.15f;
-constexpr float kRouterAllowance = 0.05f;
 
 ModelOptions bf16_products() {
   ModelOptions options;
@@ -60,59 +55,24 @@ class Bf16ModelTest : public ::testing::TestWithParam<std::string> {
 };
 
 // bf16 products change the logits, and the margin that decides each prompt's greedy token (the
-// float32 run's top logit less its second) by less than kLogitAllowance, so a margin that wide
+// float32 run's top logit less its second) by less than kBf16LogitAllowance, so a margin that wide
 // cannot flip.
 TEST_P(Bf16ModelTest, LogitDriftIsRealAndBelowTheAllowance) {
   const auto f32 = Model::load(golden_.model_dir), bf16 = Model::load(golden_.model_dir, bf16_products());
-  const std::vector<float> want = prompt_logits(*f32, golden_), got = prompt_logits(*bf16, golden_);
-  ASSERT_EQ(got.size(), want.size());
-  const size_t vocab = want.size() / golden_.cases.size();
-  double drift = 0, margin_drift = 0;
-  for (size_t row = 0; row < golden_.cases.size(); ++row) {
-    const float* w = want.data() + row * vocab;
-    std::vector<size_t> order(vocab);
-    for (size_t i = 0; i < vocab; ++i) order[i] = i;
-    std::partial_sort(order.begin(), order.begin() + 2, order.end(), [&](size_t a, size_t b) { return w[a] > w[b]; });
-    const float* g = got.data() + row * vocab;
-    for (size_t i = 0; i < vocab; ++i) drift = std::max(drift, static_cast<double>(std::fabs(g[i] - w[i])));
-    const double margin_change = (g[order[0]] - g[order[1]]) - (w[order[0]] - w[order[1]]);
-    margin_drift = std::max(margin_drift, std::fabs(margin_change));
-  }
-  std::cout << GetParam() << ": bf16 products move prompt logits by at most " << drift
-            << ", the greedy margin by at most " << margin_drift << "\n";
-  EXPECT_GT(drift, 0.0) << "the bf16 model computed exactly what the float32 one did";
-  EXPECT_LT(margin_drift, kLogitAllowance);
+  const LogitDrift drift = measure_logit_drift(*f32, *bf16, golden_);
+  std::cout << GetParam() << ": bf16 products move prompt logits by at most " << drift.logits
+            << ", the greedy margin by at most " << drift.margin << "\n";
+  EXPECT_GT(drift.logits, 0.0) << "the bf16 model computed exactly what the float32 one did";
+  EXPECT_LT(drift.margin, kBf16LogitAllowance);
 }
 
 TEST_P(Bf16ModelTest, GreedyIdsAndRoutingAgreeWithGoldensBeyondTheBf16Error) {
-  const auto results = run_engine(Model::load(golden_.model_dir, bf16_products()), greedy_requests(golden_));
-  size_t agreeing = 0, total = 0;
-  for (size_t i = 0; i < golden_.cases.size(); ++i) {
-    const GoldenCase& c = golden_.cases[i];
-    const JoinedOutput& got = results[i];
-    SCOPED_TRACE("case " + std::to_string(i));
-    ASSERT_EQ(got.ids.size(), c.output_ids.size());
-    const size_t same = static_cast<size_t>(
-        std::mismatch(got.ids.begin(), got.ids.end(), c.output_ids.begin()).first - got.ids.begin());
-    agreeing += same;
-    total += c.output_ids.size();
-    if (same < c.output_ids.size()) {
-      EXPECT_LT(c.greedy_margin[same], kLogitAllowance)
-          << "output " << same << " is " << got.ids[same] << ", golden " << c.output_ids[same]
-          << " with a margin of " << c.greedy_margin[same];
-    }
-    // Rows up to the position that fed the last agreeing output (the engine returns one fewer
-    // than the golden's rows).
-    const int64_t rows = static_cast<int64_t>(c.prompt_ids.size() + std::min(same, c.output_ids.size() - 1));
-    const int64_t row_size = golden_.num_moe_layers * golden_.top_k;
-    ASSERT_GE(got.num_rows, rows);
-    const std::vector<int32_t> compared(got.rows.begin(), got.rows.begin() + rows * row_size);
-    expect_routing_matches_golden(golden_, c, compared, rows, NearTie{kRouterAllowance, kRouterAllowance});
-  }
-  std::cout << GetParam() << ": bf16 greedy ids agree with the goldens on " << agreeing << " of " << total
-            << " outputs (up to each case's first difference)\n";
-  RecordProperty("greedy_ids_agreeing", static_cast<int>(agreeing));
-  RecordProperty("greedy_ids_total", static_cast<int>(total));
+  const Bf16Agreement agreement =
+      expect_bf16_agreement_with_golden(golden_, Model::load(golden_.model_dir, bf16_products()));
+  std::cout << GetParam() << ": bf16 greedy ids agree with the goldens on " << agreement.agreeing << " of "
+            << agreement.total << " outputs (up to each case's first difference)\n";
+  RecordProperty("greedy_ids_agreeing", static_cast<int>(agreement.agreeing));
+  RecordProperty("greedy_ids_total", static_cast<int>(agreement.total));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Bf16ModelTest, ::testing::ValuesIn(kGoldenFixtures), fixture_test_name);
@@ -134,13 +94,6 @@ TEST(Bf16Refusals, WithAGptqCheckpoint) {
       load_error([] { projection_format(GptqConfig{}, Quantization::None, 128, KernelDType::BF16); });
   EXPECT_NE(error.find("GPTQ"), std::string::npos) << error;
   EXPECT_NO_THROW(projection_format(GptqConfig{}, Quantization::None, 128, KernelDType::F32));
-}
-
-TEST(Bf16Refusals, WithCuda) {
-  ModelOptions options = bf16_products();
-  options.device = Device::Cuda;
-  const std::string error = load_error([&] { load_model(kModelDir, options); });
-  EXPECT_NE(error.find("--kernel-dtype bf16 runs on the CPU only"), std::string::npos) << error;
 }
 
 // A float32 matrix cannot be multiplied in bf16 products: the load names the tensor.

@@ -1,5 +1,6 @@
 #include "support/golden_support.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -183,6 +184,42 @@ void expect_matches_golden(const Golden& golden, const GoldenCase& c, const Join
   expect_routing_matches_golden(golden, c, result.rows, expected_rows);
 }
 
+namespace {
+
+// One case of expect_bf16_agreement_with_golden; adds its agreeing and total outputs.
+void expect_bf16_case_agreement(const Golden& golden, const GoldenCase& c, const JoinedOutput& got,
+                                Bf16Agreement& agreement) {
+  ASSERT_EQ(got.ids.size(), c.output_ids.size());
+  const size_t same = static_cast<size_t>(
+      std::mismatch(got.ids.begin(), got.ids.end(), c.output_ids.begin()).first - got.ids.begin());
+  agreement.agreeing += same;
+  agreement.total += c.output_ids.size();
+  if (same < c.output_ids.size()) {
+    EXPECT_LT(c.greedy_margin[same], kBf16LogitAllowance)
+        << "output " << same << " is " << got.ids[same] << ", golden " << c.output_ids[same] << " with a margin of "
+        << c.greedy_margin[same];
+  }
+  // Rows up to the position that fed the last agreeing output (the engine returns one fewer than the
+  // golden's rows).
+  const int64_t rows = static_cast<int64_t>(c.prompt_ids.size() + std::min(same, c.output_ids.size() - 1));
+  const int64_t row_size = golden.num_moe_layers * golden.top_k;
+  ASSERT_GE(got.num_rows, rows);
+  const std::vector<int32_t> compared(got.rows.begin(), got.rows.begin() + rows * row_size);
+  expect_routing_matches_golden(golden, c, compared, rows, NearTie{kBf16RouterAllowance, kBf16RouterAllowance});
+}
+
+}  // namespace
+
+Bf16Agreement expect_bf16_agreement_with_golden(const Golden& golden, std::unique_ptr<Model> model) {
+  const std::vector<JoinedOutput> results = run_engine(std::move(model), greedy_requests(golden));
+  Bf16Agreement agreement;
+  for (size_t i = 0; i < golden.cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    expect_bf16_case_agreement(golden, golden.cases[i], results.at(i), agreement);
+  }
+  return agreement;
+}
+
 std::vector<float> prompt_logits(Model& model, const Golden& golden) {
   ForwardBatch batch;
   int32_t next_slot = 0;
@@ -195,6 +232,26 @@ std::vector<float> prompt_logits(Model& model, const Golden& golden) {
   std::vector<float> logits;
   model.forward(batch, kv, logits);
   return logits;
+}
+
+LogitDrift measure_logit_drift(Model& reference, Model& other, const Golden& golden) {
+  const std::vector<float> want = prompt_logits(reference, golden), got = prompt_logits(other, golden);
+  EXPECT_EQ(got.size(), want.size());
+  LogitDrift drift;
+  if (got.size() != want.size()) return drift;
+  const size_t vocab = want.size() / golden.cases.size();
+  for (size_t row = 0; row < golden.cases.size(); ++row) {
+    const float* w = want.data() + row * vocab;
+    std::vector<size_t> order(vocab);
+    for (size_t i = 0; i < vocab; ++i) order[i] = i;
+    std::partial_sort(order.begin(), order.begin() + 2, order.end(), [&](size_t a, size_t b) { return w[a] > w[b]; });
+    const float* g = got.data() + row * vocab;
+    for (size_t i = 0; i < vocab; ++i)
+      drift.logits = std::max(drift.logits, static_cast<double>(std::fabs(g[i] - w[i])));
+    const double margin_change = (g[order[0]] - g[order[1]]) - (w[order[0]] - w[order[1]]);
+    drift.margin = std::max(drift.margin, std::fabs(margin_change));
+  }
+  return drift;
 }
 
 void expect_batch_matches_golden(const Golden& golden, std::unique_ptr<Model> model, const std::string& label,

@@ -92,6 +92,34 @@ void expect_routing_matches_golden(const Golden& golden, const GoldenCase& c, co
 void expect_matches_golden(const Golden& golden, const GoldenCase& c, const JoinedOutput& result,
                            int64_t expected_rows, const std::string& label);
 
+// Differences of logits, and of router logits and weights, that bf16 products (--kernel-dtype bf16)
+// may resolve otherwise than the float32 goldens: at least twice the drift measured on the fixtures
+// (tests/model/bf16_model_test.cpp gives the measurements).
+inline constexpr float kBf16LogitAllowance = 0.15f;
+inline constexpr float kBf16RouterAllowance = 0.05f;
+
+// How many greedy outputs of a bf16-products run agree with the goldens (up to each case's first
+// difference), of how many.
+struct Bf16Agreement {
+  size_t agreeing = 0;
+  size_t total = 0;
+};
+
+// Runs every case's greedy request through an engine over `model` (bf16 products) and checks each
+// case: its ids equal the golden's up to a first difference, which must come at a decision whose
+// golden greedy_margin is below kBf16LogitAllowance, and its routing rows equal the golden's up to
+// there, except at near-ties within kBf16RouterAllowance.
+Bf16Agreement expect_bf16_agreement_with_golden(const Golden& golden, std::unique_ptr<Model> model);
+
+// How far `other`'s prompt logits (prompt_logits) lie from `reference`'s: the largest difference
+// over every case's row, and the largest change of a case's greedy margin (the reference's top
+// logit less its second).
+struct LogitDrift {
+  double logits = 0.0;
+  double margin = 0.0;
+};
+LogitDrift measure_logit_drift(Model& reference, Model& other, const Golden& golden);
+
 // Every case's prompt in one forward of `model` (no engine): the last prompt token's logits of each,
 // [cases, vocab] in case order.
 std::vector<float> prompt_logits(Model& model, const Golden& golden);
