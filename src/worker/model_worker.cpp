@@ -45,7 +45,8 @@ ForwardBatch to_forward_batch(const msg::WorkerBatch& batch) {
   forward.max_tree_experts = batch.max_tree_experts;
   forward.sequences.reserve(batch.sequences.size());
   for (const auto& s : batch.sequences)
-    forward.sequences.push_back({s.num_new_tokens, s.kv_slots, s.needs_logits, s.tree_parents});
+    forward.sequences.push_back({s.num_new_tokens, s.kv_slots, s.needs_logits, s.tree_parents,
+                                 static_cast<int32_t>(s.prompt_logprob_ids.size())});
   return forward;
 }
 
@@ -156,23 +157,41 @@ void ModelWorker::draw(const msg::WorkerBatch& batch, const ForwardBatch& forwar
   const int64_t vocab = model_->config().vocab_size;
   struct Draw {
     const msg::WorkerSequence* sequence;
-    int64_t first_row;    // its first logits row
+    int64_t first_row;    // its sampled row (the first of a tree's)
     int64_t first_token;  // its first token in the batch's flattened axis
   };
+  // One prompt logprob: the row before the prompt token `id` (prompt_logprob_ids).
+  struct Scored {
+    int64_t row;
+    int32_t id;
+    int32_t top;
+  };
   std::vector<Draw> draws;
-  bool any_tree = false;
+  std::vector<Scored> scored;
+  bool any_tree = false, any_prompt_top = false;
   int64_t row = 0, token = 0;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const msg::WorkerSequence& s = batch.sequences[i];
+    for (int32_t id : s.prompt_logprob_ids) {
+      scored.push_back({row++, id, s.sampling.top_logprobs});
+      any_prompt_top |= s.sampling.top_logprobs > 0;
+    }
     if (s.needs_logits) draws.push_back({&s, row, token});
-    row += forward.sequences[i].num_logit_rows();
+    row += forward.sequences[i].num_logit_rows() - forward.sequences[i].prompt_logit_rows;
     token += s.num_new_tokens;
     any_tree |= !s.tree_parents.empty();
   }
   // Each draw passes over the whole vocabulary a few times: a batch's draws share the kernel threads.
   std::vector<std::vector<SampledToken>> drawn(draws.size());
-  parallel_for(static_cast<int64_t>(draws.size()), 1, [&](int64_t begin, int64_t end) {
+  std::vector<SampledToken> prompt(scored.size());
+  const auto jobs = static_cast<int64_t>(draws.size() + scored.size());
+  parallel_for(jobs, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
+      if (i >= static_cast<int64_t>(draws.size())) {
+        const Scored& p = scored[static_cast<size_t>(i) - draws.size()];
+        prompt[static_cast<size_t>(i) - draws.size()] = token_logprob(logits_.data() + p.row * vocab, vocab, p.id, p.top);
+        continue;
+      }
       const Draw& d = draws[i];
       const float* rows = logits_.data() + d.first_row * vocab;
       if (d.sequence->tree_parents.empty()) {
@@ -196,6 +215,10 @@ void ModelWorker::draw(const msg::WorkerBatch& batch, const ForwardBatch& forwar
       if (any_logprob) result.logprobs.push_back(t.logprob);
       if (any_top) result.top_logprobs.push_back(std::move(t.top));
     }
+  }
+  for (SampledToken& p : prompt) {
+    result.prompt_logprobs.push_back(p.logprob);
+    if (any_prompt_top) result.prompt_top_logprobs.push_back(std::move(p.top));
   }
 }
 
