@@ -82,6 +82,7 @@ void visit_option_fields(M& m, Visit&& visit) {
   visit("top_logprobs_num", m.top_logprobs_num);
   visit("routing", m.routing);
   visit("speculative", m.speculative);
+  visit("logprob_start_len", m.logprob_start_len);
 }
 
 template <StructOf<RequestOptions> M, class Visit>
@@ -128,6 +129,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("sampling", m.sampling);
   visit("tree_parents", m.tree_parents);
   visit("draft_topk", m.draft_topk);
+  visit("prompt_logprob_ids", m.prompt_logprob_ids);
 }
 
 template <StructOf<FutureToken> M, class Visit>
@@ -177,6 +179,8 @@ void visit_fields(M& m, Visit&& visit) {
   visit("worker_instance", m.worker_instance);
   visit("drafted_tokens", m.drafted_tokens);
   visit("drafted_parents", m.drafted_parents);
+  visit("prompt_logprobs", m.prompt_logprobs);
+  visit("prompt_top_logprobs", m.prompt_top_logprobs);
 }
 
 template <StructOf<RoutingUpdate> M, class Visit>
@@ -206,6 +210,9 @@ void visit_fields(M& m, Visit&& visit) {
   visit("prompt_tokens", m.prompt_tokens);
   visit("cached_tokens", m.cached_tokens);
   visit("weight_version", m.weight_version);
+  visit("input_token_ids", m.input_token_ids);
+  visit("input_logprobs", m.input_logprobs);
+  visit("input_top_logprobs", m.input_top_logprobs);
 }
 
 template <StructOf<DetokenizeBatch> M, class Visit>
@@ -237,6 +244,10 @@ void visit_fields(M& m, Visit&& visit) {
   visit("routed_experts", m.routed_experts);
   visit("router_weights", m.router_weights);
   visit("weight_version", m.weight_version);
+  visit("input_token_ids", m.input_token_ids);
+  visit("input_token_logprobs", m.input_token_logprobs);
+  visit("input_token_texts", m.input_token_texts);
+  visit("input_top_logprobs", m.input_top_logprobs);
 }
 
 template <StructOf<TextOutputBatch> M, class Visit>

@@ -17,7 +17,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 10;
+inline constexpr uint32_t kProtocolVersion = 11;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -114,6 +114,9 @@ struct RequestOptions {
   int32_t top_logprobs_num = 0;  // with return_logprob: the most probable alternatives at each output token
   RoutingOptions routing;
   bool speculative = true;  // false: never speculate for this request, even on a speculating server
+  // With return_logprob: the prompt tokens' logprobs from this position on (SGLang's
+  // logprob_start_len); -1 = none. The front door keeps it below the prompt's length.
+  int32_t logprob_start_len{-1};
   bool operator==(const RequestOptions&) const = default;
 };
 
@@ -172,6 +175,11 @@ struct WorkerSequence {
   // tokens and parents first, with at most this many children per node; the first token (the root)
   // is given, the others are placeholders whose tree_parents only fix each node's depth.
   int32_t draft_topk{};
+  // Prompt logprobs: the prompt tokens that follow the last prompt_logprob_ids.size() new tokens
+  // before the sampled one (or before the end, for a sequence that samples nothing). The worker
+  // returns each one's logprob under the logits of the token before it (and, with
+  // sampling.top_logprobs, that row's top alternatives). Never with a tree.
+  std::vector<int32_t> prompt_logprob_ids{};
   bool operator==(const WorkerSequence&) const = default;
 };
 
@@ -245,6 +253,10 @@ struct WorkerResult {
   // node's token and parent, root included (as many nodes as each sequence's placeholder tree).
   std::vector<int32_t> drafted_tokens{};
   std::vector<int32_t> drafted_parents{};
+  // The batch's prompt_logprob_ids' logprobs (and top alternatives, for sequences that asked), in
+  // batch order; empty when no sequence has any.
+  std::vector<float> prompt_logprobs{};
+  std::vector<TokenAlternatives> prompt_top_logprobs{};
   bool operator==(const WorkerResult&) const = default;
 };
 
@@ -286,6 +298,13 @@ struct DetokenizeItem {
   int32_t prompt_tokens = 0;
   int32_t cached_tokens = 0;
   std::string weight_version{};  // the weights that computed the request's tokens
+  // Prompt logprobs (logprob_start_len >= 0), once, on the item of the completion's first token:
+  // the prompt's tokens from logprob_start_len on, each one's logprob (NaN for the prompt's first
+  // token, which has no context) and, with top_logprobs_num, the alternatives at its position
+  // (empty for the first token).
+  std::vector<int32_t> input_token_ids{};
+  std::vector<float> input_logprobs{};
+  std::vector<TokenAlternatives> input_top_logprobs{};
   bool operator==(const DetokenizeItem&) const = default;
 };
 
@@ -321,6 +340,12 @@ struct TextOutput {
   std::optional<EncodedArray> routed_experts;
   std::optional<EncodedArray> router_weights;
   std::string weight_version{};  // the weights that computed its tokens (SGLang's meta_info.weight_version)
+  // Prompt logprobs, as DetokenizeItem has them, in the first output that has any; texts are each
+  // token decoded alone (top alternatives' texts inside input_top_logprobs).
+  std::vector<int32_t> input_token_ids{};
+  std::vector<float> input_token_logprobs{};
+  std::vector<std::string> input_token_texts{};
+  std::vector<TokenAlternatives> input_top_logprobs{};
   bool operator==(const TextOutput&) const = default;
 };
 

@@ -1,5 +1,8 @@
 #include "transport/client_protocol.h"
 
+#include <cmath>
+#include <limits>
+
 #include "common/error.h"
 #include "transport/client_values.h"
 
@@ -62,10 +65,45 @@ void write_encoded_array(Packer& packer, const std::string& name, const msg::Enc
   write_str(packer, array.dtype);
 }
 
+// SGLang's logprob triples [logprob, token id, token text], one per token; a NaN logprob (the
+// prompt's first token) is nil.
+void write_triples(Packer& packer, const std::vector<float>& logprobs, const std::vector<int32_t>& ids,
+                   const std::vector<std::string>& texts) {
+  packer.pack_array(static_cast<uint32_t>(logprobs.size()));
+  for (size_t i = 0; i < logprobs.size(); ++i) {
+    packer.pack_array(3);
+    if (std::isnan(logprobs[i])) {
+      packer.pack_nil();
+    } else {
+      packer.pack(logprobs[i]);
+    }
+    packer.pack(i < ids.size() ? ids[i] : -1);
+    if (i < texts.size()) {
+      write_str(packer, texts[i]);
+    } else {
+      packer.pack_nil();
+    }
+  }
+}
+
+// Per position a list of triples, most probable first; nil where there are none (the prompt's first token).
+void write_top_lists(Packer& packer, const std::vector<msg::TokenAlternatives>& tops) {
+  packer.pack_array(static_cast<uint32_t>(tops.size()));
+  for (const msg::TokenAlternatives& top : tops) {
+    if (top.ids.empty()) {
+      packer.pack_nil();
+    } else {
+      write_triples(packer, top.logprobs, top.ids, top.texts);
+    }
+  }
+}
+
 // meta_info: ids and counts always, the rest only when the request asked for it.
 void write_meta_info(Packer& packer, const msg::TextOutput& output) {
-  const uint32_t entries = 7 + (output.output_logprobs.empty() ? 0 : 1) + (output.routed_experts ? 3 : 0) +
-                           (output.router_weights ? 3 : 0);
+  const bool input = !output.input_token_ids.empty();
+  const uint32_t entries = 7 + (output.output_logprobs.empty() ? 0 : 1) + (output.output_top_logprobs.empty() ? 0 : 1) +
+                           (input ? 1 : 0) + (output.input_top_logprobs.empty() ? 0 : 1) +
+                           (output.routed_experts ? 3 : 0) + (output.router_weights ? 3 : 0);
   packer.pack_map(entries);
   write_str(packer, "id");
   write_str(packer, output.rid);
@@ -86,18 +124,66 @@ void write_meta_info(Packer& packer, const msg::TextOutput& output) {
     packer.pack_nil();
   }
   if (!output.output_logprobs.empty()) {
-    // SGLang's triples [logprob, token id, token text]; the text is not sent.
     write_str(packer, "output_token_logprobs");
-    packer.pack_array(static_cast<uint32_t>(output.output_logprobs.size()));
-    for (size_t i = 0; i < output.output_logprobs.size(); ++i) {
-      packer.pack_array(3);
-      packer.pack(output.output_logprobs[i]);
-      packer.pack(i < output.output_ids.size() ? output.output_ids[i] : -1);
-      packer.pack_nil();
-    }
+    write_triples(packer, output.output_logprobs, output.output_ids, output.output_token_texts);
+  }
+  if (!output.output_top_logprobs.empty()) {
+    write_str(packer, "output_top_logprobs");
+    write_top_lists(packer, output.output_top_logprobs);
+  }
+  if (input) {
+    write_str(packer, "input_token_logprobs");
+    write_triples(packer, output.input_token_logprobs, output.input_token_ids, output.input_token_texts);
+  }
+  if (!output.input_top_logprobs.empty()) {
+    write_str(packer, "input_top_logprobs");
+    write_top_lists(packer, output.input_top_logprobs);
   }
   if (output.routed_experts) write_encoded_array(packer, "routed_experts", *output.routed_experts);
   if (output.router_weights) write_encoded_array(packer, "router_weights", *output.router_weights);
+}
+
+// The inverse of write_triples into `logprobs` (NaN for nil), `ids` and `texts` (texts only when
+// the triples carry them).
+void read_triples(const msgpack::object& triples, const FieldPath& path, std::vector<float>& logprobs,
+                  std::vector<int32_t>& ids, std::vector<std::string>& texts) {
+  if (triples.type != msgpack::type::ARRAY) detail::fail_type(path, "an array", triples);
+  for (uint32_t i = 0; i < triples.via.array.size; ++i) {
+    const msgpack::object& triple = triples.via.array.ptr[i];
+    if (triple.type != msgpack::type::ARRAY || triple.via.array.size != 3)
+      detail::fail_type(path.at(i), "[logprob, token id, text]", triple);
+    const msgpack::object* part = triple.via.array.ptr;
+    float& logprob = logprobs.emplace_back(std::numeric_limits<float>::quiet_NaN());
+    if (part[0].type != msgpack::type::NIL) detail::read(part[0], logprob, path.at(i));
+    detail::read(part[1], ids.emplace_back(), path.at(i));
+    if (part[2].type != msgpack::type::NIL) detail::read(part[2], texts.emplace_back(), path.at(i));
+  }
+}
+
+// The inverse of write_top_lists.
+void read_top_lists(const msgpack::object& lists, const FieldPath& path, std::vector<msg::TokenAlternatives>& tops) {
+  if (lists.type != msgpack::type::ARRAY) detail::fail_type(path, "an array", lists);
+  for (uint32_t i = 0; i < lists.via.array.size; ++i) {
+    msg::TokenAlternatives& top = tops.emplace_back();
+    const msgpack::object& list = lists.via.array.ptr[i];
+    if (list.type != msgpack::type::NIL) read_triples(list, path.at(i), top.logprobs, top.ids, top.texts);
+  }
+}
+
+// The logprob entries of meta_info, each when present.
+void read_logprobs(const msgpack::object& meta, const FieldPath& meta_path, msg::TextOutput& output) {
+  if (const msgpack::object* triples = find_key(meta, "output_token_logprobs")) {
+    std::vector<int32_t> ids;  // output_ids has them already
+    read_triples(*triples, meta_path.field("output_token_logprobs"), output.output_logprobs, ids,
+                 output.output_token_texts);
+  }
+  if (const msgpack::object* lists = find_key(meta, "output_top_logprobs"))
+    read_top_lists(*lists, meta_path.field("output_top_logprobs"), output.output_top_logprobs);
+  if (const msgpack::object* triples = find_key(meta, "input_token_logprobs"))
+    read_triples(*triples, meta_path.field("input_token_logprobs"), output.input_token_logprobs,
+                 output.input_token_ids, output.input_token_texts);
+  if (const msgpack::object* lists = find_key(meta, "input_top_logprobs"))
+    read_top_lists(*lists, meta_path.field("input_top_logprobs"), output.input_top_logprobs);
 }
 
 // The inverse of write_finish_reason (the length is implied by completion_tokens).
@@ -155,17 +241,7 @@ msg::TextOutput read_output(const msgpack::object& root, const FieldPath& path) 
     if (reason->type != msgpack::type::MAP) detail::fail_type(meta_path.field("finish_reason"), "a map", *reason);
     output.finish_reason = read_finish_reason(*reason, meta_path.field("finish_reason"));
   }
-  if (const msgpack::object* triples = find_key(meta, "output_token_logprobs")) {
-    const FieldPath triples_path = meta_path.field("output_token_logprobs");
-    if (triples->type != msgpack::type::ARRAY) detail::fail_type(triples_path, "an array", *triples);
-    for (uint32_t i = 0; i < triples->via.array.size; ++i) {
-      const msgpack::object& triple = triples->via.array.ptr[i];
-      if (triple.type != msgpack::type::ARRAY || triple.via.array.size == 0) {
-        detail::fail_type(triples_path.at(i), "[logprob, token id, text]", triple);
-      }
-      detail::read(triple.via.array.ptr[0], output.output_logprobs.emplace_back(), triples_path.at(i));
-    }
-  }
+  read_logprobs(meta, meta_path, output);
   output.routed_experts = read_encoded_array(meta, "routed_experts", meta_path);
   output.router_weights = read_encoded_array(meta, "router_weights", meta_path);
   return output;

@@ -28,6 +28,7 @@ void visit_client_fields(M& r, Visit&& visit) {
   visit("return_logprob", r.return_logprob);
   visit("speculative", r.speculative);
   visit("top_logprobs_num", r.top_logprobs_num);
+  visit("logprob_start_len", r.logprob_start_len);
   visit("return_routed_experts", r.routing.return_routed_experts);
   visit("routed_experts_start_len", r.routing.start_len);
   visit("routed_experts_dtype", r.routing.dtype);

@@ -82,13 +82,19 @@ void read_rids(const FieldReader& root, bool batched, std::vector<msg::GenerateR
   }
 }
 
-// SGLang's logprob_start_len asks for the prompt tokens' logprobs from that position; the engine
-// computes logits only where it samples, so only -1 (none, SGLang's default) is accepted.
-void read_logprob_start_len(const FieldReader& root) {
-  int32_t start = -1;
-  if (root.read("logprob_start_len", start) && start != -1) {
-    throw ApiError::invalid_field("logprob_start_len", "must be -1: prompt tokens' logprobs are not computed, got " +
-                                                           std::to_string(start));
+// SGLang's logprob_start_len: with return_logprob, the prompt tokens' logprobs from that position
+// on (-1, the default: none); one value, or a list of one per prompt. A start at or past the
+// prompt's end is refused by the front door, which knows the prompt's length.
+void read_logprob_start_len(const FieldReader& root, std::vector<msg::GenerateRequest>& requests) {
+  const nlohmann::json* start = root.find("logprob_start_len");
+  if (start == nullptr) return;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const std::string path = start->is_array() ? element_path("logprob_start_len", i) : "logprob_start_len";
+    int32_t& value = requests[i].logprob_start_len;
+    read_value(per_prompt(*start, "logprob_start_len", i, requests.size()), path, value);
+    if (value < -1)
+      throw ApiError::invalid_field(path, "must be -1 (no prompt logprobs) or a prompt position >= 0, got " +
+                                              std::to_string(value));
   }
 }
 
@@ -116,7 +122,6 @@ GenerationCall parse_generate(const json& body) {
   if (root.read("top_logprobs_num", shared.top_logprobs_num))
     check_top_logprobs(root, "top_logprobs_num", shared.top_logprobs_num);
   root.read("return_text_in_logprobs", call.text_in_logprobs);
-  read_logprob_start_len(root);
   read_routing_fields(root, ApiKind::Generate, shared.routing);
   for (msg::GenerateRequest& request : call.requests) {
     request.stream = call.stream;
@@ -126,6 +131,7 @@ GenerationCall parse_generate(const json& body) {
     request.routing = shared.routing;
   }
   read_sampling_params(root, call.requests);
+  read_logprob_start_len(root, call.requests);
   read_rids(root, call.batched, call.requests);
   return call;
 }

@@ -1,5 +1,7 @@
 #include "api/response_builder.h"
 
+#include <cmath>
+
 #include "api/raw_rows.h"
 
 namespace moe::api {
@@ -7,32 +9,48 @@ namespace {
 
 using nlohmann::json;
 
-// One of SGLang's logprob triples: [logprob, token id, token text or null].
+// One of SGLang's logprob triples: [logprob, token id, token text or null]; a NaN logprob (the
+// prompt's first token, which has no context) is null.
 json triple(float logprob, int32_t id, const std::string& text, bool with_text) {
-  return {logprob, id, with_text ? json(text) : json()};
+  return {std::isnan(logprob) ? json() : json(logprob), id, with_text ? json(text) : json()};
 }
 
-// SGLang's output_token_logprobs ([logprob, id, text] per token) and, when asked, output_top_logprobs
-// (per token, a list of such triples, most probable first).
-void put_logprobs(json& meta, const CompletionState& completion, bool with_text) {
+// SGLang's <kind>_token_logprobs ([logprob, id, text] per token) and, when `tops` has any,
+// <kind>_top_logprobs (per token, a list of such triples, most probable first; null for a position
+// without alternatives, the prompt's first token).
+void put_logprobs(json& meta, const std::string& kind, const std::vector<float>& logprobs,
+                  const std::vector<int32_t>& ids, const std::vector<std::string>& texts,
+                  const std::vector<msg::TokenAlternatives>& tops, bool with_text) {
   json triples = json::array();
-  for (size_t i = 0; i < completion.logprobs.size(); ++i)
-    triples.push_back(
-        triple(completion.logprobs[i], completion.output_ids.at(i), completion.token_texts.at(i), with_text));
-  meta["output_token_logprobs"] = std::move(triples);
-  if (completion.top_logprobs.empty()) return;
+  for (size_t i = 0; i < logprobs.size(); ++i) triples.push_back(triple(logprobs[i], ids.at(i), texts.at(i), with_text));
+  meta[kind + "_token_logprobs"] = std::move(triples);
+  if (tops.empty()) return;
   json top_lists = json::array();
-  for (const msg::TokenAlternatives& top : completion.top_logprobs) {
+  for (const msg::TokenAlternatives& top : tops) {
+    if (top.ids.empty()) {
+      top_lists.push_back(nullptr);
+      continue;
+    }
     json list = json::array();
     for (size_t k = 0; k < top.ids.size(); ++k)
       list.push_back(triple(top.logprobs.at(k), top.ids[k], top.texts.at(k), with_text));
     top_lists.push_back(std::move(list));
   }
-  meta["output_top_logprobs"] = std::move(top_lists);
+  meta[kind + "_top_logprobs"] = std::move(top_lists);
+}
+
+// The prompt's logprobs (logprob_start_len >= 0: input_token_logprobs, input_top_logprobs), then the
+// output's (output_token_logprobs, output_top_logprobs).
+void put_logprobs(json& meta, const CompletionState& completion, bool prompt_logprobs, bool with_text) {
+  if (prompt_logprobs)
+    put_logprobs(meta, "input", completion.input_logprobs, completion.input_token_ids, completion.input_token_texts,
+                 completion.input_top_logprobs, with_text);
+  put_logprobs(meta, "output", completion.logprobs, completion.output_ids, completion.token_texts,
+               completion.top_logprobs, with_text);
 }
 
 // One completion's object; `experts` and `weights` are the rows to send (all, or one chunk's).
-json generate_object(const CompletionState& completion, bool return_logprob, bool text_in_logprobs,
+json generate_object(const CompletionState& completion, const msg::RequestOptions& options, bool text_in_logprobs,
                      const RawRows* experts, const RawRows* weights) {
   json meta = {{"id", completion.rid},
                {"index", completion.index},
@@ -41,7 +59,7 @@ json generate_object(const CompletionState& completion, bool return_logprob, boo
                {"completion_tokens", completion.completion_tokens},
                {"cached_tokens", completion.cached_tokens},
                {"weight_version", completion.weight_version}};
-  if (return_logprob) put_logprobs(meta, completion, text_in_logprobs);
+  if (options.return_logprob) put_logprobs(meta, completion, options.logprob_start_len >= 0, text_in_logprobs);
   if (experts != nullptr) put_base64(meta, "routed_experts", *experts);
   if (weights != nullptr) put_base64(meta, "router_weights", *weights);
   return {{"text", completion.text}, {"output_ids", completion.output_ids}, {"meta_info", std::move(meta)}};
@@ -56,7 +74,7 @@ class GenerateResponseBuilder final : public ResponseBuilder {
         text_in_logprobs_(call.text_in_logprobs),
         routing_delta_(call.stream_routing_delta) {
     for (const msg::GenerateRequest& request : call.requests) {
-      return_logprob_.push_back(request.return_logprob);
+      options_.push_back(request);
       completions_ += static_cast<size_t>(request.sampling.n);
     }
   }
@@ -67,13 +85,13 @@ class GenerateResponseBuilder final : public ResponseBuilder {
     if (!routing_delta_) {
       // As SGLang: text and ids are cumulative, and the final chunk carries the whole request's rows.
       const bool last = completion.finish_reason.has_value();
-      return {generate_object(completion, return_logprob_[prompt], text_in_logprobs_,
+      return {generate_object(completion, options_[prompt], text_in_logprobs_,
                               last && completion.routed_experts ? &*completion.routed_experts : nullptr,
                               last && completion.router_weights ? &*completion.router_weights : nullptr)};
     }
     const std::optional<RawRows> experts = chunk_rows(output.routed_experts);
     const std::optional<RawRows> weights = chunk_rows(output.router_weights);
-    return {generate_object(completion, return_logprob_[prompt], text_in_logprobs_, experts ? &*experts : nullptr,
+    return {generate_object(completion, options_[prompt], text_in_logprobs_, experts ? &*experts : nullptr,
                             weights ? &*weights : nullptr)};
   }
 
@@ -81,7 +99,7 @@ class GenerateResponseBuilder final : public ResponseBuilder {
     json list = json::array();
     for (size_t prompt = 0; prompt < grid_.num_prompts(); ++prompt) {
       for (const CompletionState& completion : grid_.completions(prompt)) {
-        list.push_back(generate_object(completion, return_logprob_[prompt], text_in_logprobs_,
+        list.push_back(generate_object(completion, options_[prompt], text_in_logprobs_,
                                        completion.routed_experts ? &*completion.routed_experts : nullptr,
                                        completion.router_weights ? &*completion.router_weights : nullptr));
       }
@@ -99,7 +117,7 @@ class GenerateResponseBuilder final : public ResponseBuilder {
   bool batched_;
   bool text_in_logprobs_;
   bool routing_delta_;
-  std::vector<bool> return_logprob_;
+  std::vector<msg::RequestOptions> options_;  // per prompt
   size_t completions_ = 0;
 };
 

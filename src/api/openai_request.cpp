@@ -23,11 +23,10 @@ struct UnsupportedField {
   bool (*is_noop)(const json& value);
 };
 
-bool is_false(const json& v) { return v == false; }
 bool is_empty(const json& v) { return v.empty() || v == ""; }
 bool is_text_format(const json& v) { return v.is_object() && v.value("type", "") == "text"; }
 
-constexpr UnsupportedField kUnsupportedInCompletions[] = {{"echo", is_false}, {"suffix", is_empty}};
+constexpr UnsupportedField kUnsupportedInCompletions[] = {{"suffix", is_empty}};
 constexpr UnsupportedField kUnsupportedInChat[] = {{"response_format", is_text_format}};
 
 template <size_t N>
@@ -261,6 +260,17 @@ LogprobsAsk chat_logprobs(const FieldReader& root) {
   return ask;
 }
 
+// `echo`: the answer repeats each prompt (its text: a prompt of token ids is refused, as there is no
+// text to repeat here) and, with `logprobs`, the prompt tokens' logprobs before the output's.
+void read_echo(const FieldReader& root, GenerationCall& call) {
+  root.read("echo", call.echo);
+  if (!call.echo) return;
+  for (msg::GenerateRequest& request : call.requests) {
+    if (!request.text) throw ApiError::invalid_field("echo", "needs a text prompt (this server does not echo token ids)");
+    if (request.return_logprob) request.logprob_start_len = 0;
+  }
+}
+
 // `chat_template_kwargs`: further variables for the chat template (Qwen3's enable_thinking), an object.
 std::string chat_template_kwargs(const FieldReader& root) {
   const json* kwargs = root.find("chat_template_kwargs");
@@ -278,6 +288,7 @@ GenerationCall parse_completion(const json& body, const std::string& served_mode
   sampling.max_new_tokens = 16;  // OpenAI's default for completions
   GenerationCall call = read_common(root, ApiKind::Completion, served_model, completion_prompts(root), sampling,
                                     completion_logprobs(root));
+  read_echo(root, call);
   const int32_t n = call.requests.front().sampling.n;
   int32_t best_of = n;
   if (root.read("best_of", best_of) && best_of != n) {

@@ -1,6 +1,7 @@
 #include "api/response_builder.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "api/chat_choice_parser.h"
 #include "api/raw_rows.h"
@@ -30,14 +31,42 @@ json stop_reason(const std::optional<msg::FinishReason>& reason) {
   return nullptr;
 }
 
-// The logprobs of some output tokens: ids[i] with logprobs[i], texts[i] (the token decoded alone)
-// and, when asked, top[i] (the most probable tokens at that position).
+// The logprobs of some tokens: ids[i] with logprobs[i] (NaN for the prompt's first token), texts[i]
+// (the token decoded alone) and, when asked, top[i] (the most probable tokens at that position;
+// none for the prompt's first token).
 struct LogprobsPart {
   const std::vector<int32_t>& ids;
   const std::vector<float>& logprobs;
   const std::vector<std::string>& texts;
   const std::vector<msg::TokenAlternatives>& top;
 };
+
+// Two parts one after the other (echo: the prompt's, then the output's).
+struct JoinedLogprobs {
+  std::vector<int32_t> ids;
+  std::vector<float> logprobs;
+  std::vector<std::string> texts;
+  std::vector<msg::TokenAlternatives> top;
+
+  JoinedLogprobs(const LogprobsPart& first, const LogprobsPart& second) {
+    for (const LogprobsPart* part : {&first, &second}) {
+      ids.insert(ids.end(), part->ids.begin(), part->ids.end());
+      logprobs.insert(logprobs.end(), part->logprobs.begin(), part->logprobs.end());
+      texts.insert(texts.end(), part->texts.begin(), part->texts.end());
+      top.insert(top.end(), part->top.begin(), part->top.end());
+    }
+  }
+  LogprobsPart part() const { return {ids, logprobs, texts, top}; }
+};
+
+const std::vector<int32_t> kNoIds;
+const std::vector<float> kNoFloats;
+const std::vector<std::string> kNoTexts;
+const std::vector<msg::TokenAlternatives> kNoTops;
+const LogprobsPart kNoLogprobs{kNoIds, kNoFloats, kNoTexts, kNoTops};
+
+// A logprob, or null where there is none (NaN: the prompt's first token).
+json logprob_value(float logprob) { return std::isnan(logprob) ? json() : json(logprob); }
 
 // How logprobs name a token: its text, as vLLM, or "token_id:N" (vLLM's return_tokens_as_token_ids).
 std::string token_name(int32_t id, const std::string& text, bool as_ids) {
@@ -71,12 +100,19 @@ json logprobs_json(bool chat, const LogprobsPart& part, bool as_ids) {
     }
     return {{"content", std::move(content)}};
   }
-  json tokens = json::array();
-  for (size_t i = 0; i < count; ++i) tokens.push_back(token_name(part.ids.at(i), part.texts.at(i), as_ids));
-  json result = {{"tokens", std::move(tokens)}, {"token_logprobs", part.logprobs}};
+  json tokens = json::array(), token_logprobs = json::array();
+  for (size_t i = 0; i < count; ++i) {
+    tokens.push_back(token_name(part.ids.at(i), part.texts.at(i), as_ids));
+    token_logprobs.push_back(logprob_value(part.logprobs[i]));
+  }
+  json result = {{"tokens", std::move(tokens)}, {"token_logprobs", std::move(token_logprobs)}};
   if (!part.top.empty()) {
     json top_logprobs = json::array();
     for (const msg::TokenAlternatives& top : part.top) {
+      if (top.ids.empty()) {  // the prompt's first token (echo), as OpenAI: null
+        top_logprobs.push_back(nullptr);
+        continue;
+      }
       json alternatives = json::object();
       for (size_t k = 0; k < top.ids.size(); ++k)
         alternatives[token_name(top.ids[k], top.texts.at(k), as_ids)] = top.logprobs.at(k);
@@ -104,8 +140,11 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
         parsing_(call.output_parsing),
         parses_(chat_ && (parsing_.reasoning || parsing_.tool_calls)),
         rows_sent_(call.requests.size() * n_, 0),
-        role_sent_(call.requests.size() * n_, false) {
+        role_sent_(call.requests.size() * n_, false),
+        echoed_(call.requests.size() * n_, false) {
     if (parses_ && stream_) choice_parsers_.assign(call.requests.size() * n_, ChatChoiceParser(parsing_));
+    if (call.echo)
+      for (const msg::GenerateRequest& request : call.requests) echo_texts_.push_back(request.text.value_or(""));
   }
 
   std::vector<json> add(size_t prompt, const msg::TextOutput& output) override {
@@ -120,16 +159,23 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
                                 {"logprobs", nullptr},
                                 {"finish_reason", nullptr}}));
     }
-    json body = chat_ ? json{{"content", output.text}} : json(output.text);
+    // echo: the choice's first chunk starts with the prompt, its text and (with logprobs) its tokens.
+    const bool echo_now = !echo_texts_.empty() && !echoed_[choice];
+    if (echo_now) echoed_[choice] = true;
+    json body = chat_ ? json{{"content", output.text}} : json((echo_now ? echo_texts_[prompt] : "") + output.text);
     bool called_tools = false;
     if (parses_) {
       body = choice_parsers_[choice].delta(output.text, completion.finish_reason.has_value());
       called_tools = choice_parsers_[choice].called_tools();
     }
-    json payload = chunk(choice_json(
-        choice, std::move(body),
-        {output.output_ids, output.output_logprobs, output.output_token_texts, output.output_top_logprobs},
-        completion.finish_reason, called_tools, true));
+    const LogprobsPart new_tokens{output.output_ids, output.output_logprobs, output.output_token_texts,
+                                  output.output_top_logprobs};
+    const JoinedLogprobs echoed(
+        echo_now ? LogprobsPart{output.input_token_ids, output.input_token_logprobs, output.input_token_texts,
+                                output.input_top_logprobs}
+                 : kNoLogprobs,
+        new_tokens);
+    json payload = chunk(choice_json(choice, std::move(body), echoed.part(), completion.finish_reason, called_tools, true));
     payload["metadata"] = metadata(output.weight_version);
     if (output.routed_experts) add_chunk_rows(payload, choice, output);
     payloads.push_back(std::move(payload));
@@ -149,17 +195,22 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
     body["choices"] = json::array();
     for (size_t prompt = 0; prompt < grid_.num_prompts(); ++prompt) {
       for (const CompletionState& completion : grid_.completions(prompt)) {
-        json answer = chat_ ? json{{"role", "assistant"}, {"content", completion.text}} : json(completion.text);
+        const bool echo = !echo_texts_.empty();
+        json answer = chat_ ? json{{"role", "assistant"}, {"content", completion.text}}
+                            : json((echo ? echo_texts_[prompt] : "") + completion.text);
         bool called_tools = false;
         if (parses_) {
           ChatChoiceParser parser(parsing_);
           answer = parser.message(completion.text);
           called_tools = parser.called_tools();
         }
-        json choice = choice_json(
-            prompt * n_ + static_cast<size_t>(completion.index), std::move(answer),
-            {completion.output_ids, completion.logprobs, completion.token_texts, completion.top_logprobs},
-            completion.finish_reason, called_tools, false);
+        const JoinedLogprobs logprobs(
+            echo ? LogprobsPart{completion.input_token_ids, completion.input_logprobs, completion.input_token_texts,
+                                completion.input_top_logprobs}
+                 : kNoLogprobs,
+            {completion.output_ids, completion.logprobs, completion.token_texts, completion.top_logprobs});
+        json choice = choice_json(prompt * n_ + static_cast<size_t>(completion.index), std::move(answer),
+                                  logprobs.part(), completion.finish_reason, called_tools, false);
         if (completion.routed_experts) {
           const RawRows& rows = *completion.routed_experts;
           put_rows(choice, "routed_experts", rows.slice(completion.prompt_tokens, rows.rows()));
@@ -270,6 +321,8 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
   std::vector<ChatChoiceParser> choice_parsers_;  // streaming with parsers: per choice
   std::vector<int64_t> rows_sent_;  // per choice: routing rows streamed so far
   std::vector<bool> role_sent_;     // per choice: the chat role chunk went out
+  std::vector<std::string> echo_texts_;  // echo: each prompt's text; empty without echo
+  std::vector<bool> echoed_;        // per choice: streaming with echo, the prompt went out
 };
 
 }  // namespace

@@ -22,6 +22,12 @@ void CompletionState::append(const msg::TextOutput& output) {
   logprobs.insert(logprobs.end(), output.output_logprobs.begin(), output.output_logprobs.end());
   token_texts.insert(token_texts.end(), output.output_token_texts.begin(), output.output_token_texts.end());
   top_logprobs.insert(top_logprobs.end(), output.output_top_logprobs.begin(), output.output_top_logprobs.end());
+  if (!output.input_token_ids.empty()) {
+    input_token_ids = output.input_token_ids;
+    input_logprobs = output.input_token_logprobs;
+    input_token_texts = output.input_token_texts;
+    input_top_logprobs = output.input_top_logprobs;
+  }
   append_rows(routed_experts, output.routed_experts);
   append_rows(router_weights, output.router_weights);
   if (output.finish_reason) finish_reason = output.finish_reason;

@@ -28,6 +28,11 @@ struct CompletionState {
   std::vector<float> logprobs;
   std::vector<std::string> token_texts;            // each output token decoded alone, with logprobs
   std::vector<msg::TokenAlternatives> top_logprobs;  // with top_logprobs_num > 0
+  // Prompt logprobs (TextOutput's input_* fields), from the output that brought them.
+  std::vector<int32_t> input_token_ids;
+  std::vector<float> input_logprobs;  // NaN for the prompt's first token
+  std::vector<std::string> input_token_texts;
+  std::vector<msg::TokenAlternatives> input_top_logprobs;  // empty entry for the prompt's first token
   std::optional<RawRows> routed_experts;
   std::optional<RawRows> router_weights;
   std::optional<msg::FinishReason> finish_reason;

@@ -26,6 +26,7 @@ std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem
   cached_tokens_ = item.cached_tokens;
   weight_version_ = item.weight_version;
   append_rows(item.routing);
+  take_input_logprobs(item);
   if (held_finish_) return release_held(item.finish_reason.has_value());  // later tokens are past the stop
   for (size_t i = 0; i < item.new_token_ids.size(); ++i) {
     ids_.push_back(item.new_token_ids[i]);
@@ -33,10 +34,7 @@ std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem
       logprobs_.push_back(item.new_logprobs[i]);
       token_texts_.push_back(token_text(item.new_token_ids[i]));
     }
-    if (i < item.new_top_logprobs.size()) {
-      msg::TokenAlternatives& top = top_logprobs_.emplace_back(item.new_top_logprobs[i]);
-      for (int32_t id : top.ids) top.texts.push_back(token_text(id));
-    }
+    if (i < item.new_top_logprobs.size()) top_logprobs_.push_back(named(item.new_top_logprobs[i]));
     ++completion_tokens_;
     const tokenizer::StopScan scan = stops_.feed(detokenizer_.push(item.new_token_ids[i]));
     text_ += scan.text;
@@ -68,6 +66,20 @@ std::optional<msg::TextOutput> CompletionOutput::release_held(bool scheduler_fin
   if (routing_.return_routed_experts && rows_seen_ < row_limit_ && !scheduler_finished) return std::nullopt;
   finished_ = true;
   return take_pending(std::exchange(held_finish_, std::nullopt));
+}
+
+msg::TokenAlternatives CompletionOutput::named(msg::TokenAlternatives top) const {
+  top.texts.clear();
+  for (int32_t id : top.ids) top.texts.push_back(token_text(id));
+  return top;
+}
+
+void CompletionOutput::take_input_logprobs(const msg::DetokenizeItem& item) {
+  if (item.input_token_ids.empty() || !options_.return_logprob) return;
+  input_.input_token_ids = item.input_token_ids;
+  input_.input_token_logprobs = item.input_logprobs;
+  for (int32_t id : item.input_token_ids) input_.input_token_texts.push_back(token_text(id));
+  for (const msg::TokenAlternatives& top : item.input_top_logprobs) input_.input_top_logprobs.push_back(named(top));
 }
 
 void CompletionOutput::append_rows(const msg::RoutingRows& rows) {
@@ -118,6 +130,11 @@ msg::TextOutput CompletionOutput::take_pending(std::optional<msg::FinishReason> 
     out.output_logprobs = std::move(logprobs_);
     out.output_token_texts = std::move(token_texts_);
     out.output_top_logprobs = std::move(top_logprobs_);
+    out.input_token_ids = std::move(input_.input_token_ids);
+    out.input_token_logprobs = std::move(input_.input_token_logprobs);
+    out.input_token_texts = std::move(input_.input_token_texts);
+    out.input_top_logprobs = std::move(input_.input_top_logprobs);
+    input_ = {};
   }
   out.finish_reason = std::move(finish);
   out.prompt_tokens = prompt_tokens_;

@@ -42,6 +42,10 @@ class CompletionOutput {
   std::optional<msg::EncodedArray> encode_weights();
   // A token decoded alone (U+FFFD for a part of a UTF-8 character), as logprobs name tokens.
   std::string token_text(int32_t id) const { return tokenizer_.decode({id}); }
+  // `top` with each alternative's text.
+  msg::TokenAlternatives named(msg::TokenAlternatives top) const;
+  // Keeps an item's prompt logprobs, with their tokens' texts, for the next output.
+  void take_input_logprobs(const msg::DetokenizeItem& item);
 
   const tokenizer::Tokenizer& tokenizer_;
   std::string rid_;
@@ -65,6 +69,7 @@ class CompletionOutput {
   std::vector<float> logprobs_;
   std::vector<std::string> token_texts_;
   std::vector<msg::TokenAlternatives> top_logprobs_;
+  msg::TextOutput input_;  // prompt logprobs (only its input_* fields), sent with the next output
   int32_t row_layers_ = 0, row_top_k_ = 0;
   std::vector<int16_t> row_ids_;
   std::vector<float> row_weights_;

@@ -153,6 +153,9 @@ msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& reque
   if (request.top_logprobs_num < 0 || request.top_logprobs_num > kMaxTopLogprobs)
     throw Error("top_logprobs_num must be in [0, " + std::to_string(kMaxTopLogprobs) + "], got " +
                 std::to_string(request.top_logprobs_num));
+  if (request.logprob_start_len < -1)
+    throw Error("logprob_start_len must be -1 (no prompt logprobs) or a prompt position >= 0, got " +
+                std::to_string(request.logprob_start_len));
   if (request.routing.start_len < 0) throw Error("routed_experts_start_len must be >= 0");
   if (request.routing.return_routed_experts && !limits_.routed_experts)
     throw Error("return_routed_experts needs a server started with --enable-return-routed-experts");
@@ -165,6 +168,10 @@ msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& reque
   static_cast<msg::RequestOptions&>(out) = request;
   out.input_ids = prompt_ids(request);
   check_length(out, request.max_new_tokens_field);
+  // SGLang refuses a start at or past the prompt's end the same way.
+  if (out.return_logprob && out.logprob_start_len >= static_cast<int64_t>(out.input_ids.size()))
+    throw Error("logprob_start_len is " + std::to_string(out.logprob_start_len) + ", but the prompt has " +
+                std::to_string(out.input_ids.size()) + " tokens: it must be below that");
   out.rid = request.rid.empty() ? new_request_id() : request.rid;
   return out;
 }

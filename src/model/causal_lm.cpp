@@ -120,7 +120,8 @@ class CausalLm final : public Model {
   }
 
  private:
-  // Only the last new token of each sequence that samples goes through the final norm and lm_head.
+  // Only the tokens that need logits (the last new token of each sequence that samples, and the rows
+  // of prompt logprobs) go through the final norm and lm_head.
   void compute_logits(const ForwardBatch& batch, const float* x, std::vector<float>& logits) {
     const int64_t H = config_.hidden_size;
     std::vector<float>& rows = scratch_.last_rows;

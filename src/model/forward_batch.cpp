@@ -59,7 +59,7 @@ void ForwardBatch::add_sequence(const std::vector<int32_t>& tokens, std::vector<
     token_ids.push_back(tokens[i]);
     positions.push_back(first + static_cast<int32_t>(i));
   }
-  sequences.push_back({static_cast<int32_t>(tokens.size()), std::move(kv_slots), needs_logits, {}});
+  sequences.push_back({static_cast<int32_t>(tokens.size()), std::move(kv_slots), needs_logits, {}, 0});
 }
 
 void ForwardBatch::add_tree_sequence(const std::vector<int32_t>& tokens, std::vector<int32_t> kv_slots,
@@ -72,7 +72,7 @@ void ForwardBatch::add_tree_sequence(const std::vector<int32_t>& tokens, std::ve
     token_ids.push_back(tokens[i]);
     positions.push_back(prefix + depths[i]);
   }
-  sequences.push_back({static_cast<int32_t>(tokens.size()), std::move(kv_slots), needs_logits, std::move(parents)});
+  sequences.push_back({static_cast<int32_t>(tokens.size()), std::move(kv_slots), needs_logits, std::move(parents), 0});
 }
 
 std::vector<int32_t> tree_depths(const std::vector<int32_t>& parents) {
@@ -92,6 +92,10 @@ void validate_forward_batch(const ForwardBatch& batch, int64_t vocab_size, int64
   if (batch.max_tree_experts < 0) throw Error("forward batch: max_tree_experts is negative");
   int64_t t = 0;
   for (const BatchSequence& seq : batch.sequences) {
+    const int32_t rows_wanted = seq.prompt_logit_rows + (seq.needs_logits ? 1 : 0);
+    if (seq.prompt_logit_rows < 0 || (seq.prompt_logit_rows > 0 && (seq.is_tree() || rows_wanted > seq.num_new_tokens)))
+      throw Error("forward batch: " + std::to_string(seq.prompt_logit_rows) +
+                  " prompt logit rows for a sequence of " + std::to_string(seq.num_new_tokens) + " new tokens");
     std::vector<int32_t> depths;
     if (seq.is_tree()) {
       depths = tree_depths(seq.tree_parents);

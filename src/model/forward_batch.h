@@ -19,14 +19,20 @@ struct BatchSequence {
   // and its own ancestors only, at position (positions before the tree) + its depth. The last
   // num_new_tokens nodes are this step's tokens; earlier nodes already hold their K/V.
   std::vector<int32_t> tree_parents;
+  // Prompt logprobs: logits also for this many new tokens before the last (before the end, when
+  // the sequence does not need_logits). Never with a tree.
+  int32_t prompt_logit_rows = 0;
 
   bool is_tree() const { return !tree_parents.empty(); }
   // Positions before the tree (all of kv_slots but the new tokens, without a tree).
   int64_t prefix_len() const;
   // The KV slot new token i writes.
   int32_t new_token_slot(int32_t i) const { return kv_slots[kv_slots.size() - num_new_tokens + i]; }
-  // Logits rows this sequence produces: 0, 1, or one per new token of a tree.
-  int32_t num_logit_rows() const { return needs_logits ? (is_tree() ? num_new_tokens : 1) : 0; }
+  // Logits rows this sequence produces, for its last new tokens: its prompt logit rows, then 1 when
+  // it needs_logits; or one per new token of a tree.
+  int32_t num_logit_rows() const {
+    return is_tree() ? (needs_logits ? num_new_tokens : 0) : prompt_logit_rows + (needs_logits ? 1 : 0);
+  }
   // The KV slots new token i attends to, in position order: the positions before the tree, then
   // its ancestors and itself (every earlier position, without a tree).
   std::vector<int32_t> visible_slots(int32_t i) const;
@@ -43,8 +49,8 @@ struct ForwardBatch {
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
   int64_t num_logit_rows() const;
-  // The token index (in the flattened axis) of each logits row: the last new token of every
-  // sequence that needs_logits (every new token of a tree), in batch order.
+  // The token index (in the flattened axis) of each logits row: the last num_logit_rows() new
+  // tokens of every sequence, in batch order.
   std::vector<int64_t> logit_tokens() const;
   // Whether token t belongs to a tree sequence, for every token (empty when no sequence is a tree).
   std::vector<uint8_t> tree_token_mask() const;

@@ -19,6 +19,10 @@ namespace {
   throw Error(std::string("sampling parameter ") + field + " must be " + range + ", got " + value);
 }
 
+void check_top_logprobs(int32_t top_logprobs) {
+  if (top_logprobs < 0 || top_logprobs > kMaxTopLogprobs) reject("top_logprobs", "in [0, 20]", std::to_string(top_logprobs));
+}
+
 // splitmix64's finaliser: a bijection on 64 bits whose output bits each depend on every input bit.
 uint64_t mix64(uint64_t z) {
   z += 0x9E3779B97F4A7C15ull;
@@ -145,6 +149,25 @@ int32_t draw(const Candidates& c, double uniform) {
   return c.ids.back();  // rounding left the target at the very top of the mass
 }
 
+// `token`'s log-probability under the raw row (log_softmax, given its maximum and Σ e^(logit - max)),
+// and the `top` most probable tokens' under the same.
+SampledToken logprobs_of(const float* logits, int64_t vocab_size, int32_t token, int32_t top, float max_logit,
+                         double partition) {
+  const double log_partition = std::log(partition);
+  auto logprob = [&](int32_t id) { return static_cast<float>(logits[id] - max_logit - log_partition); };
+  SampledToken out{token, logprob(token), {}};
+  if (top > 0) {
+    thread_local std::vector<int32_t> ranked;
+    most_probable(logits, vocab_size, std::min<size_t>(static_cast<size_t>(top), static_cast<size_t>(vocab_size)),
+                  ranked);
+    for (int32_t id : ranked) {
+      out.top.ids.push_back(id);
+      out.top.logprobs.push_back(logprob(id));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void validate(const msg::DrawSettings& params) {
@@ -171,11 +194,19 @@ double counter_uniform(uint64_t seed, uint64_t counter) {
   return static_cast<double>(bits >> 11) * 0x1.0p-53;
 }
 
+SampledToken token_logprob(const float* logits, int64_t vocab_size, int32_t token, int32_t top_logprobs) {
+  if (vocab_size < 1 || token < 0 || token >= vocab_size)
+    throw Error("token_logprob: token " + std::to_string(token) + " is outside a vocabulary of " +
+                std::to_string(vocab_size));
+  check_top_logprobs(top_logprobs);
+  const float max_logit = logits[first_max(logits, vocab_size)];
+  return logprobs_of(logits, vocab_size, token, top_logprobs, max_logit, sum_of_exps(logits, vocab_size, max_logit, 1.0f));
+}
+
 SampledToken sample_token(const float* logits, int64_t vocab_size, const msg::TokenSampling& params) {
   validate(params);
   if (vocab_size < 1) throw Error("sample_token: vocabulary size must be positive, got " + std::to_string(vocab_size));
-  if (params.top_logprobs < 0 || params.top_logprobs > kMaxTopLogprobs)
-    reject("top_logprobs", "in [0, 20]", std::to_string(params.top_logprobs));
+  check_top_logprobs(params.top_logprobs);
   // The token is drawn from the row as the request adjusts it (penalties, bias, banned stop tokens).
   const float* row = logits;
   if (adjusts_logits(params)) {
@@ -203,18 +234,7 @@ SampledToken sample_token(const float* logits, int64_t vocab_size, const msg::To
   // Log-probabilities are the model's (log_softmax of the raw logits), whatever adjusted the draw.
   const float max_logit = row == logits ? row_max : logits[first_max(logits, vocab_size)];
   if (partition == 0.0) partition = sum_of_exps(logits, vocab_size, max_logit, 1.0f);
-  const double log_partition = std::log(partition);
-  auto logprob = [&](int32_t token) { return static_cast<float>(logits[token] - max_logit - log_partition); };
-  SampledToken sampled{id, logprob(id), {}};
-  if (params.top_logprobs > 0) {
-    thread_local std::vector<int32_t> ranked;
-    most_probable(logits, vocab_size, std::min<size_t>(params.top_logprobs, vocab_size), ranked);
-    for (int32_t token : ranked) {
-      sampled.top.ids.push_back(token);
-      sampled.top.logprobs.push_back(logprob(token));
-    }
-  }
-  return sampled;
+  return logprobs_of(logits, vocab_size, id, params.top_logprobs, max_logit, partition);
 }
 
 }  // namespace moe

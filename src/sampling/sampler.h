@@ -37,4 +37,9 @@ struct SampledToken {
 // and suppressed ids adjust it. Throws a moe::Error for invalid settings.
 SampledToken sample_token(const float* logits, int64_t vocab_size, const msg::TokenSampling& sampling);
 
+// A given token's log-probability under a row of logits and the row's `top_logprobs` most probable
+// tokens, exactly as sample_token reports them (prompt logprobs: the prompt's next token at each
+// position). A token outside the vocabulary or top_logprobs outside [0, 20] is a moe::Error.
+SampledToken token_logprob(const float* logits, int64_t vocab_size, int32_t token, int32_t top_logprobs);
+
 }  // namespace moe

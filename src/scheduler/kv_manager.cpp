@@ -15,7 +15,7 @@ int64_t KvManager::available() const {
 
 int64_t KvManager::attach_prefix(Request& request) {
   if (!cache_) return 0;
-  RadixCache::Match match = cache_->match_prefix(request.tokens(0, request.total_len() - 1));
+  RadixCache::Match match = cache_->match_prefix(request.tokens(0, request.prefix_limit()));
   cache_->lock(match.node);
   const auto hit = static_cast<int64_t>(match.slots.size());
   request.slot_table = std::move(match.slots);

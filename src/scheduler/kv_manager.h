@@ -25,7 +25,8 @@ class KvManager {
   int64_t available() const;
 
   // Starts request's slot table with the longest cached prefix of all its tokens but the last (that
-  // one is always recomputed, so there are logits to sample from), locked. Returns the hit length.
+  // one is always recomputed, so there are logits to sample from), locked, and ending before any
+  // position whose prompt logprobs are still to be computed (Request::prefix_limit). Returns the hit length.
   int64_t attach_prefix(Request& request);
   // Appends n fresh slots to request's slot table, evicting if needed; false (nothing taken) if fewer
   // than n are available.

@@ -1,6 +1,9 @@
 #include "scheduler/request.h"
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "common/error.h"
 #include "sampling/logit_adjustments.h"
@@ -12,6 +15,34 @@ std::vector<int32_t> Request::tokens(int64_t begin, int64_t end) const {
   out.reserve(static_cast<size_t>(end - begin));
   for (int64_t pos = begin; pos < end; ++pos)
     out.push_back(pos < prompt_len() ? input_ids[pos] : output_ids[pos - prompt_len()]);
+  return out;
+}
+
+std::vector<int32_t> Request::input_logprob_targets(int64_t begin, int64_t end) const {
+  if (!input_logprob_rows_pending()) return {};
+  const int64_t next = next_input_logprob_row();
+  if (begin > next)
+    throw std::logic_error("Request: prompt logprob rows from " + std::to_string(next) + " were skipped by a step from " +
+                           std::to_string(begin));
+  const int64_t last = std::min(end, prompt_len() - 1);  // the last prompt position has no next prompt token
+  std::vector<int32_t> targets;
+  for (int64_t pos = next; pos < last; ++pos) targets.push_back(input_ids[pos + 1]);
+  return targets;
+}
+
+InputLogprobs Request::take_input_logprobs() {
+  if (input_logprob_rows_pending()) throw std::logic_error("Request: prompt logprobs taken before all their rows came");
+  InputLogprobs out;
+  out.ids.assign(input_ids.begin() + logprob_start_len, input_ids.end());
+  if (logprob_start_len == 0) {
+    out.logprobs.push_back(std::numeric_limits<float>::quiet_NaN());
+    if (top_logprobs_num > 0) out.top.emplace_back();
+  }
+  out.logprobs.insert(out.logprobs.end(), input_row_logprobs.begin(), input_row_logprobs.end());
+  if (top_logprobs_num > 0) out.top.insert(out.top.end(), input_row_top.begin(), input_row_top.end());
+  input_row_logprobs.clear();
+  input_row_top.clear();
+  input_logprobs_sent = true;
   return out;
 }
 
@@ -80,7 +111,7 @@ msg::WorkerBatch ScheduledBatch::to_message(bool capture_routing, bool capture_r
   for (size_t i = 0; i < sequences.size(); ++i) {
     const BatchSequence& seq = forward.sequences[i];
     out.sequences.push_back({seq.num_new_tokens, seq.kv_slots, seq.needs_logits, sequences[i].sampling,
-                             seq.tree_parents, sequences[i].draft_topk});
+                             seq.tree_parents, sequences[i].draft_topk, sequences[i].prompt_logprob_ids});
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // itself, extended with state: its sampling, stop and output settings are read where they are
 // used, never copied into scheduler-side fields.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,6 +19,19 @@ namespace moe {
 // Where a request is: Parked = a completion of an n > 1 request waiting for its first sibling's
 // prompt to reach the prefix cache; Waiting/Running = the scheduler's two queues.
 enum class RequestState { Parked, Waiting, Running };
+
+// The most prompt logprob rows one step computes for a request: their logits are rows x vocabulary
+// floats (156 MB for 256 rows of a 152k vocabulary), so a long prompt's come over several chunks.
+inline constexpr int64_t kMaxPromptLogprobRowsPerStep = 256;
+
+// A completion's prompt logprobs as its reply gets them: the prompt's tokens from logprob_start_len
+// on, each one's logprob (NaN for the prompt's first token, which has no context) and, when top
+// logprobs were asked, the alternatives at its position (none for the first token).
+struct InputLogprobs {
+  std::vector<int32_t> ids;
+  std::vector<float> logprobs;
+  std::vector<msg::TokenAlternatives> top;
+};
 
 struct Request : msg::TokenizedRequest {
   // sampling.seed is the effective seed once added (drawn by the scheduler when the client gave
@@ -49,9 +63,40 @@ struct Request : msg::TokenizedRequest {
   // A request whose reply includes its last token's routing (routed_experts_include_last) that met
   // its stop condition: the reason it finishes with once that token has been fed, without sampling.
   std::optional<msg::FinishReason> finishing;
+  // Prompt logprobs (logprob_start_len >= 0) received so far: one per logits row, from position
+  // first_input_logprob_row() on (the row before each token); handed over with the first output.
+  std::vector<float> input_row_logprobs;
+  std::vector<msg::TokenAlternatives> input_row_top;
+  bool input_logprobs_sent = false;
 
   int64_t prompt_len() const { return static_cast<int64_t>(input_ids.size()); }
   int64_t total_len() const { return prompt_len() + static_cast<int64_t>(output_ids.size()); }
+  // Prompt logprobs: whether the request asked for them, the first position whose logits they need
+  // (the one before logprob_start_len; 0 for 0), and whether rows are still to be computed.
+  bool wants_input_logprobs() const { return return_logprob && logprob_start_len >= 0; }
+  int64_t first_input_logprob_row() const { return logprob_start_len > 0 ? logprob_start_len - 1 : 0; }
+  int64_t next_input_logprob_row() const {
+    return first_input_logprob_row() + static_cast<int64_t>(input_row_logprobs.size());
+  }
+  bool input_logprob_rows_pending() const {
+    return wants_input_logprobs() && !input_logprobs_sent && next_input_logprob_row() < prompt_len() - 1;
+  }
+  // Positions a prefix-cache hit may cover: all but the last (recomputed for its logits), and none
+  // from the next prompt logprob row still to compute (as SGLang caps its match at logprob_start_len).
+  int64_t prefix_limit() const {
+    return input_logprob_rows_pending() ? next_input_logprob_row() : total_len() - 1;
+  }
+  // New tokens the request's next step may feed: any number, or with prompt logprob rows pending, as
+  // many as keep them within kMaxPromptLogprobRowsPerStep.
+  int64_t step_token_limit() const {
+    return input_logprob_rows_pending() ? next_input_logprob_row() - num_computed + kMaxPromptLogprobRowsPerStep
+                                        : std::numeric_limits<int64_t>::max();
+  }
+  // The prompt tokens after this step's new tokens [begin, end) whose logprobs the rows of the step
+  // give (their rows are the chunk's last ones, before the sampled token); empty when none.
+  std::vector<int32_t> input_logprob_targets(int64_t begin, int64_t end) const;
+  // The prompt logprobs for the reply, once all rows are in; marks them sent.
+  InputLogprobs take_input_logprobs();
   // Tokens of positions [begin, end) of prompt followed by output.
   std::vector<int32_t> tokens(int64_t begin, int64_t end) const;
   // The reason to stop after the latest output token, if any: an EOS id (unless ignore_eos) or a
@@ -68,6 +113,8 @@ struct ScheduledSequence {
   // STANDALONE: the worker's draft model chooses this tree's tokens and parents (the batch holds
   // placeholders until the result's drafted trees are adopted), at most this many children per node.
   int32_t draft_topk = 0;
+  // The prompt tokens whose logprobs this step's rows give (msg::WorkerSequence's).
+  std::vector<int32_t> prompt_logprob_ids{};
 };
 
 // How request is sampled at its next output token (and, in a verify, the ones after it): its draw
@@ -109,6 +156,7 @@ struct GeneratedToken {
   int32_t token = 0;
   float logprob = 0.0f;
   msg::TokenAlternatives top;  // empty unless the request asked for top logprobs
+  std::optional<InputLogprobs> input{};  // on a completion's first token, when prompt logprobs were asked
 };
 
 // A completion that is done, with everything the reply needs.

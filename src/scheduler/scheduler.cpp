@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "common/error.h"
 
@@ -32,7 +33,8 @@ void Scheduler::add_request(Request request) {
   // prompt + max_new_tokens when it is fed for its routing).
   const int64_t room = max_sequence_len() - request.prompt_len() + (request.routing.routes_last_token() ? 0 : 1);
   if (groups_.count(request.rid) || request.input_ids.empty() || room < 1 || request.sampling.max_new_tokens < 1 ||
-      request.sampling.n < 1)
+      request.sampling.n < 1 || request.logprob_start_len < -1 ||
+      (request.return_logprob && request.logprob_start_len >= request.prompt_len()))
     throw std::logic_error("Scheduler::add_request: request '" + request.rid +
                            "' should have been refused at the front door");
   request.sampling.max_new_tokens = static_cast<int32_t>(std::min<int64_t>(request.sampling.max_new_tokens, room));
@@ -59,7 +61,7 @@ Request* Scheduler::find(const std::string& rid, int index, uint64_t uid) {
 
 StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
                                       std::span<const float> logprobs, std::span<const int32_t> sampled_counts,
-                                      std::span<const msg::TokenAlternatives> top) {
+                                      std::span<const msg::TokenAlternatives> top, PromptRows prompt) {
   if (!in_flight_steps_.count(batch.step_id))
     throw std::logic_error("Scheduler::process_result: not a batch in flight");
   size_t num_samplers = 0, num_sampled = 0;
@@ -82,10 +84,16 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
     throw Error("worker result has " + std::to_string(sampled_ids.size()) + " sampled ids, " +
                 std::to_string(logprobs.size()) + " logprobs and " + std::to_string(top.size()) +
                 " top logprob lists for a batch that samples " + std::to_string(num_sampled) + " tokens");
+  size_t num_prompt_rows = 0;
+  for (const BatchSequence& seq : batch.forward.sequences) num_prompt_rows += static_cast<size_t>(seq.prompt_logit_rows);
+  if (prompt.logprobs.size() != num_prompt_rows || (!prompt.top.empty() && prompt.top.size() != num_prompt_rows))
+    throw Error("worker result has " + std::to_string(prompt.logprobs.size()) + " prompt logprobs and " +
+                std::to_string(prompt.top.size()) + " top logprob lists for a batch with " +
+                std::to_string(num_prompt_rows) + " prompt logprob rows");
   in_flight_steps_.erase(batch.step_id);
 
   StepOutcome outcome;
-  size_t sample = 0;
+  size_t sample = 0, prompt_row = 0;
   sampler = 0;
   int64_t first_token = 0;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
@@ -98,8 +106,18 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
     const std::span<const int32_t> node_tokens(batch.forward.token_ids.data() + first_token,
                                                static_cast<size_t>(seq.num_new_tokens));
     first_token += seq.num_new_tokens;
+    const auto prompt_rows = static_cast<size_t>(seq.prompt_logit_rows);
+    const size_t first_prompt_row = std::exchange(prompt_row, prompt_row + prompt_rows);
     Request* request = find(info.rid, info.index, info.uid);
     if (request == nullptr) continue;  // finished or aborted while the batch was in flight
+    if (prompt_rows > 0) {
+      const auto rows = prompt.logprobs.subspan(first_prompt_row, prompt_rows);
+      request->input_row_logprobs.insert(request->input_row_logprobs.end(), rows.begin(), rows.end());
+      if (!prompt.top.empty()) {
+        const auto tops = prompt.top.subspan(first_prompt_row, prompt_rows);
+        request->input_row_top.insert(request->input_row_top.end(), tops.begin(), tops.end());
+      }
+    }
     --request->steps_in_flight;
     if (seq.needs_logits && !seq.is_tree()) --request->pending_outputs;
     if (seq.is_tree()) {
@@ -133,6 +151,7 @@ std::optional<msg::FinishReason> Scheduler::append_output(Request& request, int3
   request.output_ids.push_back(token);
   request.output_logprobs.push_back(logprob);
   outcome.tokens.push_back({request.rid, request.index, token, logprob, std::move(top)});
+  if (request.wants_input_logprobs() && !request.input_logprobs_sent) outcome.tokens.back().input = request.take_input_logprobs();
   return request.stop_reason(config_.eos_token_ids);
 }
 

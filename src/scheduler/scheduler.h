@@ -88,9 +88,15 @@ class Scheduler {
   // i-th (a draft tree's accepted drafts and one more), one each when sampled_counts is empty. A
   // route_last_token request that meets its stop condition finishes one step later, once its last
   // token has been fed without sampling.
+  // `prompt` holds the logprobs of every sequence's prompt_logprob_ids, in batch order (and their
+  // top alternatives, or none); a completion's first token carries them all (GeneratedToken::input).
+  struct PromptRows {
+    std::span<const float> logprobs;
+    std::span<const msg::TokenAlternatives> top;
+  };
   StepOutcome process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
                              std::span<const float> logprobs, std::span<const int32_t> sampled_counts = {},
-                             std::span<const msg::TokenAlternatives> top = {});
+                             std::span<const msg::TokenAlternatives> top = {}, PromptRows prompt = {});
   // Ends every completion of rid, waiting or running, freeing its slots. Unknown rid: nothing.
   std::vector<FinishedRequest> abort(const std::string& rid, const std::string& message);
   // Whether rid names a live request (a new request may not reuse it until it has ended).

@@ -45,7 +45,8 @@ void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& p
       const int64_t pending = request->total_len() - request->num_computed;
       if ((pending == 1) != decode_pass) continue;
       if (decode_pass && add_speculative(batch, *request, budget)) continue;
-      const int64_t granted = grant_slots(*request, std::min(pending, budget), !decode_pass, batch, preempted);
+      const int64_t granted =
+          grant_slots(*request, std::min({pending, budget, request->step_token_limit()}), !decode_pass, batch, preempted);
       if (granted == 0) continue;  // the request was preempted itself, or waits for the steps in flight
       add_to_batch(batch, *request, granted);
       budget -= granted;
@@ -66,7 +67,7 @@ void Scheduler::admit_waiting(ScheduledBatch& batch, int64_t& budget) {
       kv_.release(request);
       return;
     }
-    const int64_t chunk = std::min(pending, budget);
+    const int64_t chunk = std::min({pending, budget, request.step_token_limit()});
     kv_.extend(request, chunk);
     waiting_.pop_front();
     request.state = RequestState::Running;
@@ -138,8 +139,15 @@ void Scheduler::add_to_batch(ScheduledBatch& batch, Request& request, int64_t nu
     request.pending_sample_step = batch.step_id;
     request.pending_sample_index = batch.num_samplers();
   }
+  std::vector<int32_t> prompt_targets = request.input_logprob_targets(request.num_computed, end);
+  // Their rows are the chunk's last ones (before the sampled token): the model computes logits for
+  // a suffix of each sequence's new tokens.
+  if (!prompt_targets.empty() && std::min(end, request.prompt_len() - 1) != end - (samples ? 1 : 0))
+    throw std::logic_error("Scheduler: prompt logprob rows that do not end a step's chunk");
   batch.forward.add_sequence(request.tokens(request.num_computed, end), std::move(slots), samples);
+  batch.forward.sequences.back().prompt_logit_rows = static_cast<int32_t>(prompt_targets.size());
   batch.sequences.push_back(scheduled_sequence(request, config_.eos_token_ids));
+  batch.sequences.back().prompt_logprob_ids = std::move(prompt_targets);
   mark_in_flight(batch, request, end);
 }
 

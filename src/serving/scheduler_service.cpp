@@ -92,7 +92,8 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
   on_routing(result.routing);
   flying->second.adopt_drafted_trees(result.drafted_tokens, result.drafted_parents);
   StepOutcome outcome = scheduler_.process_result(flying->second, result.sampled_ids, result.logprobs,
-                                                  result.sampled_counts, result.top_logprobs);
+                                                  result.sampled_counts, result.top_logprobs,
+                                                  {result.prompt_logprobs, result.prompt_top_logprobs});
   const ScheduledBatch batch = std::move(flying->second);
   in_flight_.erase(flying);
   for (int32_t distinct : result.verify_experts) verify_distinct_experts_ += distinct;
@@ -109,6 +110,7 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
     step_tokens.ids.push_back(t.token);
     step_tokens.logprobs.push_back(t.logprob);
     step_tokens.top.push_back(std::move(t.top));
+    if (t.input) step_tokens.input = std::move(t.input);
   }
   std::map<Key, FinishedRequest*> finished;
   for (FinishedRequest& f : outcome.finished) finished[{f.rid, f.index}] = &f;
@@ -232,6 +234,11 @@ void SchedulerService::emit(const Key& key, NewTokens tokens, std::vector<int32_
     item.new_token_ids = tokens.ids;
     if (info.options.return_logprob) item.new_logprobs = tokens.logprobs;
     if (info.options.return_logprob && info.options.top_logprobs_num > 0) item.new_top_logprobs = tokens.top;
+    if (tokens.input) {
+      item.input_token_ids = tokens.input->ids;
+      item.input_logprobs = tokens.input->logprobs;
+      item.input_top_logprobs = tokens.input->top;
+    }
     const int64_t available = static_cast<int64_t>(slots.size());
     if (info.options.routing.return_routed_experts && tracker_ && available > comp->second.rows_emitted) {
       item.routing = tracker_->gather(slots.data() + comp->second.rows_emitted, available - comp->second.rows_emitted,

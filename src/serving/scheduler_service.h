@@ -151,6 +151,7 @@ class SchedulerService {
     std::vector<int32_t> ids;
     std::vector<float> logprobs;
     std::vector<msg::TokenAlternatives> top;
+    std::optional<InputLogprobs> input;  // with the completion's first token, when asked
   };
 
   // Queues the item for (rid, index) with `tokens` new tokens and rows up to `slots.size()`, waiting

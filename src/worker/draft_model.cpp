@@ -110,7 +110,10 @@ DraftModel::DraftModel(std::unique_ptr<Model> model, const ModelConfig& target, 
 void DraftModel::shadow(const ForwardBatch& batch) {
   ForwardBatch quiet = batch;
   quiet.max_tree_experts = 0;
-  for (BatchSequence& s : quiet.sequences) s.needs_logits = false;
+  for (BatchSequence& s : quiet.sequences) {
+    s.needs_logits = false;
+    s.prompt_logit_rows = 0;
+  }
   model_->forward(quiet, kv_, logits_, nullptr);
 }
 

@@ -46,7 +46,8 @@ ForwardBatch to_forward_batch(const msg::WorkerBatch& batch) {
   forward.max_tree_experts = batch.max_tree_experts;
   forward.sequences.reserve(batch.sequences.size());
   for (const auto& s : batch.sequences)
-    forward.sequences.push_back({s.num_new_tokens, s.kv_slots, s.needs_logits, s.tree_parents});
+    forward.sequences.push_back({s.num_new_tokens, s.kv_slots, s.needs_logits, s.tree_parents,
+                                 static_cast<int32_t>(s.prompt_logprob_ids.size())});
   return forward;
 }
 
@@ -151,6 +152,7 @@ bool ModelWorker::model_picks(const msg::WorkerBatch& batch) const {
   if (!model_->picks_greedy()) return false;
   return std::all_of(batch.sequences.begin(), batch.sequences.end(), [](const msg::WorkerSequence& s) {
     const msg::TokenSampling& sampling = s.sampling;
+    if (!s.prompt_logprob_ids.empty()) return false;  // prompt rows are scored from the logits
     return !s.needs_logits || (s.tree_parents.empty() && sampling.temperature == 0.0f &&
                                sampling.top_logprobs == 0 && !adjusts_logits(sampling));
   });
@@ -172,16 +174,27 @@ void ModelWorker::draw(const msg::WorkerBatch& batch, const ForwardRun& run, msg
   const ForwardBatch& forward = run.forward;
   struct Draw {
     const msg::WorkerSequence* sequence;
-    int64_t first_row;    // its first logits row
+    int64_t first_row;    // its sampled row (the first of a tree's)
     int64_t first_token;  // its first token in the batch's flattened axis
   };
+  // One prompt logprob: the row before the prompt token `id` (prompt_logprob_ids).
+  struct Scored {
+    int64_t row;
+    int32_t id;
+    int32_t top;
+  };
   std::vector<Draw> draws;
-  bool any_tree = false;
+  std::vector<Scored> scored;
+  bool any_tree = false, any_prompt_top = false;
   int64_t row = 0, token = 0;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const msg::WorkerSequence& s = batch.sequences[i];
+    for (int32_t id : s.prompt_logprob_ids) {
+      scored.push_back({row++, id, s.sampling.top_logprobs});
+      any_prompt_top |= s.sampling.top_logprobs > 0;
+    }
     if (s.needs_logits) draws.push_back({&s, row, token});
-    row += forward.sequences[i].num_logit_rows();
+    row += forward.sequences[i].num_logit_rows() - forward.sequences[i].prompt_logit_rows;
     token += s.num_new_tokens;
     any_tree |= !s.tree_parents.empty();
   }
@@ -204,12 +217,21 @@ void ModelWorker::draw(const msg::WorkerBatch& batch, const ForwardRun& run, msg
                                          static_cast<size_t>(d.sequence->num_new_tokens));
     drawn[i] = accept_draft_tree(rows, vocab, nodes, d.sequence->tree_parents, sampling);
   };
-  if (run.greedy_picks) {
+  std::vector<SampledToken> prompt(scored.size());
+  if (run.greedy_picks) {  // never with prompt rows to score: model_picks leaves those to the logits
     for (size_t i = 0; i < draws.size(); ++i) draw_one(i);
   } else {
-    // Each draw passes over the whole vocabulary a few times: a batch's draws share the kernel threads.
-    parallel_for(static_cast<int64_t>(draws.size()), 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) draw_one(static_cast<size_t>(i));
+    // Each draw, and each prompt row scored, passes over the whole vocabulary a few times: they share
+    // the kernel threads.
+    parallel_for(static_cast<int64_t>(draws.size() + scored.size()), 1, [&](int64_t begin, int64_t end) {
+      for (auto i = static_cast<size_t>(begin); i < static_cast<size_t>(end); ++i) {
+        if (i < draws.size()) {
+          draw_one(i);
+          continue;
+        }
+        const Scored& p = scored[i - draws.size()];
+        prompt[i - draws.size()] = token_logprob(logits_.data() + p.row * vocab, vocab, p.id, p.top);
+      }
     });
   }
   bool any_logprob = false, any_top = false;
@@ -224,6 +246,10 @@ void ModelWorker::draw(const msg::WorkerBatch& batch, const ForwardRun& run, msg
       if (any_logprob) result.logprobs.push_back(t.logprob);
       if (any_top) result.top_logprobs.push_back(std::move(t.top));
     }
+  }
+  for (SampledToken& p : prompt) {
+    result.prompt_logprobs.push_back(p.logprob);
+    if (any_prompt_top) result.prompt_top_logprobs.push_back(std::move(p.top));
   }
 }
 

@@ -1,6 +1,7 @@
 #include "api_test_support.h"
 
 #include <cstring>
+#include <limits>
 
 namespace moe::api::test {
 
@@ -44,6 +45,30 @@ msg::TextOutput text_output(const std::string& rid, int32_t index, const std::st
   output.prompt_tokens = prompt_tokens;
   output.completion_tokens = completion_tokens;
   return output;
+}
+
+msg::TextOutput output_with_prompt_logprobs() {
+  msg::TextOutput output = text_output("r", 0, "c", {9}, 2, 1);
+  output.output_logprobs = {-1.0f};
+  output.output_token_texts = {"c"};
+  output.output_top_logprobs = {{{9}, {-1.0f}, {"c"}}};
+  output.input_token_ids = {7, 8};
+  output.input_token_logprobs = {std::numeric_limits<float>::quiet_NaN(), -2.0f};
+  output.input_token_texts = {"A", "B"};
+  output.input_top_logprobs = {{}, {{8}, {-2.0f}, {"B"}}};
+  output.finish_reason = finish(msg::FinishKind::Length);
+  return output;
+}
+
+std::vector<msg::TextOutput> chunks_with_prompt_logprobs(const std::string& text, int32_t id) {
+  msg::TextOutput first = output_with_prompt_logprobs();
+  first.finish_reason.reset();
+  msg::TextOutput last = text_output("r", 0, text, {id}, 2, 2);
+  last.output_logprobs = {-0.5f};
+  last.output_token_texts = {text};
+  last.output_top_logprobs = {{{id}, {-0.5f}, {text}}};
+  last.finish_reason = finish(msg::FinishKind::Length);
+  return {first, last};
 }
 
 msg::FinishReason finish(msg::FinishKind kind, int32_t matched_token) {

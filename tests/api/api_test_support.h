@@ -27,6 +27,14 @@ std::vector<int32_t> int32_values(const std::string& bytes);
 msg::TextOutput text_output(const std::string& rid, int32_t index, const std::string& text,
                             std::vector<int32_t> ids, int32_t prompt_tokens, int32_t completion_tokens);
 
+// The finished reply of request "r" to prompt "AB" (tokens 7, 8) that generated "c" (token 9), with
+// one top alternative per token and the prompt's logprobs from position 0: token 7 has none (NaN,
+// no alternatives), token 8 has -2 (itself its one alternative); "c" has -1.
+msg::TextOutput output_with_prompt_logprobs();
+// The same reply streamed in two chunks: that output unfinished, then a final one adding `text`,
+// token `id` at logprob -0.5 (itself its one alternative).
+std::vector<msg::TextOutput> chunks_with_prompt_logprobs(const std::string& text, int32_t id);
+
 // A finish reason of `kind`, matching `matched_token` when it is not negative.
 msg::FinishReason finish(msg::FinishKind kind, int32_t matched_token = -1);
 

@@ -35,7 +35,7 @@ TEST(GenerateRequest, ReadsEveryField) {
                      {"stream", true},
                      {"return_logprob", true},
                      {"top_logprobs_num", 5},
-                     {"logprob_start_len", -1},
+                     {"logprob_start_len", 2},
                      {"return_routed_experts", true},
                      {"routed_experts_start_len", 5},
                      {"routed_experts_dtype", "int16"},
@@ -73,6 +73,7 @@ TEST(GenerateRequest, ReadsEveryField) {
   expected.return_logprob = true;
   expected.speculative = false;
   expected.top_logprobs_num = 5;
+  expected.logprob_start_len = 2;
   expected.routing = {.return_routed_experts = true,
                       .start_len = 5,
                       .dtype = "int16",
@@ -93,6 +94,17 @@ TEST(GenerateRequest, DefaultsAreSGLangsAndRoutingIsAskedRaw) {
   EXPECT_EQ(request.routing.dtype, "int32");
   EXPECT_TRUE(request.routing.raw);
   EXPECT_TRUE(request.rid.empty());
+}
+
+TEST(GenerateRequest, LogprobStartLenIsOneValueOrOnePerPromptAndMinusOneByDefault) {
+  EXPECT_EQ(parse_generate({{"text", "x"}}).requests.front().logprob_start_len, -1);
+  EXPECT_EQ(parse_generate({{"text", "x"}, {"logprob_start_len", 0}}).requests.front().logprob_start_len, 0);
+  const GenerationCall both = parse_generate({{"text", {"a", "b"}}, {"logprob_start_len", 3}});
+  EXPECT_EQ(both.requests[0].logprob_start_len, 3);
+  EXPECT_EQ(both.requests[1].logprob_start_len, 3);
+  const GenerationCall each = parse_generate({{"input_ids", {{1, 2}, {3, 4, 5}}}, {"logprob_start_len", {1, -1}}});
+  EXPECT_EQ(each.requests[0].logprob_start_len, 1);
+  EXPECT_EQ(each.requests[1].logprob_start_len, -1);
 }
 
 TEST(GenerateRequest, ListsOfPromptsBecomeOneRequestEach) {
@@ -168,8 +180,16 @@ TEST(GenerateRequest, RefusesOutOfRangeSamplingNamingTheField) {
                    "token ids");
   expect_api_error([&] { parse_generate({{"text", "x"}, {"top_logprobs_num", 21}}); }, 400, "top_logprobs_num",
                    "[0, 20]");
-  expect_api_error([&] { parse_generate({{"text", "x"}, {"logprob_start_len", 0}}); }, 400, "logprob_start_len",
-                   "must be -1");
+  expect_api_error([&] { parse_generate({{"text", "x"}, {"logprob_start_len", -2}}); }, 400, "logprob_start_len",
+                   "must be -1 (no prompt logprobs) or a prompt position >= 0, got -2");
+  expect_api_error([&] { parse_generate({{"text", "x"}, {"logprob_start_len", 1.5}}); }, 400, "logprob_start_len",
+                   "integer");
+  expect_api_error([&] { parse_generate({{"text", "x"}, {"logprob_start_len", "3"}}); }, 400, "logprob_start_len",
+                   "integer");
+  expect_api_error([&] { parse_generate({{"text", {"a", "b"}}, {"logprob_start_len", {0}}}); }, 400,
+                   "logprob_start_len", "1 entries for 2 prompts");
+  expect_api_error([&] { parse_generate({{"text", {"a", "b"}}, {"logprob_start_len", {0, -3}}}); }, 400,
+                   "logprob_start_len[1]", "got -3");
   expect_api_error([&] { parse_generate({{"text", "x"}, {"stream_routed_experts", "rows"}}); }, 400,
                    "stream_routed_experts", "\"cumulative\" or \"delta\"");
 }

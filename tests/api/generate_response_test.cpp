@@ -79,6 +79,44 @@ TEST(GenerateResponse, TopLogprobsAreListsOfTriplesWithTextWhenAsked) {
   EXPECT_EQ(meta["output_top_logprobs"], json::parse(R"([[[-0.5, 10, "Hi"], [-1.5, 3, "Ho"]]])"));
 }
 
+TEST(GenerateResponse, PromptLogprobsComeBeforeTheOutputsWithANullFirstEntry) {
+  for (const bool text : {false, true}) {
+    const GenerationCall call = generate_call({{"text", "x"},
+                                               {"return_logprob", true},
+                                               {"top_logprobs_num", 1},
+                                               {"logprob_start_len", 0},
+                                               {"return_text_in_logprobs", text}});
+    const auto builder = make_response_builder(call, "id", 0);
+    builder->add(0, test::output_with_prompt_logprobs());
+    const json meta = builder->response()["meta_info"];
+    if (text) {
+      EXPECT_EQ(meta["input_token_logprobs"], json::parse(R"([[null, 7, "A"], [-2.0, 8, "B"]])"));
+      EXPECT_EQ(meta["input_top_logprobs"], json::parse(R"([null, [[-2.0, 8, "B"]]])"));
+    } else {
+      EXPECT_EQ(meta["input_token_logprobs"], json::parse(R"([[null, 7, null], [-2.0, 8, null]])"));
+      EXPECT_EQ(meta["input_top_logprobs"], json::parse(R"([null, [[-2.0, 8, null]]])"));
+    }
+    EXPECT_EQ(meta["output_token_logprobs"].size(), 1u);
+  }
+}
+
+TEST(GenerateResponse, PromptLogprobsOnlyWhenAskedAndRepeatedInEveryStreamedEvent) {
+  const auto plain = make_response_builder(generate_call({{"text", "x"}, {"return_logprob", true}}), "id", 0);
+  plain->add(0, test::output_with_prompt_logprobs());
+  EXPECT_FALSE(plain->response()["meta_info"].contains("input_token_logprobs"));
+
+  const auto streamed = make_response_builder(
+      generate_call({{"text", "x"}, {"return_logprob", true}, {"logprob_start_len", 0}, {"stream", true}}), "id", 0);
+  const std::vector<msg::TextOutput> chunks = test::chunks_with_prompt_logprobs("!", 11);
+  const std::vector<json> first = streamed->add(0, chunks[0]), last = streamed->add(0, chunks[1]);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(last.size(), 1u);
+  // As output_token_logprobs, cumulative: the final event has the prompt's too.
+  EXPECT_EQ(first[0]["meta_info"]["input_token_logprobs"].size(), 2u);
+  EXPECT_EQ(last[0]["meta_info"]["input_token_logprobs"], first[0]["meta_info"]["input_token_logprobs"]);
+  EXPECT_EQ(last[0]["meta_info"]["output_token_logprobs"].size(), 2u);
+}
+
 // The events of two_chunks() streamed for a /generate `body`: one per chunk.
 std::vector<json> streamed_events(const json& body) {
   const auto builder = make_response_builder(generate_call(body), "id", 0);

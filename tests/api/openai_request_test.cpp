@@ -87,7 +87,9 @@ TEST(CompletionRequest, RefusesBadValuesNamingTheField) {
   expect_api_error([&] { parse_completion(with({{"seed", "7"}}), kModel); }, 400, "seed", "integer");
   expect_api_error([&] { parse_completion(with({{"logprobs", 21}}), kModel); }, 400, "logprobs", "[0, 20]");
   expect_api_error([&] { parse_completion(with({{"logprobs", -1}}), kModel); }, 400, "logprobs", "[0, 20]");
-  expect_api_error([&] { parse_completion(with({{"echo", true}}), kModel); }, 400, "echo", "not supported");
+  expect_api_error([&] { parse_completion(with({{"echo", "yes"}}), kModel); }, 400, "echo", "true or false");
+  expect_api_error([&] { parse_completion({{"prompt", {1, 2}}, {"echo", true}}, kModel); }, 400, "echo",
+                   "needs a text prompt");
   expect_api_error([&] { parse_completion(with({{"best_of", 3}}), kModel); }, 400, "best_of", "equal to n");
   expect_api_error([&] { parse_completion(with({{"presence_penalty", 2.5}}), kModel); }, 400, "presence_penalty",
                    "[-2, 2]");
@@ -110,6 +112,19 @@ TEST(CompletionRequest, RefusesBadValuesNamingTheField) {
                    "stream_options.include_usage", "true or false");
   // Defaults sent explicitly are fine.
   EXPECT_NO_THROW(parse_completion(with({{"echo", false}, {"presence_penalty", 0}, {"best_of", 1}}), kModel));
+}
+
+TEST(CompletionRequest, EchoAsksForThePromptLogprobsFromTheStartWhenLogprobsAreAsked) {
+  const GenerationCall plain = parse_completion({{"prompt", "x"}, {"echo", true}}, kModel);
+  EXPECT_TRUE(plain.echo);
+  EXPECT_EQ(plain.requests.front().logprob_start_len, -1);  // the text only
+  const GenerationCall scored = parse_completion({{"prompt", {"x", "y"}}, {"echo", true}, {"logprobs", 1}}, kModel);
+  ASSERT_EQ(scored.requests.size(), 2u);
+  for (const msg::GenerateRequest& request : scored.requests) {
+    EXPECT_TRUE(request.return_logprob);
+    EXPECT_EQ(request.logprob_start_len, 0);
+  }
+  EXPECT_FALSE(parse_completion({{"prompt", "x"}, {"logprobs", 1}}, kModel).echo);
 }
 
 TEST(CompletionRequest, UnknownModelIsNotFound) {

@@ -241,6 +241,31 @@ TEST(OpenAiResponse, CompletionTopLogprobsAreMapsFromTokenToLogprob) {
   EXPECT_EQ(logprobs["top_logprobs"][0], json({{"é", -0.125}, {"e", -3.0}}));
 }
 
+TEST(OpenAiResponse, EchoRepeatsThePromptAndItsLogprobsWithANullFirst) {
+  const GenerationCall call = parse_completion({{"prompt", "AB"}, {"echo", true}, {"logprobs", 1}}, kModel);
+  const auto builder = make_response_builder(call, "abc", 5);
+  builder->add(0, test::output_with_prompt_logprobs());
+  const json choice = builder->response()["choices"][0];
+  EXPECT_EQ(choice["text"], "ABc");
+  EXPECT_EQ(choice["logprobs"]["tokens"], json({"A", "B", "c"}));
+  EXPECT_EQ(choice["logprobs"]["token_logprobs"], json({nullptr, -2.0, -1.0}));
+  EXPECT_EQ(choice["logprobs"]["top_logprobs"], json({nullptr, {{"B", -2.0}}, {{"c", -1.0}}}));
+}
+
+TEST(OpenAiResponse, StreamedEchoSendsThePromptWithTheFirstChunkOnly) {
+  const GenerationCall call =
+      parse_completion({{"prompt", "AB"}, {"echo", true}, {"logprobs", 1}, {"stream", true}}, kModel);
+  const auto builder = make_response_builder(call, "abc", 5);
+  const std::vector<msg::TextOutput> chunks = test::chunks_with_prompt_logprobs("d", 10);
+  const std::vector<json> a = builder->add(0, chunks[0]), b = builder->add(0, chunks[1]);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[0]["choices"][0]["text"], "ABc");
+  EXPECT_EQ(a[0]["choices"][0]["logprobs"]["token_logprobs"], json({nullptr, -2.0, -1.0}));
+  EXPECT_EQ(b[0]["choices"][0]["text"], "d");
+  EXPECT_EQ(b[0]["choices"][0]["logprobs"]["tokens"], json({"d"}));
+}
+
 TEST(OpenAiResponse, ChatStreamSendsRoleThenContentThenUsage) {
   const GenerationCall call = parse_chat_completion({{"messages", {{{"role", "user"}, {"content", "hi"}}}},
                                                      {"stream", true},

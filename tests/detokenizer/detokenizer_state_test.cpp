@@ -94,6 +94,41 @@ TEST(DetokenizerState, StreamedChunksAddUpToTheNonStreamedReply) {
   EXPECT_EQ(streamed.live_completions(), 0u);
 }
 
+// Prompt logprobs ride the first item: the first output that follows carries them with each
+// token's text (and the alternatives' texts), once, streamed or not.
+TEST(DetokenizerState, PromptLogprobsGetTheirTextsAndGoOutOnce) {
+  const auto prompt = qwen3().encode("Hello world");
+  const auto ids = qwen3().encode(" and more");
+  ASSERT_GE(prompt.size(), 2u);
+  for (const bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "streamed" : "whole");
+    msg::RequestOptions options;
+    options.return_logprob = true;
+    options.top_logprobs_num = 1;
+    options.logprob_start_len = 0;
+    options.stream = stream;
+    std::vector<msg::DetokenizeItem> items = items_for(ids, options, 0);
+    items[0].input_token_ids = prompt;
+    items[0].input_logprobs.assign(prompt.size(), -1.0f);
+    items[0].input_top_logprobs.assign(prompt.size(), msg::TokenAlternatives{{prompt.back()}, {-1.0f}, {}});
+    items[0].input_top_logprobs[0] = {};
+    DetokenizerState state(qwen3(), 64);
+    const auto outputs = run(state, items);
+    ASSERT_FALSE(outputs.empty());
+    const msg::TextOutput& first = outputs.front();
+    EXPECT_EQ(first.input_token_ids, prompt);
+    EXPECT_EQ(first.input_token_logprobs, items[0].input_logprobs);
+    ASSERT_EQ(first.input_token_texts.size(), prompt.size());
+    std::string joined;
+    for (const std::string& t : first.input_token_texts) joined += t;
+    EXPECT_EQ(joined, "Hello world");
+    ASSERT_EQ(first.input_top_logprobs.size(), prompt.size());
+    EXPECT_TRUE(first.input_top_logprobs[0].ids.empty());
+    EXPECT_EQ(first.input_top_logprobs[1].texts, std::vector<std::string>{first.input_token_texts.back()});
+    for (size_t i = 1; i < outputs.size(); ++i) EXPECT_TRUE(outputs[i].input_token_ids.empty());
+  }
+}
+
 TEST(DetokenizerState, StopStringStraddlingTokensCutsTheReply) {
   const auto ids = qwen3().encode("The answer is 42. STOP here please");
   msg::RequestOptions options;

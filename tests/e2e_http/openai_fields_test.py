@@ -171,7 +171,8 @@ class LogprobsAndSampling(hh.ServerTest):
                 reply = self.server.post("/v1/completions", body)
                 self.assertEqual(reply.status_code, 400, reply.text)
                 self.assertIn(named, reply.text)
-        reply = self.server.post("/generate", {"text": "x", "return_logprob": True, "logprob_start_len": 0})
+        # "x" is one token: prompt logprobs may start at 0 only.
+        reply = self.server.post("/generate", {"text": "x", "return_logprob": True, "logprob_start_len": 1})
         self.assertEqual(reply.status_code, 400, reply.text)
         self.assertIn("logprob_start_len", reply.text)
 

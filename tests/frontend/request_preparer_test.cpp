@@ -72,6 +72,24 @@ TEST_F(RequestPreparerTest, AGivenLimitBeyondTheContextIsRefusedWithItsNumbers) 
   EXPECT_NO_THROW(make().prepare(request));
 }
 
+// logprob_start_len must name a prompt position (SGLang's rule); ZeroMQ clients reach this check
+// with whatever they sent.
+TEST_F(RequestPreparerTest, PromptLogprobsMustStartInsideThePrompt) {
+  msg::GenerateRequest request = with_ids({1, 2, 3});
+  request.return_logprob = true;
+  request.logprob_start_len = 3;
+  EXPECT_EQ(refusal(request, make()), "logprob_start_len is 3, but the prompt has 3 tokens: it must be below that");
+  request.logprob_start_len = -2;
+  EXPECT_EQ(refusal(request, make()), "logprob_start_len must be -1 (no prompt logprobs) or a prompt position >= 0, got -2");
+  for (const int32_t start : {-1, 0, 2}) {
+    request.logprob_start_len = start;
+    EXPECT_EQ(make().prepare(request).logprob_start_len, start);
+  }
+  request.return_logprob = false;  // without logprobs the start is not used, as SGLang
+  request.logprob_start_len = 9;
+  EXPECT_NO_THROW(make().prepare(request));
+}
+
 // Stops are checked on every generated token, so one request may bring only so many.
 TEST_F(RequestPreparerTest, StopListsAreBounded) {
   msg::GenerateRequest many = with_ids({1, 2, 3});

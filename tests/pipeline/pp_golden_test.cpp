@@ -105,6 +105,38 @@ TEST_P(PpGolden, ThreeCompletionsOfOnePromptEachGolden) {
   }
 }
 
+// Prompt logprobs (logprob_start_len) come from the last stage, in prefill chunks of 7, through the
+// C++ client: teacher forcing case c's first outputs gives their golden logprobs, the greedy token first.
+TEST_P(PpGolden, PromptLogprobsByTeacherForcingInChunksOf7) {
+  actors::ServeOptions o = options();
+  o.chunked_prefill_size = 7;
+  actors::EngineRuntime runtime(o);
+  Client client(runtime.client_endpoint());
+  const size_t m = static_cast<size_t>(golden_.max_new_tokens) - 1;
+  for (size_t i = 0; i < golden_.cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const GoldenCase& c = golden_.cases[i];
+    msg::GenerateRequest request = golden_request(golden_, c, "tf" + std::to_string(i));
+    request.input_ids->insert(request.input_ids->end(), c.output_ids.begin(),
+                              c.output_ids.begin() + static_cast<std::ptrdiff_t>(m));
+    request.sampling.max_new_tokens = 1;
+    request.return_logprob = true;
+    request.top_logprobs_num = 2;
+    request.logprob_start_len = static_cast<int32_t>(c.prompt_ids.size());
+    const std::vector<msg::TextOutput> outputs = client.generate(request);
+    ASSERT_EQ(outputs.size(), 1u);
+    const msg::TextOutput& out = outputs[0];
+    EXPECT_EQ(out.output_ids, std::vector<int32_t>{c.output_ids[m]});
+    ASSERT_EQ(out.input_token_logprobs.size(), m);
+    ASSERT_EQ(out.input_top_logprobs.size(), m);
+    EXPECT_EQ(out.input_token_ids, std::vector<int32_t>(c.output_ids.begin(), c.output_ids.begin() + static_cast<std::ptrdiff_t>(m)));
+    for (size_t j = 0; j < m; ++j) {
+      EXPECT_NEAR(out.input_token_logprobs[j], c.output_logprobs[j], 1e-3) << "output " << j;
+      EXPECT_EQ(out.input_top_logprobs[j].ids.front(), c.output_ids[j]) << "output " << j;
+    }
+  }
+}
+
 // What one stage answers, byte for byte, for requests that use every routing option: the last
 // token's row, start_len, router weights, int16 rows, streamed; and the same expert-load counts.
 TEST_P(PpGolden, RoutingOptionsAndExpertLoadAsWithOneStage) {

@@ -54,6 +54,29 @@ TEST(SampleToken, GreedyPicksTheArgmaxWithItsLogprob) {
   }
 }
 
+// A prompt token's logprob (token_logprob) is what a greedy draw of that token reports, bit for
+// bit, with the same alternatives; any other token gets its own log_softmax.
+TEST(TokenLogprob, IsTheSamplersLogprobAndAlternativesForAGivenToken) {
+  const std::vector<float> logits = random_logits(5000, 3);
+  for (const int32_t id : {0, 17, 4999}) {
+    const SampledToken other = token_logprob(logits.data(), 5000, id, 0);
+    EXPECT_EQ(other.id, id);
+    EXPECT_NEAR(other.logprob, log_softmax_at(logits, id), 1e-5);
+    EXPECT_TRUE(other.top.ids.empty());
+  }
+  msg::TokenSampling greedy;
+  greedy.temperature = 0.0f;
+  greedy.top_logprobs = 5;
+  const SampledToken drawn = draw_at(logits.data(), 5000, greedy, 0);
+  const SampledToken given = token_logprob(logits.data(), 5000, drawn.id, 5);
+  EXPECT_EQ(given.id, drawn.id);
+  EXPECT_EQ(given.logprob, drawn.logprob);
+  EXPECT_EQ(given.top, drawn.top);
+  EXPECT_THROW(token_logprob(logits.data(), 5000, 5000, 0), Error);
+  EXPECT_THROW(token_logprob(logits.data(), 5000, -1, 0), Error);
+  EXPECT_THROW(token_logprob(logits.data(), 5000, 1, 21), Error);
+}
+
 TEST(SampleToken, GreedyTiesGoToTheLowestId) {
   const std::vector<float> logits = {0.5f, 3.0f, -1.0f, 3.0f, 3.0f};
   msg::TokenSampling greedy;

@@ -85,6 +85,13 @@ std::map<std::pair<std::string, int32_t>, JoinedOutput> join_outputs(const std::
       j.weights.resize(old + bytes.size() / sizeof(float));
       std::memcpy(j.weights.data() + old, bytes.data(), bytes.size());
     }
+    if (!o.input_token_ids.empty()) {
+      j.input_ids = o.input_token_ids;
+      j.input_logprobs = o.input_token_logprobs;
+      j.input_texts = o.input_token_texts;
+      j.input_top = o.input_top_logprobs;
+      ++j.input_chunks;
+    }
     j.cached_tokens = o.cached_tokens;
     j.weight_version = o.weight_version;
     if (o.finish_reason) j.finish = o.finish_reason;

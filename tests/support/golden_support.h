@@ -55,6 +55,12 @@ struct JoinedOutput {
   std::string weight_version;
   std::optional<msg::FinishReason> finish;
   int chunks = 0;
+  // Prompt logprobs (logprob_start_len >= 0), and how many outputs carried them (one, once sent).
+  std::vector<int32_t> input_ids;
+  std::vector<float> input_logprobs;
+  std::vector<std::string> input_texts;
+  std::vector<msg::TokenAlternatives> input_top;
+  int input_chunks = 0;
 };
 std::map<std::pair<std::string, int32_t>, JoinedOutput> join_outputs(const std::vector<msg::TextOutput>& outputs);
 

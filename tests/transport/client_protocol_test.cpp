@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -189,6 +192,35 @@ TEST(ClientReply, HasTheShapeOfSGLangGenerateResponse) {
   EXPECT_EQ(meta["routed_experts_dtype"], "int16");
   EXPECT_EQ(meta["router_weights"], "AACAPw==");
   EXPECT_EQ(meta["router_weights_dtype"], "float32");
+}
+
+// Top logprobs and token texts, and prompt logprobs (null where the prompt's first token has none),
+// in SGLang's triples; the C++ client reads them all back.
+TEST(ClientReply, CarriesTokenTextsTopLogprobsAndPromptLogprobs) {
+  msg::TextOutput output = finished_output();
+  output.output_token_texts = {"Once", " upon"};
+  output.output_top_logprobs = {{{7, 1}, {-0.5f, -0.75f}, {"Once", "\xEF\xBF\xBD"}}, {{8}, {-0.25f}, {" upon"}}};
+  output.input_token_ids = {5, 6};
+  output.input_token_logprobs = {std::numeric_limits<float>::quiet_NaN(), -1.5f};
+  output.input_token_texts = {"A", "B"};
+  output.input_top_logprobs = {{}, {{6}, {-1.5f}, {"B"}}};
+  const json meta = unpack(encode_client_reply(output))["meta_info"];
+  EXPECT_EQ(meta["output_token_logprobs"], json({{-0.5, 7, "Once"}, {-0.25, 8, " upon"}}));
+  EXPECT_EQ(meta["output_top_logprobs"][1], json({{-0.25, 8, " upon"}}));
+  EXPECT_EQ(meta["input_token_logprobs"], json({{nullptr, 5, "A"}, {-1.5, 6, "B"}}));
+  EXPECT_EQ(meta["input_top_logprobs"], json({nullptr, {{-1.5, 6, "B"}}}));
+
+  const msg::TextOutput back = std::get<msg::TextOutput>(decode_client_reply(encode_client_reply(output)));
+  EXPECT_TRUE(std::isnan(back.input_token_logprobs[0]));
+  msg::TextOutput comparable = back;  // NaN equals nothing: compare the rest
+  comparable.input_token_logprobs[0] = output.input_token_logprobs[0] = 0.0f;
+  EXPECT_EQ(comparable, output);
+}
+
+TEST(ClientRequest, ReadsLogprobStartLen) {
+  EXPECT_EQ(parse_generation(pack({{"text", "x"}, {"logprob_start_len", 3}})).logprob_start_len, 3);
+  EXPECT_EQ(parse_generation(pack({{"text", "x"}})).logprob_start_len, -1);
+  expect_request_error(pack({{"text", "x"}, {"logprob_start_len", "3"}}), "logprob_start_len");
 }
 
 TEST(ClientReply, StreamedChunkHasNullFinishReasonAndNoOptionalFields) {

@@ -57,6 +57,7 @@ std::vector<msg::Message> sample_messages() {
   generate.stream = true;
   generate.return_logprob = true;
   generate.top_logprobs_num = 20;
+  generate.logprob_start_len = 2;
   generate.speculative = false;
   generate.chat_template_kwargs = R"({"enable_thinking": false})";
   generate.routing = sample_routing_options();
@@ -91,6 +92,7 @@ std::vector<msg::Message> sample_messages() {
   batch.sequences.back().sampling.suppressed_ids = {151645};
   batch.sequences.back().sampling.repetition_penalty = 1.5f;
   batch.sequences.back().sampling.logit_bias = {{3, 1.0f}};
+  batch.sequences.back().prompt_logprob_ids = {151935};  // the prompt token after its one new token
   batch.sequences.front().tree_parents = {-1, 0, 0};  // a draft tree: the root and two children
   batch.sequences.front().draft_topk = 2;             // drafted by the worker's draft model first
   batch.max_tree_experts = 6;
@@ -104,6 +106,8 @@ std::vector<msg::Message> sample_messages() {
   result.verify_experts = {3, 8};
   result.drafted_tokens = {151645, 3, 9};  // the tree the draft model chose
   result.drafted_parents = {-1, 0, 0};
+  result.prompt_logprobs = {-3.5f};
+  result.prompt_top_logprobs = {{{151935, 2}, {-3.5f, -4.0f}, {}}};
   result.routing.push_back({.step = 98, .rows = sample_rows(4, 3, 2, true)});
   result.routing.push_back({.step = 99, .rows = sample_rows(2, 3, 2, false)});
   messages.emplace_back(result);
@@ -125,7 +129,10 @@ std::vector<msg::Message> sample_messages() {
                               .finish_reason = msg::FinishReason{msg::FinishKind::Stop, 151645, std::nullopt, ""},
                               .prompt_tokens = 30,
                               .cached_tokens = 16,
-                              .weight_version = "step-7"});
+                              .weight_version = "step-7",
+                              .input_token_ids = {30, 31},
+                              .input_logprobs = {-0.5f, -1.5f},
+                              .input_top_logprobs = {{}, {{31}, {-1.5f}, {}}}});
   detokenize.items.push_back({.rid = "b",
                               .index = 0,
                               .options = std::nullopt,
@@ -151,7 +158,11 @@ std::vector<msg::Message> sample_messages() {
                           .cached_tokens = 4,
                           .routed_experts = msg::EncodedArray{std::string("\x01\x00\xff", 3), true, {13, 4, 2}, "int16"},
                           .router_weights = msg::EncodedArray{"AAAA", false, {13, 4, 2}, "float16"},
-                          .weight_version = "step-7"});
+                          .weight_version = "step-7",
+                          .input_token_ids = {3, 4},
+                          .input_token_logprobs = {-2.0f, -0.125f},
+                          .input_token_texts = {"Hi", " there"},
+                          .input_top_logprobs = {{}, {{4, 5}, {-0.125f, -3.0f}, {" there", "\xEF\xBF\xBD"}}}});
   text.outputs.push_back({.rid = "b", .index = 0, .text = "", .output_ids = {}, .output_logprobs = {},
                           .finish_reason = std::nullopt, .prompt_tokens = 1, .completion_tokens = 0,
                           .cached_tokens = 0, .routed_experts = std::nullopt, .router_weights = std::nullopt});
