@@ -7,6 +7,7 @@
 # and so are the programs and the end-to-end tests that start moe-serve unless SANITIZE_E2E=1:
 #   SANITIZE_E2E=1 scripts/sanitize.sh address,undefined -R 'e2e_zmq|e2e_http_(curl|requests|errors)'
 # builds moe-serve with the sanitizers too, and every process a test starts inherits the options below.
+# On a machine whose libraries came from scripts/gpu_deps.sh --install, its MOE_DEPS_CMAKE_FLAGS are used.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitizers="${1:?usage: scripts/sanitize.sh address,undefined|thread [ctest arguments]}"
@@ -18,7 +19,7 @@ esac
 programs=OFF
 if [[ "${SANITIZE_E2E:-0}" == 1 ]]; then programs=ON; fi
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOE_SANITIZE="$sanitizers" \
-  -DMOE_BUILD_TOOLS="$programs" -DMOE_BUILD_BENCH=OFF -DMOE_CUDA=OFF >/dev/null
+  -DMOE_BUILD_TOOLS="$programs" -DMOE_BUILD_BENCH=OFF -DMOE_CUDA=OFF ${MOE_DEPS_CMAKE_FLAGS:-} >/dev/null
 cmake --build "$dir" -j "$(nproc)"
 # Leaks are findings too; a halt on the first UBSan report keeps its stack in the test's output.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1"
