@@ -21,8 +21,16 @@ using Clock = std::chrono::steady_clock;
 
 // When each forward_stage call began and ended, in call order.
 struct StageRuns {
+  using Run = std::pair<Clock::time_point, Clock::time_point>;
   std::mutex mutex;
-  std::vector<std::pair<Clock::time_point, Clock::time_point>> runs;
+  std::vector<Run> runs;
+
+  // The stage's thread appends under the mutex; the test reads a copy under it too (the ZeroMQ hand-off
+  // that orders them is invisible to ThreadSanitizer).
+  std::vector<Run> snapshot() {
+    std::lock_guard lock(mutex);
+    return runs;
+  }
 };
 
 // The real stage model, with its runs timed and `delay` added before each (the injected slowness).
@@ -136,11 +144,12 @@ TEST(PipelineOverlap, StageZeroBeginsTheNextMicroBatchWhileStageOneStillRunsTheF
     EXPECT_EQ(results[i].step, static_cast<uint64_t>(i + 1));
     EXPECT_EQ(results[i].sampled_ids, std::vector<int32_t>{golden.cases[i].output_ids[0]});
   }
-  ASSERT_EQ(runs[0].runs.size(), 2u);
-  ASSERT_EQ(runs[1].runs.size(), 2u);
+  const auto stage0 = runs[0].snapshot(), stage1 = runs[1].snapshot();
+  ASSERT_EQ(stage0.size(), 2u);
+  ASSERT_EQ(stage1.size(), 2u);
   // Stage 0 began B while stage 1 was still on A: the stages overlapped.
-  EXPECT_LT(runs[0].runs[1].first, runs[1].runs[0].second);
-  EXPECT_LT(runs[1].runs[0].first, runs[1].runs[0].second);
+  EXPECT_LT(stage0[1].first, stage1[0].second);
+  EXPECT_LT(stage1[0].first, stage1[0].second);
 
   heartbeat.stop();
   for (auto& loop : loops) loop->stop();
