@@ -1,10 +1,12 @@
 #include "cuda/gpu_workload.h"
 
 #include <chrono>
+#include <map>
 #include <random>
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "cuda/device_array.h"
 #include "cuda/event.h"
@@ -59,16 +61,15 @@ int32_t random_token(std::mt19937& random, int64_t vocab) {
 
 }  // namespace
 
-GpuWorkload& GpuWorkload::get(KernelDType products) {
+GpuWorkload& GpuWorkload::get(KernelDType products, int ep_size) {
   // Never destroyed: at exit the CUDA runtime may be unloaded before a static's destructor would run.
-  static GpuWorkload* f32 = nullptr;
-  static GpuWorkload* bf16 = nullptr;
-  GpuWorkload*& workload = products == KernelDType::BF16 ? bf16 : f32;
-  if (!workload) workload = new GpuWorkload(products);
+  static std::map<std::pair<KernelDType, int>, GpuWorkload*> loaded;
+  GpuWorkload*& workload = loaded[{products, ep_size}];
+  if (!workload) workload = new GpuWorkload(products, ep_size);
   return *workload;
 }
 
-GpuWorkload::GpuWorkload(KernelDType products) {
+GpuWorkload::GpuWorkload(KernelDType products, int ep_size) {
   if (cuda::device_count() == 0) throw std::runtime_error("no CUDA device");
   cudaDeviceProp props{};
   cuda::check(cudaGetDeviceProperties(&props, 0), "cudaGetDeviceProperties");
@@ -78,6 +79,7 @@ GpuWorkload::GpuWorkload(KernelDType products) {
   ModelOptions options;
   options.device = Device::Cuda;
   options.kernel_dtype = products;
+  options.ep_size = ep_size;
   std::unique_ptr<Model> model = load_model(benchmark_checkpoint(), options);
   ModelWorkerOptions worker_options;
   worker_options.settings.kv_slots = kPrefillSlotBase + kPromptTokens;

@@ -18,8 +18,9 @@ class GpuWorkload {
   static constexpr int kPromptTokens = 512;  // the prefill benchmark's prompt
 
   // Loaded (and prefilled) once per process for each kernel dtype (--kernel-dtype: float32, or bf16
-  // products on tensor cores above 16 tokens a step).
-  static GpuWorkload& get(KernelDType products = KernelDType::F32);
+  // products on tensor cores above 16 tokens a step) and number of expert-parallel shards (--ep-size,
+  // all on this GPU).
+  static GpuWorkload& get(KernelDType products = KernelDType::F32, int ep_size = 1);
 
   // One decode step of sequences 0..batch-1: each feeds a token at position kContext, the same slot
   // every time, so the step can be repeated as often as timing needs.
@@ -41,7 +42,7 @@ class GpuWorkload {
   const std::string& device_name() const { return device_name_; }
 
  private:
-  explicit GpuWorkload(KernelDType products);
+  GpuWorkload(KernelDType products, int ep_size);
   // Distinct experts each MoE layer's router picked for the batch's tokens.
   std::vector<int> experts_reached(msg::WorkerBatch batch);
 

@@ -17,7 +17,7 @@ struct EngineOptions : EngineSettings {
   int64_t quantization_group_size = 128;   // int4: input columns per scale
   std::string kernel_dtype = "float32";    // float32 | bf16: the CPU GEMMs' products (bf16 checkpoints)
   std::string device = "cpu";  // cpu | cuda (a build with the CUDA backend)
-  int ep_size = 1;               // expert-parallel shards of the MoE layers (--ep-size; cpu only)
+  int ep_size = 1;               // expert-parallel shards of the MoE layers (--ep-size)
   std::string expert_placement;  // JSON device_expert_mapping file (--expert-placement); empty = uniform
   bool disable_cuda_graph = false;  // cuda: run decode steps uncaptured (SGLang's --disable-cuda-graph)
   std::string zmq_endpoint;    // also serve ZeroMQ clients here; empty = only this process

@@ -15,8 +15,6 @@ static_assert(DecodeGraphs::kMaxBatch <= CudaMoeBlock::kGroupedOnDeviceTokens,
               "a captured step's MoE layers must find their experts' rows on the device");
 
 ModelConfig checked_config(const std::string& model_dir, const ModelOptions& options) {
-  if (options.ep_size != 1 || !options.expert_placement_file.empty())
-    throw Error("--ep-size and --expert-placement are not supported with --device cuda (the CPU's expert shards)");
   if (options.moe_backend == MoeBackend::Reference)
     throw Error("--moe-runner-backend reference runs on the CPU only; --device cuda groups tokens by expert");
   ModelConfig config = load_model_config(model_dir);
@@ -27,11 +25,21 @@ ModelConfig checked_config(const std::string& model_dir, const ModelOptions& opt
   return config;
 }
 
+// The CPU's placement rules and errors, and at most as many shards as the all-reduce takes.
+ExpertPlacement checked_placement(const ModelConfig& config, const ModelOptions& options) {
+  ExpertPlacement placement = expert_placement_for(config, options);
+  if (placement.ep_size() > kMaxExpertShards)
+    throw Error("--device cuda runs at most " + std::to_string(kMaxExpertShards) + " expert-parallel shards, not " +
+                std::to_string(placement.ep_size()));
+  return placement;
+}
+
 }  // namespace
 
 // The options are checked before the stream and cuBLAS handle exist: a refused load allocates nothing.
 CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
     : config_(checked_config(model_dir, options)),
+      placement_(checked_placement(config_, options)),
       blas_(stream_.get(), options.kernel_dtype),
       use_graphs_(options.cuda_graphs) {
   // The checkpoint is read here and unmapped when the constructor returns: the device holds the weights.
@@ -52,7 +60,7 @@ CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
     layer.post_attention_norm = upload_vector(checkpoint, p + "post_attention_layernorm.weight", H);
     layer.attention.emplace(checkpoint, config_, l);
     if (config_.moe_index(l) >= 0) {
-      layer.moe.emplace(checkpoint, config_, arch, l);
+      layer.moe.emplace(checkpoint, config_, arch, l, placement_);
       last_moe_layer_ = l;
     } else {
       layer.mlp = CudaMlp::load(checkpoint, p + "mlp.", "gate_proj", "up_proj", "down_proj", H,

@@ -7,6 +7,10 @@
 // up to DecodeGraphs::kMaxBatch sequences replay CUDA graphs (options.cuda_graphs, on by default),
 // padded to the next power of two.
 //
+// Expert parallelism (options.ep_size, options.expert_placement_file: the CPU's placements and
+// errors) runs the D shards one after another on this GPU (cuda_moe_block.h). A model's placement
+// is fixed at load, so its decode graphs need no key for it: they capture the sharded step as is.
+//
 // The K/V pool lives on the device, inside the model: make_kv_cache(num_slots) allocates it there
 // (replacing any earlier pool) and returns KvCache::placeholder(num_slots), which holds no data and
 // only carries the slot count that batches are checked against. One pool per model, then: forward()
@@ -28,8 +32,7 @@ namespace moe::cuda {
 
 class CudaModel final : public Model {
  public:
-  // Loads onto the current CUDA device; options other than the device and the default MoE runner
-  // (expert-parallel shards, a placement file, the reference runner) are CPU-only and refused.
+  // Loads onto the current CUDA device; the reference MoE runner is CPU-only and refused.
   CudaModel(const std::string& model_dir, const ModelOptions& options);
 
   const ModelConfig& config() const override { return config_; }
@@ -73,6 +76,7 @@ class CudaModel final : public Model {
   void finish_step();
 
   ModelConfig config_;
+  ExpertPlacement placement_;
   Stream stream_;  // before the device members, so it is destroyed after them: their work is queued on it
   Blas blas_;
   bool use_graphs_;

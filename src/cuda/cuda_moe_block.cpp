@@ -1,5 +1,6 @@
 #include "cuda/cuda_moe_block.h"
 
+#include <array>
 #include <string>
 
 #include "common/error.h"
@@ -8,7 +9,8 @@
 
 namespace moe::cuda {
 
-CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer)
+CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer,
+                           const ExpertPlacement& placement)
     : moe_index_(config.moe_index(layer)),
       num_experts_(config.num_experts),
       top_k_(config.num_experts_per_tok),
@@ -34,6 +36,12 @@ CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, co
   down_table_ = DeviceArray<const void*>::from_host(downs);
   tables_ = {gate_table_.data(), up_table_.data(), down_table_.data(), experts_[0].gate.is_bf16(), num_experts_,
              hidden_, expert_width_};
+  shard_experts_ = placement.device_expert_mapping;
+  if (placement.ep_size() > 1) {
+    expert_owner_ = DeviceArray<int32_t>::from_host(placement.expert_owners());
+    shard_tables_ = tables_;
+    shard_tables_.num_experts = num_experts_ / placement.ep_size();
+  }
   if (!names.shared_expert_prefix.empty() && config.shared_expert_intermediate_size > 0) {
     shared_expert_ = CudaMlp::load(ckpt, names.shared_expert_prefix, "gate_proj", "up_proj", "down_proj", hidden_,
                                    config.shared_expert_intermediate_size);
@@ -69,32 +77,68 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
                 stream);
     group_by_expert(ids, pairs, num_experts_, offsets, cursor, order, slot_of_pair, active, stream);
   }
-  if (T <= kGroupedOnDeviceTokens) {
-    if (step.blas.bf16_products(T) && grouped_mma_fits(tables_))
-      grouped_expert_mlp_mma(x, T, top_k_, order, offsets, active, tables_, mlp_scratch.gate.data(), expert_out,
-                             stream);
-    else
-      grouped_expert_mlp(x, T, top_k_, order, offsets, active, tables_, mlp_scratch.gate.data(), expert_out, stream);
-  } else {
+  if (T > kGroupedOnDeviceTokens) {
     gather_rows(x, order, top_k_, pairs, H, gathered, stream);
     scratch.host_offsets.resize(static_cast<size_t>(num_experts_ + 1));
     check(cudaMemcpyAsync(scratch.host_offsets.data(), offsets, scratch.host_offsets.size() * sizeof(int32_t),
                           cudaMemcpyDeviceToHost, stream),
           "cudaMemcpyAsync (expert offsets)");
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (expert offsets)");
-    for (int e = 0; e < num_experts_; ++e) {
-      const int64_t begin = scratch.host_offsets[e], rows = scratch.host_offsets[e + 1] - begin;
-      if (rows > 0)
-        experts_[e].forward(gathered + begin * H, rows, step.blas, stream, mlp_scratch, expert_out + begin * H);
-    }
   }
-  combine_experts(expert_out, slot_of_pair, weights, T, top_k_, H, out, stream);
+  if (shard_experts_.size() > 1) {
+    run_shards(x, step, scratch, mlp_scratch, out);
+  } else {
+    run_experts(x, step, scratch, active, tables_, shard_experts_[0], mlp_scratch, expert_out);
+    combine_experts(expert_out, slot_of_pair, weights, T, top_k_, H, out, stream);
+  }
   if (!shared_expert_) return;
   float* shared = scratch.shared.reserve(static_cast<size_t>(T * H));
   float* gate = scratch.shared_gate.reserve(static_cast<size_t>(T));
   shared_expert_->forward(x, T, step.blas, stream, mlp_scratch, shared);
   step.blas.linear(x, T, shared_expert_gate_, gate);
   add_sigmoid_gated(out, gate, shared, T, H, stream);
+}
+
+void CudaMoeBlock::run_experts(const float* x, const StepContext& step, const Scratch& scratch, const int32_t* active,
+                               const ExpertTables& tables, std::span<const int32_t> experts,
+                               CudaMlp::Scratch& mlp_scratch, float* expert_out) const {
+  const int64_t T = step.batch.num_tokens(), H = hidden_;
+  const int32_t* order = scratch.order.data();
+  const int32_t* offsets = scratch.offsets.data();
+  if (T <= kGroupedOnDeviceTokens) {
+    if (step.blas.bf16_products(T) && grouped_mma_fits(tables))
+      grouped_expert_mlp_mma(x, T, top_k_, order, offsets, active, tables, mlp_scratch.gate.data(), expert_out,
+                             step.stream);
+    else
+      grouped_expert_mlp(x, T, top_k_, order, offsets, active, tables, mlp_scratch.gate.data(), expert_out,
+                         step.stream);
+    return;
+  }
+  for (const int32_t e : experts) {
+    const int64_t begin = scratch.host_offsets[e], rows = scratch.host_offsets[e + 1] - begin;
+    if (rows > 0)
+      experts_[e].forward(scratch.gathered.data() + begin * H, rows, step.blas, step.stream, mlp_scratch,
+                          expert_out + begin * H);
+  }
+}
+
+void CudaMoeBlock::run_shards(const float* x, const StepContext& step, Scratch& scratch,
+                              CudaMlp::Scratch& mlp_scratch, float* out) const {
+  const int64_t T = step.batch.num_tokens(), H = hidden_;
+  const int D = static_cast<int>(shard_experts_.size()), per_shard = num_experts_ / D;
+  int32_t* shard_active = scratch.shard_active.reserve(static_cast<size_t>(num_experts_));
+  float* partials = scratch.partials.reserve(static_cast<size_t>((D - 1) * T * H));
+  if (T <= kGroupedOnDeviceTokens)
+    split_active_by_shard(scratch.active.data(), expert_owner_.data(), num_experts_, D, shard_active, step.stream);
+  std::array<float*, kMaxExpertShards> buffers{};
+  for (int d = 0; d < D; ++d) {
+    buffers[d] = d == 0 ? out : partials + (d - 1) * T * H;
+    run_experts(x, step, scratch, shard_active + d * per_shard, shard_tables_, shard_experts_[d], mlp_scratch,
+                scratch.expert_out.data());
+    combine_shard_experts(scratch.expert_out.data(), scratch.slot_of_pair.data(), scratch.weights.data(),
+                          scratch.ids.data(), expert_owner_.data(), d, T, top_k_, H, buffers[d], step.stream);
+  }
+  all_reduce_sum(buffers.data(), D, T * H, step.stream);
 }
 
 DeviceRoutingRows CudaMoeBlock::capture_rows(RoutingCapture* capture, int64_t num_tokens) const {

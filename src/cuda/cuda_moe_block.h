@@ -5,13 +5,21 @@
 // sigmoid-gated shared expert. Up to kGroupedOnDeviceTokens tokens the experts run as two grouped
 // kernels that read each expert's row range on the device (no host round trip: such steps can be
 // captured in a CUDA graph); larger steps read the row counts back and run each expert's GEMMs.
+//
+// Expert parallelism (an ExpertPlacement of D > 1 shards) runs as on the CPU's grouped runner: the
+// routing and grouping stay global, then each shard in turn runs the expert kernels over only its
+// own experts and adds its pairs per token in top-k order into its own partial [T, H] output, and
+// all_reduce_sum sums the D partials in shard order. The shards share this GPU and its stream. With
+// D = 1 none of this runs: no extra launch, no extra buffer.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "cuda/cuda_mlp.h"
 #include "cuda/step_context.h"
 #include "model/model_config.h"
+#include "moe/expert_placement.h"
 #include "moe/routing_capture.h"
 
 namespace moe {
@@ -33,6 +41,8 @@ class CudaMoeBlock {
     DeviceArray<int32_t> order, slot_of_pair;     // [T·K]
     DeviceArray<float> gathered, expert_out;      // [T·K, H], rows grouped by expert
     DeviceArray<float> shared, shared_gate;       // [T, H], [T]
+    DeviceArray<int32_t> shard_active;            // [D, E/D]: each shard's experts with rows (D > 1)
+    DeviceArray<float> partials;                  // [D - 1, T, H]: shards 1.. (shard 0 writes out; D > 1)
     std::vector<int32_t> host_offsets;            // [E + 1], read back each step
   };
 
@@ -42,7 +52,9 @@ class CudaMoeBlock {
   // routing on the H100, the four launches of the spread path ~22).
   static constexpr int64_t kFusedRoutingTokens = 16;
 
-  CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer);
+  // `placement`: which experts each shard holds (ExpertPlacement::uniform(E, 1): no sharding).
+  CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer,
+               const ExpertPlacement& placement);
   // out[T, H] = moe(x[T, H]); out is overwritten. With `capture`, the router also writes the layer's
   // rows into the capture's device buffer (no copy to the host here). Above kGroupedOnDeviceTokens,
   // waits for the device once, to learn how many rows each expert got.
@@ -52,6 +64,15 @@ class CudaMoeBlock {
  private:
   // The capture's device block for this layer; a capture without one, or too small, is a moe::Error.
   DeviceRoutingRows capture_rows(RoutingCapture* capture, int64_t num_tokens) const;
+  // One shard's experts (`experts`: their global ids) over their grouped rows into expert_out: on the
+  // device through `active` (the shard's experts with rows) and `tables`, or, above
+  // kGroupedOnDeviceTokens, each expert's GEMMs over the rows that host_offsets give it.
+  void run_experts(const float* x, const StepContext& step, const Scratch& scratch, const int32_t* active,
+                   const ExpertTables& tables, std::span<const int32_t> experts, CudaMlp::Scratch& mlp_scratch,
+                   float* expert_out) const;
+  // Every shard's run_experts and partial sum, then the all-reduce into out (D > 1).
+  void run_shards(const float* x, const StepContext& step, Scratch& scratch, CudaMlp::Scratch& mlp_scratch,
+                  float* out) const;
 
   int moe_index_;
   int num_experts_;
@@ -63,6 +84,11 @@ class CudaMoeBlock {
   // Device arrays of the experts' gate/up/down pointers, and the grouped kernels' view of them.
   DeviceArray<const void*> gate_table_, up_table_, down_table_;
   ExpertTables tables_{};
+  // The placement's [D][E/D] global ids; with D > 1, each expert's shard on the device and the tables
+  // as a shard's grouped kernels see them (E/D entries of `active`).
+  std::vector<std::vector<int32_t>> shard_experts_;
+  DeviceArray<int32_t> expert_owner_;  // [E]
+  ExpertTables shard_tables_{};
   std::optional<CudaMlp> shared_expert_;
   DeviceMatrix shared_expert_gate_;  // [1, H]
 };

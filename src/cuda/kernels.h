@@ -39,7 +39,9 @@ void small_linears(const float* x, int64_t tokens, const WeightRef* w, float* co
 void widen_bf16(const uint16_t* src, int64_t n, float* dst, cudaStream_t stream);
 
 // The routed experts of one MoE layer, every expert's matrices of one stored type: device arrays of
-// num_experts pointers to gate/up [width, hidden] and down [hidden, width].
+// pointers to gate/up [width, hidden] and down [hidden, width], indexed by global expert id.
+// num_experts: how many entries the `active` list the grouped kernels are given holds (every
+// expert, or one expert-parallel shard's E/D).
 struct ExpertTables {
   const void* const* gate;
   const void* const* up;
@@ -148,6 +150,24 @@ void route_and_group(const float* logits, int64_t tokens, int num_experts, int t
 // out[t] = Σ_k weights[t, k] · expert_out[slot_of_pair[t·K + k]], added in top-k order.
 void combine_experts(const float* expert_out, const int32_t* slot_of_pair, const float* weights, int64_t tokens,
                      int top_k, int64_t width, float* out, cudaStream_t stream);
+
+// Expert parallelism over D shards on this device: shard d holds the experts e with owner[e] = d.
+// At most kMaxExpertShards shards (the all-reduce takes the shards' buffers by value).
+constexpr int kMaxExpertShards = 64;
+// shard_active[d, 0 ..] = the experts of group_by_expert's `active` list that shard d holds, in the
+// list's order, then -1 up to per_shard = E/D entries: each shard's grouped kernels run a block row
+// per expert of its own that has rows.
+void split_active_by_shard(const int32_t* active, const int32_t* owner, int num_experts, int ep_size,
+                           int32_t* shard_active, cudaStream_t stream);
+// combine_experts over shard `shard`'s pairs only (owner[ids[t·K + k]] = shard), still added in
+// top-k order: the shard's partial output, zero for tokens with no expert on it.
+void combine_shard_experts(const float* expert_out, const int32_t* slot_of_pair, const float* weights,
+                           const int32_t* ids, const int32_t* owner, int shard, int64_t tokens, int top_k,
+                           int64_t width, float* out, cudaStream_t stream);
+// The all-reduce of the shards' partial outputs with a communicator's in-place contract: afterwards
+// each of the `count_buffers` buffers of `count` floats holds their element-wise sum, added in shard
+// order (moe_ops.h's all_reduce_sum). The shards share this device, so one kernel reads them all.
+void all_reduce_sum(float* const* buffers, int count_buffers, int64_t count, cudaStream_t stream);
 
 // Greedy draws on the device, one per row of logits [rows, vocab]: ids[r] = the row's first maximum
 // (ties to the lower id; NaN and -inf never picked, a row of nothing above -inf gives 0, as the

@@ -184,13 +184,18 @@ __global__ void __launch_bounds__(kRouteAndGroupThreads)
   }
 }
 
+// kSharded: only the pairs whose expert `owner` gives to `shard` (ids and owner unread otherwise).
+template <bool kSharded>
 __global__ void combine_kernel(const float* expert_out, const int32_t* slot_of_pair, const float* weights,
-                               int64_t tokens, int top_k, int64_t width, float* out) {
+                               const int32_t* ids, const int32_t* owner, int shard, int64_t tokens, int top_k,
+                               int64_t width, float* out) {
   MOE_GRID_STRIDE(i, tokens * width) {
     const int64_t t = i / width, c = i % width;
     float acc = 0.0f;
     for (int k = 0; k < top_k; ++k) {
       const int64_t pair = t * top_k + k;
+      if constexpr (kSharded)
+        if (owner[ids[pair]] != shard) continue;
       acc += weights[pair] * expert_out[static_cast<int64_t>(slot_of_pair[pair]) * width + c];
     }
     out[i] = acc;
@@ -253,9 +258,18 @@ void group_by_expert(const int32_t* ids, int64_t pairs, int num_experts, int32_t
 void combine_experts(const float* expert_out, const int32_t* slot_of_pair, const float* weights, int64_t tokens,
                      int top_k, int64_t width, float* out, cudaStream_t stream) {
   if (tokens == 0) return;
-  combine_kernel<<<blocks_for(tokens * width), kThreads, 0, stream>>>(expert_out, slot_of_pair, weights, tokens,
-                                                                      top_k, width, out);
+  combine_kernel<false><<<blocks_for(tokens * width), kThreads, 0, stream>>>(
+      expert_out, slot_of_pair, weights, nullptr, nullptr, 0, tokens, top_k, width, out);
   check_launch("combine_experts");
+}
+
+void combine_shard_experts(const float* expert_out, const int32_t* slot_of_pair, const float* weights,
+                           const int32_t* ids, const int32_t* owner, int shard, int64_t tokens, int top_k,
+                           int64_t width, float* out, cudaStream_t stream) {
+  if (tokens == 0) return;
+  combine_kernel<true><<<blocks_for(tokens * width), kThreads, 0, stream>>>(
+      expert_out, slot_of_pair, weights, ids, owner, shard, tokens, top_k, width, out);
+  check_launch("combine_shard_experts");
 }
 
 }  // namespace moe::cuda

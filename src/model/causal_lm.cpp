@@ -25,17 +25,6 @@ struct DecoderLayer {
   std::optional<DenseMlp> mlp;
 };
 
-ExpertPlacement make_placement(const ModelConfig& config, const ModelOptions& options) {
-  if (!options.expert_placement_file.empty()) {
-    ExpertPlacement placement = ExpertPlacement::from_file(options.expert_placement_file, config.num_experts);
-    if (placement.ep_size() != options.ep_size && options.ep_size != 1)
-      throw Error(options.expert_placement_file + ": places experts on " + std::to_string(placement.ep_size()) +
-                  " devices but --ep-size is " + std::to_string(options.ep_size));
-    return placement;
-  }
-  return ExpertPlacement::uniform(config.num_experts, options.ep_size);
-}
-
 class CausalLm final : public Model {
  public:
   CausalLm(const std::string& dir, const ModelOptions& options)
@@ -71,7 +60,7 @@ class CausalLm final : public Model {
       else
         layer.mlp = DenseMlp::load(checkpoint_, p + "mlp.", H, config_.intermediate_size);
     }
-    runner_ = MoeRunner::create(options.moe_backend, make_placement(config_, options));
+    runner_ = MoeRunner::create(options.moe_backend, expert_placement_for(config_, options));
   }
 
   const ModelConfig& config() const override { return config_; }

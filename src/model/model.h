@@ -41,6 +41,10 @@ struct ModelOptions {
   std::optional<LayerRange> layers;
 };
 
+// The expert shards `options` ask for over config's experts: the placement file's (whose device count
+// must be ep_size unless ep_size is 1), else the uniform split over ep_size; a moe::Error otherwise.
+ExpertPlacement expert_placement_for(const ModelConfig& config, const ModelOptions& options);
+
 // A step's greedy draws, made where the logits are: per row that needs logits (in batch order) the
 // first maximum (ties to the lower id, NaN never picked) and its log_softmax over the raw logits.
 struct GreedyPicks {

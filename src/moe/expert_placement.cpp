@@ -86,6 +86,13 @@ ExpertPlacement ExpertPlacement::random(int num_experts, int ep_size, uint64_t s
   return split_in_order(order, ep_size);
 }
 
+std::vector<int32_t> ExpertPlacement::expert_owners() const {
+  std::vector<int32_t> owner(static_cast<size_t>(num_experts), -1);
+  for (int d = 0; d < ep_size(); ++d)
+    for (int32_t global : device_expert_mapping[d]) owner.at(static_cast<size_t>(global)) = d;
+  return owner;
+}
+
 ExpertPlacement ExpertPlacement::from_file(const std::string& path, int num_experts) {
   ExpertPlacement placement;
   placement.num_experts = num_experts;

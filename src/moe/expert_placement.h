@@ -11,6 +11,8 @@ struct ExpertPlacement {
   std::vector<std::vector<int32_t>> device_expert_mapping;  // [D][E/D]
 
   int ep_size() const { return static_cast<int>(device_expert_mapping.size()); }
+  // owner[global] = the device holding that expert, [E]: which shard adds a routed pair.
+  std::vector<int32_t> expert_owners() const;
 
   // Experts 0..E/D-1 on device 0, the next E/D on device 1, ...; E must divide by D.
   static ExpertPlacement uniform(int num_experts, int ep_size);

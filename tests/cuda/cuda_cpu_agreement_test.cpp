@@ -4,7 +4,8 @@
 // batches mix a whole prompt with a partial one, then a decode token beside a prompt's remainder
 // and a new prompt whose slots run backwards. The fixtures run with their golden prompts; random
 // checkpoints of each architecture add what the fixtures lack: head_dim 64 to 256, a dense layer,
-// a 300-token prompt. Skipped where no GPU is visible.
+// a 300-token prompt. Both again over expert-parallel shards of one random placement (the CPU's
+// grouped runner against the GPU's shards). Skipped where no GPU is visible.
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,7 +20,9 @@
 #include "common/json_file.h"
 #include "cuda/device.h"
 #include "model/random_checkpoint.h"
+#include "moe/expert_placement.h"
 #include "support/golden_support.h"
+#include "support/placement_file.h"
 #include "worker/load_model.h"
 
 namespace moe::testing {
@@ -102,12 +105,12 @@ std::vector<int32_t> slots(int c, size_t count, bool backwards = false) {
 
 // Feeds both models of `model_dir` the same two steps and compares each. Step 1: prompt 0 whole
 // (sampled), the first half of prompt 1 (not sampled). Step 2: `decode` as prompt 0's next token,
-// the rest of prompt 1, prompt 2 on backward slots.
+// the rest of prompt 1, prompt 2 on backward slots. `options` (the expert shards) go to both models.
 void expect_models_agree(const std::string& model_dir, const std::array<std::vector<int32_t>, 3>& prompts,
-                         int32_t decode) {
-  ModelOptions cuda_options;
+                         int32_t decode, const ModelOptions& options = {}) {
+  ModelOptions cuda_options = options;
   cuda_options.device = Device::Cuda;
-  Runner cpu(Model::load(model_dir)), gpu(load_model(model_dir, cuda_options));
+  Runner cpu(Model::load(model_dir, options)), gpu(load_model(model_dir, cuda_options));
   const auto& [p0, p1, p2] = prompts;
   const size_t half = p1.size() / 2;
   ForwardBatch first;
@@ -132,12 +135,29 @@ class CudaCpuAgreementTest : public ::testing::TestWithParam<std::string> {
   }
 };
 
+// ep_size shards of a random placement of the model's experts, written where both models read it.
+struct RandomShards {
+  RandomShards(const std::string& model_dir, int ep_size)
+      : file(ExpertPlacement::random(load_model_config(model_dir).num_experts, ep_size, 31 + ep_size),
+             "agreement") {
+    options.ep_size = ep_size;
+    options.expert_placement_file = file.path();
+  }
+  PlacementFile file;
+  ModelOptions options;
+};
+
 TEST_P(CudaCpuAgreementTest, FixtureOnMixedBatches) {
   const Golden golden = load_golden(GetParam());
   ASSERT_GE(golden.cases.size(), 3u);
-  expect_models_agree(golden.model_dir,
-                      {golden.cases[0].prompt_ids, golden.cases[1].prompt_ids, golden.cases[2].prompt_ids},
-                      golden.cases[0].output_ids[0]);
+  const std::array<std::vector<int32_t>, 3> prompts = {golden.cases[0].prompt_ids, golden.cases[1].prompt_ids,
+                                                       golden.cases[2].prompt_ids};
+  expect_models_agree(golden.model_dir, prompts, golden.cases[0].output_ids[0]);
+  for (int ep : {2, 4}) {
+    SCOPED_TRACE("ep " + std::to_string(ep));
+    const RandomShards shards(golden.model_dir, ep);
+    expect_models_agree(golden.model_dir, prompts, golden.cases[0].output_ids[0], shards.options);
+  }
 }
 
 // The fixture's config at larger shapes: 8 query heads over 2 KV heads of head_dim 64 (Qwen3-MoE),
@@ -172,7 +192,13 @@ TEST_P(CudaCpuAgreementTest, RandomCheckpointAtLargerShapes) {
   const std::array<size_t, 3> lengths = {300, 41, 77};
   for (size_t i = 0; i < prompts.size(); ++i)
     for (size_t t = 0; t < lengths[i]; ++t) prompts[i].push_back(token(random));
-  expect_models_agree(dir.string(), prompts, token(random));
+  const int32_t decode = token(random);
+  expect_models_agree(dir.string(), prompts, decode);
+  {
+    SCOPED_TRACE("ep 4");
+    const RandomShards shards(dir.string(), 4);
+    expect_models_agree(dir.string(), prompts, decode, shards.options);
+  }
   fs::remove_all(dir);
 }
 

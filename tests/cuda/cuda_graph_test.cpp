@@ -2,7 +2,8 @@
 // the same decode batches, give the same logits and the same routing rows, while routing capture is
 // switched on and off between replays (the capture flag and the capture buffer's address are part
 // of a graph's key, never frozen into a graph used for another), and the graphed model captures far
-// fewer graphs than it runs steps. Skipped where no GPU is visible.
+// fewer graphs than it runs steps; the same over 2 expert-parallel shards (the graphs capture the
+// sharded MoE layers). Skipped where no GPU is visible.
 #include <cmath>
 
 #include "capture/routed_experts_capturer.h"
@@ -18,16 +19,17 @@ constexpr int kSequences = 3;  // padded to a graph of 4
 constexpr int kSteps = 24;
 
 struct Runner {
-  explicit Runner(const std::string& model_dir, bool graphs)
-      : model(model_dir, options(graphs)),
+  explicit Runner(const std::string& model_dir, bool graphs, int ep_size)
+      : model(model_dir, options(graphs, ep_size)),
         kv(model.make_kv_cache(kSlots)),
         capturer(model.make_copy_engine({model.config().num_moe_layers(), 64, model.config().num_experts_per_tok, true},
                                         {})) {}
 
-  static ModelOptions options(bool graphs) {
+  static ModelOptions options(bool graphs, int ep_size) {
     ModelOptions o;
     o.device = Device::Cuda;
     o.cuda_graphs = graphs;
+    o.ep_size = ep_size;
     return o;
   }
 
@@ -54,10 +56,9 @@ struct Runner {
   std::vector<float> logits;
 };
 
-TEST(CudaGraphTest, ReplaysMatchUncapturedStepsWhileCaptureIsSwitchedOnAndOff) {
-  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+void expect_replays_match_uncaptured_steps(int ep_size) {
   const Golden golden = load_golden("qwen3-moe-tiny");
-  Runner graphed(golden.model_dir, true), eager(golden.model_dir, false);
+  Runner graphed(golden.model_dir, true, ep_size), eager(golden.model_dir, false, ep_size);
 
   // Each sequence: its golden prompt prefilled, then one decode token per step (its golden output
   // while it lasts, then token 100 + step: any ids do).
@@ -98,6 +99,16 @@ TEST(CudaGraphTest, ReplaysMatchUncapturedStepsWhileCaptureIsSwitchedOnAndOff) {
   EXPECT_GE(graphed.model.graphs_captured(), 1);
   EXPECT_LE(graphed.model.graphs_captured(), kSteps / 3);
   EXPECT_EQ(eager.model.graphs_captured(), 0);
+}
+
+TEST(CudaGraphTest, ReplaysMatchUncapturedStepsWhileCaptureIsSwitchedOnAndOff) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  expect_replays_match_uncaptured_steps(1);
+}
+
+TEST(CudaGraphTest, ReplaysOverTwoExpertShardsMatchUncapturedSteps) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  expect_replays_match_uncaptured_steps(2);
 }
 
 }  // namespace

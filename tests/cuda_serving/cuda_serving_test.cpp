@@ -2,7 +2,8 @@
 // the model worker running the CUDA model (CUDA graphs on, rows from the CUDA copy engine), a
 // client on tcp://. Every fixture's golden cases come back with transformers' ids and routing rows
 // one at a time, all at once, from the prefix cache, with the prompts chunked, under preemption and
-// as n = 3 completions. Skipped where no GPU is visible.
+// as n = 3 completions, and over 2 expert-parallel shards (--ep-size 2). Skipped where no GPU is
+// visible.
 #include <gtest/gtest.h>
 
 #include "cuda/device.h"
@@ -72,6 +73,16 @@ TEST_P(CudaServing, ThreeCompletionsOfOnePrompt) {
     EXPECT_EQ(outputs[i].index, i);
     expect_golden_reply(golden_, golden_.cases[2], join_reply({outputs[i]}));
   }
+}
+
+// --ep-size 2: the MoE layers run as two shards on the GPU, and every reply is still the golden's.
+TEST_P(CudaServing, TwoExpertShards) {
+  actors::ServeOptions sharded = options();
+  sharded.ep_size = 2;
+  actors::EngineRuntime runtime(sharded);
+  Client client(runtime.client_endpoint());
+  expect_golden_reply(golden_, golden_.cases[0], join_reply(client.generate(golden_request(golden_, golden_.cases[0], "ep"))));
+  expect_all_golden(golden_, send_all_cases_at_once(client, golden_, "ep all"));
 }
 
 // Draft trees need tree attention, which only the CPU model has: the start is refused naming the

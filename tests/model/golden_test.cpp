@@ -1,13 +1,9 @@
 // The engine reproduces transformers on every golden case of every fixture, however the work is cut:
 // alone, in one batch, in prefill chunks, over expert-parallel shards, with either MoE runner. Every
 // run goes through the engine step (EngineCore), as a server's requests do.
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-
-#include "support/golden_support.h"
 #include "moe/expert_placement.h"
+#include "support/golden_support.h"
+#include "support/placement_file.h"
 
 namespace moe::testing {
 namespace {
@@ -48,14 +44,11 @@ TEST_P(GoldenTest, ExpertParallelShardsUniformAndRandomPlacement) {
     uniform.ep_size = ep;
     expect_batch_matches_golden(golden_, load(uniform), "ep " + std::to_string(ep) + " uniform");
 
-    const auto placement = ExpertPlacement::random(num_experts, ep, 1234 + ep);
-    const auto path = std::filesystem::temp_directory_path() / ("moe_placement_" + std::to_string(::getpid()) + ".json");
-    std::ofstream(path) << nlohmann::json(placement.device_expert_mapping).dump();
+    const PlacementFile placement(ExpertPlacement::random(num_experts, ep, 1234 + ep), "golden");
     ModelOptions random;
     random.ep_size = ep;
-    random.expert_placement_file = path.string();
+    random.expert_placement_file = placement.path();
     expect_batch_matches_golden(golden_, load(random), "ep " + std::to_string(ep) + " random");
-    std::filesystem::remove(path);
   }
 }
 

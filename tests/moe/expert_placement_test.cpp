@@ -45,6 +45,16 @@ TEST(ExpertPlacement, RandomIsASeededPermutation) {
   EXPECT_THROW(ExpertPlacement::random(10, 4, 1), Error);
 }
 
+TEST(ExpertPlacement, OwnersNameTheDeviceOfEveryExpert) {
+  EXPECT_EQ(ExpertPlacement::uniform(6, 3).expert_owners(), (std::vector<int32_t>{0, 0, 1, 1, 2, 2}));
+  EXPECT_EQ(ExpertPlacement::uniform(4, 1).expert_owners(), (std::vector<int32_t>{0, 0, 0, 0}));
+  const ExpertPlacement placement = ExpertPlacement::random(64, 4, 9);
+  const std::vector<int32_t> owner = placement.expert_owners();
+  ASSERT_EQ(owner.size(), 64u);
+  for (int d = 0; d < 4; ++d)
+    for (int32_t global : placement.device_expert_mapping[d]) EXPECT_EQ(owner[global], d) << "expert " << global;
+}
+
 // Writes placement files into a fresh temporary folder, removed afterwards.
 class PlacementFileTest : public ::testing::Test {
  protected:
