@@ -56,7 +56,7 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
   float* logits = scratch.router_logits.reserve(static_cast<size_t>(T * num_experts_));
   int32_t* ids = scratch.ids.reserve(static_cast<size_t>(pairs));
   float* weights = scratch.weights.reserve(static_cast<size_t>(pairs));
-  int32_t* offsets = scratch.offsets.reserve(static_cast<size_t>(num_experts_ + 1));
+  int32_t* offsets = scratch.offsets.reserve(static_cast<size_t>(num_experts_ + 2));
   int32_t* cursor = scratch.cursor.reserve(static_cast<size_t>(num_experts_));
   int32_t* active = scratch.active.reserve(static_cast<size_t>(num_experts_));
   int32_t* order = scratch.order.reserve(static_cast<size_t>(pairs));
@@ -72,6 +72,9 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
   if (T <= kFusedRoutingTokens) {
     route_and_group(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids, captured.weights,
                     offsets, order, slot_of_pair, active, stream);
+  } else if (T <= kGroupedOnDeviceTokens) {
+    route_and_group_spread(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids,
+                           captured.weights, offsets, cursor, order, slot_of_pair, active, stream);
   } else {
     route_top_k(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids, captured.weights,
                 stream);

@@ -36,7 +36,7 @@ class CudaMoeBlock {
     DeviceArray<float> router_logits;             // [T, E]
     DeviceArray<int32_t> ids;                     // [T, K]
     DeviceArray<float> weights;                   // [T, K]
-    DeviceArray<int32_t> offsets, cursor;         // [E + 1], [E]
+    DeviceArray<int32_t> offsets, cursor;         // [E + 2] (a ticket after the E + 1 offsets), [E]
     DeviceArray<int32_t> active;                  // [E], the experts with rows, then -1
     DeviceArray<int32_t> order, slot_of_pair;     // [T·K]
     DeviceArray<float> gathered, expert_out;      // [T·K, H], rows grouped by expert
@@ -49,7 +49,8 @@ class CudaMoeBlock {
   static constexpr int64_t kGroupedOnDeviceTokens = 256;
   // Up to this many tokens one block routes and groups them in a single launch; larger steps route
   // with a warp per token over many blocks (one block of 512 threads took 30 us for batch 32's
-  // routing on the H100, the four launches of the spread path ~22).
+  // routing on the H100, the four launches of the spread path ~22), grouped by the last block of the
+  // same launch up to kGroupedOnDeviceTokens tokens.
   static constexpr int64_t kFusedRoutingTokens = 16;
 
   // `placement`: which experts each shard holds (ExpertPlacement::uniform(E, 1): no sharding).

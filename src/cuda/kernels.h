@@ -147,6 +147,13 @@ void group_by_expert(const int32_t* ids, int64_t pairs, int num_experts, int32_t
 void route_and_group(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
                      float* weights, int16_t* capture_ids, float* capture_weights, int32_t* offsets, int32_t* order,
                      int32_t* slot_of_pair, int32_t* active, cudaStream_t stream);
+// route_top_k and group_by_expert in one launch over many blocks (the last block to finish groups),
+// for steps too large for route_and_group's one block. offsets: [E + 2], its last entry the blocks'
+// ticket (zeroed here with the counts).
+void route_and_group_spread(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
+                            int32_t* ids, float* weights, int16_t* capture_ids, float* capture_weights,
+                            int32_t* offsets, int32_t* cursor, int32_t* order, int32_t* slot_of_pair, int32_t* active,
+                            cudaStream_t stream);
 // out[t] = Σ_k weights[t, k] · expert_out[slot_of_pair[t·K + k]], added in top-k order.
 void combine_experts(const float* expert_out, const int32_t* slot_of_pair, const float* weights, int64_t tokens,
                      int top_k, int64_t width, float* out, cudaStream_t stream);

@@ -184,6 +184,36 @@ __global__ void __launch_bounds__(kRouteAndGroupThreads)
   }
 }
 
+// route_kernel's warps spread over many blocks, with the grouping in the same launch: each block
+// counts its own tokens' pairs into offsets[1 .. E] (zeroed by the launcher, with the ticket at
+// offsets[E + 1]), and the last block to take a ticket scans the counts and places every pair. Each
+// thread fences its writes before its block takes the ticket, so the last block sees every block's
+// ids and counts (read past the L1 cache).
+__global__ void route_group_spread_kernel(const float* logits, int64_t tokens, int num_experts, int top_k,
+                                          bool normalize, int32_t* ids, float* weights, int16_t* capture_ids,
+                                          float* capture_weights, int32_t* offsets, int32_t* cursor, int32_t* order,
+                                          int32_t* slot_of_pair, int32_t* active) {
+  const int64_t warps = blockDim.x / kWarpSize, first = static_cast<int64_t>(blockIdx.x) * warps;
+  const int64_t t = first + threadIdx.x / kWarpSize;
+  if (t < tokens) route_token(logits, t, num_experts, top_k, normalize, ids, weights, capture_ids, capture_weights);
+  __syncthreads();
+  const int64_t pairs = tokens * top_k, block_end = min(pairs, (first + warps) * top_k);
+  for (int64_t p = first * top_k + threadIdx.x; p < block_end; p += blockDim.x) atomicAdd(&offsets[ids[p] + 1], 1);
+  __threadfence();
+  __syncthreads();
+  __shared__ bool last;
+  if (threadIdx.x == 0) last = atomicAdd(&offsets[num_experts + 1], 1) == static_cast<int32_t>(gridDim.x) - 1;
+  __syncthreads();
+  if (!last) return;
+  if (threadIdx.x < kWarpSize) scan_counts(offsets, num_experts, cursor, active);
+  __syncthreads();
+  for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
+    const int32_t slot = atomicAdd(&cursor[__ldcg(&ids[p])], 1);
+    order[slot] = static_cast<int32_t>(p);
+    slot_of_pair[p] = slot;
+  }
+}
+
 // kSharded: only the pairs whose expert `owner` gives to `shard` (ids and owner unread otherwise).
 template <bool kSharded>
 __global__ void combine_kernel(const float* expert_out, const int32_t* slot_of_pair, const float* weights,
@@ -237,6 +267,21 @@ void route_and_group(const float* logits, int64_t tokens, int num_experts, int t
       logits, tokens, num_experts, top_k, normalize, ids, weights, capture_ids, capture_weights, offsets, order,
       slot_of_pair, active);
   check_launch("route_and_group");
+}
+
+void route_and_group_spread(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
+                            int32_t* ids, float* weights, int16_t* capture_ids, float* capture_weights,
+                            int32_t* offsets, int32_t* cursor, int32_t* order, int32_t* slot_of_pair, int32_t* active,
+                            cudaStream_t stream) {
+  if (tokens == 0) return;
+  check_routing_shape(num_experts, top_k);
+  check(cudaMemsetAsync(offsets, 0, sizeof(int32_t) * (num_experts + 2), stream), "cudaMemsetAsync (expert counts)");
+  constexpr int64_t kTokensPerBlock = kThreads / kWarpSize;
+  const auto blocks = static_cast<unsigned>((tokens + kTokensPerBlock - 1) / kTokensPerBlock);
+  route_group_spread_kernel<<<blocks, kThreads, 0, stream>>>(logits, tokens, num_experts, top_k, normalize, ids,
+                                                             weights, capture_ids, capture_weights, offsets, cursor,
+                                                             order, slot_of_pair, active);
+  check_launch("route_and_group_spread");
 }
 
 void group_by_expert(const int32_t* ids, int64_t pairs, int num_experts, int32_t* offsets, int32_t* cursor,
