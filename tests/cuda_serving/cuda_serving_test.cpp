@@ -81,7 +81,8 @@ TEST_P(CudaServing, TwoExpertShards) {
   sharded.ep_size = 2;
   actors::EngineRuntime runtime(sharded);
   Client client(runtime.client_endpoint());
-  expect_golden_reply(golden_, golden_.cases[0], join_reply(client.generate(golden_request(golden_, golden_.cases[0], "ep"))));
+  expect_golden_reply(golden_, golden_.cases[0],
+                      join_reply(client.generate(golden_request(golden_, golden_.cases[0], "ep"))));
   expect_all_golden(golden_, send_all_cases_at_once(client, golden_, "ep all"));
 }
 
