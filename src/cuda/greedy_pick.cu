@@ -62,12 +62,21 @@ __device__ Running block_merge(Running r) {
 }
 
 // Block (c, r) takes chunk c of row r (kPickChunk logits) and writes its running to partials[r][c].
+// A thread loads all its logits before adding any (past the row's end: -inf, which adds nothing), so
+// its loads are in flight together rather than one memory latency each.
+constexpr int kPickPerThread = static_cast<int>(kPickChunk / kPickThreads);
 __global__ void greedy_pick_chunks_kernel(const float* logits, int64_t vocab, Running* partials) {
-  const int64_t begin = static_cast<int64_t>(blockIdx.x) * kPickChunk;
-  const int64_t end = begin + kPickChunk < vocab ? begin + kPickChunk : vocab;
+  const int64_t begin = static_cast<int64_t>(blockIdx.x) * kPickChunk + threadIdx.x;
   const float* row = logits + static_cast<int64_t>(blockIdx.y) * vocab;
+  float values[kPickPerThread];
+#pragma unroll
+  for (int j = 0; j < kPickPerThread; ++j) {
+    const int64_t i = begin + j * kPickThreads;
+    values[j] = i < vocab ? row[i] : -INFINITY;
+  }
   Running r{-INFINITY, 0.0f, 0};
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) add_value(r, row[i], static_cast<int32_t>(i));
+#pragma unroll
+  for (int j = 0; j < kPickPerThread; ++j) add_value(r, values[j], static_cast<int32_t>(begin + j * kPickThreads));
   r = block_merge(r);
   if (threadIdx.x == 0) partials[static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x] = r;
 }
