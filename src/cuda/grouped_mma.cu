@@ -39,12 +39,18 @@ constexpr int kStep = 64;
 constexpr int kWeightLd = kStep + 8;                                  // padded like the staged inputs
 constexpr int kLoadsPerLane = kTile * kStep * sizeof(Bf16) / 16 / 32;  // uint4 per lane per matrix
 
+// Blocks a multiprocessor must hold: the down projection's (eight column blocks an expert, 64
+// experts at batch 32) then fit the H100's 132 in one wave, at 64 registers where 74 left room
+// for three and a second wave; SwiGLU's two (126 registers; asked for one, it takes 143).
+template <bool kSwiglu>
+constexpr int kMinBlocks = kSwiglu ? 2 : 4;
+
 // kSwiglu: out[r] = silu(gate·x) · (up·x) over the token row x[order[r] / top_k] (the up
 // projection's weights in `second`); otherwise out[r] = first·x[r] (the down projection over the
 // grouped rows). Expert e = active[blockIdx.y] takes rows offsets[e] .. offsets[e+1]-1; a block
 // takes kBlockColumns of the n output columns, a warp 16 of them. k is a multiple of kStep, n of 16.
 template <bool kSwiglu>
-__global__ void __launch_bounds__(kMmaWarps * 32)
+__global__ void __launch_bounds__(kMmaWarps * 32, kMinBlocks<kSwiglu>)
     grouped_mma_kernel(const float* x, const int32_t* order, int top_k, const int32_t* offsets,
                        const int32_t* active, const void* const* first, const void* const* second, int64_t k,
                        int64_t n, float* out) {
