@@ -18,8 +18,15 @@ constexpr int kWarpSize = 32;
 constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr int kWarps = 16;      // warps of an unsplit block: a token's positions are spread over many warps
 constexpr int kSplitWarps = 4;  // warps of a block that takes one split of a token's positions
-constexpr int kUnroll = 4;  // positions a warp loads at once
-constexpr int kPerLane = kMaxHeadDim / kWarpSize;  // head_dim elements each lane holds, at most
+
+// head_dim elements each lane holds (head_dim <= 32 · kPer), and positions a warp loads at once:
+// their keys and values together take 16 registers a lane (32 at kPer 8).
+constexpr int lane_elements(int head_dim) {
+  const int per = (head_dim + kWarpSize - 1) / kWarpSize;
+  return per <= 1 ? 1 : per <= 2 ? 2 : per <= 4 ? 4 : 8;
+}
+__host__ __device__ constexpr int positions_at_once(int per) { return per >= 4 ? 2 : 8 / per; }
+static_assert(lane_elements(kMaxHeadDim) == 8, "the launcher's cases cover kMaxHeadDim");
 
 // blockIdx.x: the token; blockIdx.y: a q head, then the k heads. Thread j holds the pair
 // (j, j + head_dim/2) of its head, which is what the rotation mixes.
@@ -84,6 +91,7 @@ __device__ __forceinline__ void split_range(int visible, int split, int splits, 
 // weighted values) to partials[(t · num_heads + h) · splits + split], and the head's last block to
 // finish merges them. The per-warp merge and the per-split merge are the same online-softmax rescaling, so a
 // split changes only the order of float32 additions.
+template <int kPer>
 __global__ void attention_kernel(const float* q, AttentionTables tables, const float* key_pool,
                                  const float* value_pool, int num_heads, int group_size, int head_dim, float scale,
                                  float* out, float* partials, int32_t* split_counters) {
@@ -98,31 +106,55 @@ __global__ void attention_kernel(const float* q, AttentionTables tables, const f
   split_range(tables.positions[t] + 1, split, splits, begin, end);
   const int32_t* slots = tables.slot_table + tables.slot_offsets[t];
 
-  float query[kPerLane], acc[kPerLane];
+  float query[kPer], acc[kPer];
 #pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
+  for (int j = 0; j < kPer; ++j) {
     const int d = lane + j * kWarpSize;
     query[j] = d < head_dim ? q[q_offset + d] : 0.0f;
     acc[j] = 0.0f;
   }
   // Each warp takes kUnroll positions `warps` apart at a time: their key and value rows are loaded
-  // together, so a decode token waits for memory once per group, not once per position.
-  float max_score = -INFINITY, sum = 0.0f;
-  for (int base = begin + warp; base < end; base += warps * kUnroll) {
-    int64_t rows[kUnroll];
-    float scores[kUnroll];
+  // together, and the next group's slots while this group's rows are in flight, so a decode token
+  // waits for memory about once per group (the positions and their order per warp are kUnroll's
+  // whatever it is).
+  constexpr int kUnroll = positions_at_once(kPer);
+  const auto slots_of = [&](int base, int32_t (&group)[kUnroll]) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int p = base + u * warps;
-      rows[u] = p < end ? static_cast<int64_t>(slots[p]) * row_size + kv_offset : -1;
-      float dot = 0.0f;
-      if (rows[u] >= 0) {
-        const float* key = key_pool + rows[u];
+      group[u] = p < end ? slots[p] : -1;
+    }
+  };
+  int32_t group_slots[kUnroll];
+  slots_of(begin + warp, group_slots);
+  float max_score = -INFINITY, sum = 0.0f;
+  for (int base = begin + warp; base < end; base += warps * kUnroll) {
+    float keys[kUnroll][kPer], values[kUnroll][kPer];
 #pragma unroll
-        for (int j = 0; j < kPerLane; ++j) {
-          const int d = lane + j * kWarpSize;
-          if (d < head_dim) dot += query[j] * key[d];
+    for (int u = 0; u < kUnroll; ++u) {
+      if (group_slots[u] < 0) continue;
+      const int64_t row = static_cast<int64_t>(group_slots[u]) * row_size + kv_offset;
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        const int d = lane + j * kWarpSize;
+        if (d < head_dim) {
+          keys[u][j] = key_pool[row + d];
+          values[u][j] = value_pool[row + d];
         }
+      }
+    }
+    int valid = 0;  // positions run in order: the group's first `valid` are before the end
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) valid += group_slots[u] >= 0 ? 1 : 0;
+    slots_of(base + warps * kUnroll, group_slots);
+    float scores[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float dot = 0.0f;
+      if (u < valid) {
+#pragma unroll
+        for (int j = 0; j < kPer; ++j)
+          if (lane + j * kWarpSize < head_dim) dot += query[j] * keys[u][j];
       }
       scores[u] = dot;
     }
@@ -132,18 +164,15 @@ __global__ void attention_kernel(const float* q, AttentionTables tables, const f
         scores[u] += __shfl_xor_sync(kFullWarp, scores[u], offset);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      if (rows[u] < 0) break;  // positions run in order: the rest of the group is past the end too
+      if (u >= valid) break;
       const float score = scores[u] * scale;
       const float new_max = fmaxf(max_score, score);
       const float rescale = expf(max_score - new_max);  // 0 for the first position (max was -inf)
       const float weight = expf(score - new_max);
       sum = sum * rescale + weight;
-      const float* value = value_pool + rows[u];
 #pragma unroll
-      for (int j = 0; j < kPerLane; ++j) {
-        const int d = lane + j * kWarpSize;
-        if (d < head_dim) acc[j] = acc[j] * rescale + weight * value[d];
-      }
+      for (int j = 0; j < kPer; ++j)
+        if (lane + j * kWarpSize < head_dim) acc[j] = acc[j] * rescale + weight * values[u][j];
       max_score = new_max;
     }
   }
@@ -158,7 +187,7 @@ __global__ void attention_kernel(const float* q, AttentionTables tables, const f
     mine[1] = sum;
   }
 #pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
+  for (int j = 0; j < kPer; ++j) {
     const int d = lane + j * kWarpSize;
     if (d < head_dim) mine[2 + d] = acc[j];
   }
@@ -270,9 +299,17 @@ void causal_attention(const float* q, int64_t tokens, const AttentionTables& tab
   const int warps = splits == 1 ? kWarps : kSplitWarps;
   const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(num_heads), static_cast<unsigned>(splits));
   const size_t shared_bytes = sizeof(float) * warps * (2 + head_dim);
-  attention_kernel<<<grid, warps * kWarpSize, shared_bytes, stream>>>(q, tables, key_pool, value_pool, num_heads,
-                                                                      num_heads / num_kv_heads, head_dim, scale, out,
-                                                                      split.partials, split.counters);
+  const auto launch = [&](auto kernel) {
+    kernel<<<grid, warps * kWarpSize, shared_bytes, stream>>>(q, tables, key_pool, value_pool, num_heads,
+                                                              num_heads / num_kv_heads, head_dim, scale, out,
+                                                              split.partials, split.counters);
+  };
+  switch (lane_elements(head_dim)) {
+    case 1: launch(attention_kernel<1>); break;
+    case 2: launch(attention_kernel<2>); break;
+    case 4: launch(attention_kernel<4>); break;
+    default: launch(attention_kernel<8>); break;
+  }
   check_launch("causal_attention");
 }
 
