@@ -39,6 +39,38 @@ constexpr int kStep = 64;
 constexpr int kWeightLd = kStep + 8;                                  // padded like the staged inputs
 constexpr int kLoadsPerLane = kTile * kStep * sizeof(Bf16) / 16 / 32;  // uint4 per lane per matrix
 
+// staged[t][j] = bf16(x[row(t) · k + k0 + j]) for the chunk's columns, rows past the expert's
+// `rows` zeros (their results are dropped). kVector: a full chunk goes in 16-byte loads, all of a
+// thread's issued before any is converted, one wait for memory a chunk where one load at a time
+// waited about once per element (SwiGLU; the down kernel's 64 registers spill with it).
+template <bool kVector, typename Row>
+__device__ __forceinline__ void stage_inputs(const float* x, int64_t k, int64_t k0, int chunk, int rows, Row row,
+                                             Bf16 (&staged)[kTile][kStagedLd]) {
+  constexpr int kThreads = kMmaWarps * 32;
+  if (kVector && chunk == kChunk) {
+    constexpr int kQuads = kChunk / 4, kPerThread = kTile * kQuads / kThreads;
+    float4 v[kPerThread];
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const int idx = static_cast<int>(threadIdx.x) + i * kThreads, t = idx / kQuads, j = idx % kQuads * 4;
+      v[i] = t < rows ? *reinterpret_cast<const float4*>(x + row(t) * k + k0 + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const int idx = static_cast<int>(threadIdx.x) + i * kThreads, t = idx / kQuads, j = idx % kQuads * 4;
+      staged[t][j] = __float2bfloat16_rn(v[i].x);
+      staged[t][j + 1] = __float2bfloat16_rn(v[i].y);
+      staged[t][j + 2] = __float2bfloat16_rn(v[i].z);
+      staged[t][j + 3] = __float2bfloat16_rn(v[i].w);
+    }
+    return;
+  }
+  for (int i = static_cast<int>(threadIdx.x); i < kTile * chunk; i += kThreads) {
+    const int t = i / chunk, j = i % chunk;
+    staged[t][j] = __float2bfloat16_rn(t < rows ? x[row(t) * k + k0 + j] : 0.0f);
+  }
+}
+
 // Blocks a multiprocessor must hold: the down projection's (eight column blocks an expert, 64
 // experts at batch 32) then fit the H100's 132 in one wave, at 64 registers where 74 left room
 // for three and a second wave; SwiGLU's two (126 registers; asked for one, it takes 143).
@@ -91,15 +123,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32, kMinBlocks<kSwiglu>)
     for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
       const int chunk = static_cast<int>(k - k0 < kChunk ? k - k0 : kChunk);
       __syncthreads();  // the previous chunk's readers are done with `staged`
-      for (int i = static_cast<int>(threadIdx.x); i < kTile * chunk; i += blockDim.x) {
-        const int t = i / chunk, j = i % chunk;
-        float v = 0.0f;  // rows past the expert's are zeros, their results dropped
-        if (t < rows) {
-          const int64_t row = kSwiglu ? order[r0 + t] / top_k : r0 + t;
-          v = x[row * k + k0 + j];
-        }
-        staged[t][j] = __float2bfloat16_rn(v);
-      }
+      const auto row = [&](int t) { return kSwiglu ? order[r0 + t] / top_k : r0 + t; };
+      stage_inputs<kSwiglu>(x, k, k0, chunk, rows, row, staged);
       __syncthreads();
       if (!computes) continue;
       for (int step = 0; step < chunk; step += kStep) {
