@@ -57,7 +57,7 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("allow-long-context", po::bool_switch(&o.allow_long_context),
        "allow --context-length above the model's max_position_embeddings (a warning instead of an error)")
       ("moe-runner-backend", po::value(&o.moe_runner_backend)->default_value(o.moe_runner_backend),
-       "auto | reference | grouped")
+       "auto | reference | grouped (CPU) | cuda (--device cuda; auto picks it there)")
       ("device", po::value(&o.device)->default_value(o.device), "cpu | cuda (a build with -DMOE_CUDA=ON)")
       ("disable-cuda-graph", po::bool_switch(&o.disable_cuda_graph), "cuda: no CUDA graphs for decode steps")
       ("quantization", po::value(&o.quantization)->default_value(o.quantization),

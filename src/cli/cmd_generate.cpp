@@ -63,7 +63,7 @@ int run_generate(int argc, char** argv) {
       ("return-routed-experts", po::bool_switch(&a.routed), "print the routed experts of every position")
       ("include-last", po::bool_switch(&a.include_last), "also route the last generated token")
       ("chunked-prefill-size", po::value(&a.chunk)->default_value(0), "tokens per step (0 = no limit)")
-      ("moe-runner-backend", po::value(&a.backend)->default_value("auto"), "auto | reference | grouped")
+      ("moe-runner-backend", po::value(&a.backend)->default_value("auto"), "auto | reference | grouped (CPU) | cuda (--device cuda)")
       ("device", po::value(&a.device)->default_value("cpu"), "cpu | cuda (a build with -DMOE_CUDA=ON)")
       ("disable-cuda-graph", po::bool_switch(&a.disable_cuda_graph), "cuda: no CUDA graphs for decode steps")
       ("quantization", po::value(&a.quantization)->default_value("none"), "none | int8 | int4 (at load)")

@@ -15,8 +15,9 @@ static_assert(DecodeGraphs::kMaxBatch <= CudaMoeBlock::kGroupedOnDeviceTokens,
               "a captured step's MoE layers must find their experts' rows on the device");
 
 ModelConfig checked_config(const std::string& model_dir, const ModelOptions& options) {
-  if (options.moe_backend == MoeBackend::Reference)
-    throw Error("--moe-runner-backend reference runs on the CPU only; --device cuda groups tokens by expert");
+  if (options.moe_backend == MoeBackend::Reference || options.moe_backend == MoeBackend::Grouped)
+    throw Error("--moe-runner-backend " + std::string(options.moe_backend == MoeBackend::Reference ? "reference" : "grouped") +
+                " runs on the CPU only; --device cuda runs the cuda backend (auto or cuda)");
   ModelConfig config = load_model_config(model_dir);
   if (config.head_dim > kMaxHeadDim)
     throw Error(model_dir + ": head_dim " + std::to_string(config.head_dim) + " exceeds the CUDA attention's " +

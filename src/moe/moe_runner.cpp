@@ -186,11 +186,13 @@ MoeBackend parse_moe_backend(const std::string& name) {
   if (name == "auto") return MoeBackend::Auto;
   if (name == "reference") return MoeBackend::Reference;
   if (name == "grouped") return MoeBackend::Grouped;
-  throw Error("unknown MoE runner backend '" + name + "'; choose one of: auto, reference, grouped");
+  if (name == "cuda") return MoeBackend::Cuda;
+  throw Error("unknown MoE runner backend '" + name + "'; choose one of: auto, reference, grouped, cuda");
 }
 
 std::unique_ptr<MoeRunner> MoeRunner::create(MoeBackend backend, const ExpertPlacement& placement) {
   if (backend == MoeBackend::Reference) return std::make_unique<ReferenceMoeRunner>();
+  if (backend == MoeBackend::Cuda) throw Error("--moe-runner-backend cuda runs with --device cuda only");
   return std::make_unique<GroupedMoeRunner>(placement);
 }
 

@@ -50,9 +50,11 @@ struct ExpertWeights {
   int num_experts() const { return static_cast<int>(gate.size()); }
 };
 
-enum class MoeBackend { Auto, Reference, Grouped };
+// Reference and Grouped run on the CPU; Cuda is the GPU model's grouped kernels (--device cuda), which
+// Auto also picks there.
+enum class MoeBackend { Auto, Reference, Grouped, Cuda };
 
-// "auto" | "reference" | "grouped"; anything else is a moe::Error listing the choices.
+// "auto" | "reference" | "grouped" | "cuda"; anything else is a moe::Error listing the choices.
 MoeBackend parse_moe_backend(const std::string& name);
 
 class MoeRunner {
@@ -64,7 +66,8 @@ class MoeRunner {
 
   // Reference: a per-token loop over its k experts (the oracle). Grouped: the three expert-parallel
   // ops of moe_ops.h (prepare_moe_routing_tensors, projection_to_intermediate, projection_to_output)
-  // over every device of the placement, then the all-reduce. Auto picks Grouped.
+  // over every device of the placement, then the all-reduce. Auto picks Grouped; Cuda is a moe::Error
+  // (that runner lives in the GPU model).
   static std::unique_ptr<MoeRunner> create(MoeBackend backend, const ExpertPlacement& placement);
 };
 

@@ -87,6 +87,23 @@ TEST_P(CudaGoldenTest, ExpertParallelOptionsAreCheckedAsOnTheCpu) {
   }
 }
 
+// The GPU runs its own expert kernels: the CPU's runners are refused by name, `cuda` and `auto` load.
+TEST_P(CudaGoldenTest, OnlyTheCudaRunnerBackendLoads) {
+  for (const MoeBackend cpu_only : {MoeBackend::Reference, MoeBackend::Grouped}) {
+    ModelOptions options;
+    options.moe_backend = cpu_only;
+    try {
+      load(options);
+      ADD_FAILURE() << "a CPU runner backend was accepted with --device cuda";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("runs on the CPU only"), std::string::npos) << e.what();
+    }
+  }
+  ModelOptions cuda;
+  cuda.moe_backend = MoeBackend::Cuda;
+  EXPECT_NE(load(cuda), nullptr);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaGoldenTest, ::testing::ValuesIn(kGoldenFixtures), fixture_test_name);
 
 }  // namespace

@@ -99,17 +99,27 @@ TEST(GroupedMoeRunner, RejectsAPlacementForAnotherExpertCount) {
   EXPECT_THROW(run(MoeBackend::Grouped, ExpertPlacement::uniform(8, 2), hidden, routing, experts.weights), Error);
 }
 
-TEST(ParseMoeBackend, KnowsTheThreeNames) {
+TEST(MoeRunnerCreate, TheCudaBackendIsRefusedOnTheCpu) {
+  try {
+    (void)MoeRunner::create(MoeBackend::Cuda, ExpertPlacement::uniform(8, 1));
+    FAIL() << "expected a moe::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--device cuda"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ParseMoeBackend, KnowsTheFourNames) {
   EXPECT_EQ(parse_moe_backend("auto"), MoeBackend::Auto);
   EXPECT_EQ(parse_moe_backend("reference"), MoeBackend::Reference);
   EXPECT_EQ(parse_moe_backend("grouped"), MoeBackend::Grouped);
+  EXPECT_EQ(parse_moe_backend("cuda"), MoeBackend::Cuda);
   try {
     parse_moe_backend("triton");
     FAIL() << "expected a moe::Error";
   } catch (const Error& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("triton"), std::string::npos);
-    EXPECT_NE(message.find("auto, reference, grouped"), std::string::npos);
+    EXPECT_NE(message.find("auto, reference, grouped, cuda"), std::string::npos);
   }
 }
 
