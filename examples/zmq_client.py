@@ -19,23 +19,25 @@ import numpy as np
 import zmq
 
 
-def routed_experts(meta_info):
-    """meta_info's routed experts as a numpy array of shape [rows, num_moe_layers, top_k], or None."""
-    data = meta_info.get("routed_experts")
+def routed_experts(meta_info, name="routed_experts"):
+    """meta_info's routed experts (or, name "draft_routed_experts", the draft model's) as a numpy array
+    of shape [rows, num_moe_layers, top_k], or None."""
+    data = meta_info.get(name)
     if data is None:
         return None
     raw = data if isinstance(data, bytes) else base64.b64decode(data)
-    return np.frombuffer(raw, dtype=meta_info["routed_experts_dtype"]).reshape(meta_info["routed_experts_shape"])
+    return np.frombuffer(raw, dtype=meta_info[name + "_dtype"]).reshape(meta_info[name + "_shape"])
 
 
 def generate(socket, request, on_chunk=None, timeout_ms=60000):
     """Sends `request` (a dict with SGLang's /generate fields) and returns the whole reply as a dict:
-    text, output_ids, meta_info, and routed_experts (numpy) when asked. A streamed request's chunks
+    text, output_ids, meta_info, and routed_experts and draft_routed_experts (numpy) when asked. A streamed request's chunks
     are joined (and each is passed to on_chunk). Raises RuntimeError on an error reply or a timeout."""
     request = dict(request)
     request.setdefault("rid", uuid.uuid4().hex)
     socket.send(msgpack.packb(request, use_bin_type=True))
-    text, ids, rows, meta = "", [], [], {}
+    text, ids, meta = "", [], {}
+    rows = {"routed_experts": [], "draft_routed_experts": []}
     while True:
         if not socket.poll(timeout_ms):
             raise RuntimeError(f"no reply to {request['rid']} within {timeout_ms} ms")
@@ -50,13 +52,14 @@ def generate(socket, request, on_chunk=None, timeout_ms=60000):
             on_chunk(reply)
         text += reply["text"]
         ids += reply["output_ids"]
-        experts = routed_experts(meta)
-        if experts is not None:
-            rows.append(experts)
+        for name, joined in rows.items():
+            experts = routed_experts(meta, name)
+            if experts is not None:
+                joined.append(experts)
         if meta["finish_reason"] is not None:
             break
-    return {"text": text, "output_ids": ids, "meta_info": meta,
-            "routed_experts": np.concatenate(rows) if rows else None}
+    return dict({"text": text, "output_ids": ids, "meta_info": meta},
+                **{name: np.concatenate(joined) if joined else None for name, joined in rows.items()})
 
 
 def main():

@@ -192,8 +192,9 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
       SchedulerActorEndpoints{endpoints.scheduler, endpoints.worker, endpoints.detokenizer, endpoints.tokenizer},
       std::chrono::milliseconds(options.worker_timeout_ms));
   a.scheduler_loop->post([&a, steps = options.decode_log_interval] { a.scheduler->log_stats_every(steps); });
-  a.detokenizer = std::make_unique<DetokenizerActor>(*a.detokenizer_loop, tok, config.num_experts,
-                                                     endpoints.detokenizer, endpoints.tokenizer, endpoints.scheduler);
+  a.detokenizer =
+      std::make_unique<DetokenizerActor>(*a.detokenizer_loop, tok, config.num_experts, sizing.draft_num_experts,
+                                         endpoints.detokenizer, endpoints.tokenizer, endpoints.scheduler);
   if (options.port > 0) {
     auto snapshot = [&a] { return run_on(*a.scheduler_loop, [&a] { return a.scheduler->snapshot(); }); };
     const api::ModelInfo model_info{options.model_path, tok_dir, options.weight_version, config.architecture,

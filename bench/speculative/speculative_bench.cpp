@@ -4,10 +4,12 @@
 // one; the acceptance; and --max-tree-experts, with the bytes of expert weights a verify pass reads
 // (distinct experts per MoE layer x layers x one expert's gate, up and down matrices).
 // Arguments: spec (0 off, 1 NGRAM, 2 STANDALONE with the target as its own draft: the acceptance
-// ceiling, 3 STANDALONE with the benchmark config cut to 2 layers as draft), batch, workload
-// (0 random, 1 repetitive), max_tree_experts. STANDALONE drafts chains: 4 steps, top-k 1, 5 tokens.
+// ceiling, 3 STANDALONE with $MOE_BENCH_DRAFT_MODEL as draft), batch, workload (0 random,
+// 1 repetitive), max_tree_experts. STANDALONE drafts chains: 4 steps, top-k 1, 5 tokens.
 // Set MOE_BENCH_MODEL to the checkpoint moe-make-checkpoint wrote (bench/RESULTS.md), and
-// MOE_BENCH_DRAFT_MODEL to keep the 2-layer draft (written there when missing).
+// MOE_BENCH_DRAFT_MODEL to a draft: e.g. the target's first layers (moe-make-checkpoint
+// --truncate-from), or where it holds no checkpoint yet, the benchmark config cut to 2 layers with
+// random weights is written there.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -149,6 +151,9 @@ void Arguments(benchmark::internal::Benchmark* b) {
     }
   for (int batch : {1, 8})
     for (int limit : {8, 16, 32, 64}) b->Args({1, batch, 1, limit});
+  for (int batch : {1, 8})
+    for (int repetitive : {1, 0})
+      for (int limit : {8, 16}) b->Args({3, batch, repetitive, limit});
 }
 BENCHMARK(BM_Generate)
     ->ArgNames({"spec", "batch", "repetitive", "max_tree_experts"})

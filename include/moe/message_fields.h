@@ -63,6 +63,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("return_router_weights", m.return_router_weights);
   visit("weights_dtype", m.weights_dtype);
   visit("raw", m.raw);
+  visit("return_draft_routed_experts", m.return_draft_routed_experts);
 }
 
 template <StructOf<ChatMessage> M, class Visit>
@@ -181,6 +182,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("drafted_parents", m.drafted_parents);
   visit("prompt_logprobs", m.prompt_logprobs);
   visit("prompt_top_logprobs", m.prompt_top_logprobs);
+  visit("draft_routing", m.draft_routing);
 }
 
 template <StructOf<RoutingUpdate> M, class Visit>
@@ -213,6 +215,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("input_token_ids", m.input_token_ids);
   visit("input_logprobs", m.input_logprobs);
   visit("input_top_logprobs", m.input_top_logprobs);
+  visit("draft_routing", m.draft_routing);
 }
 
 template <StructOf<DetokenizeBatch> M, class Visit>
@@ -248,6 +251,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("input_token_logprobs", m.input_token_logprobs);
   visit("input_token_texts", m.input_token_texts);
   visit("input_top_logprobs", m.input_top_logprobs);
+  visit("draft_routed_experts", m.draft_routed_experts);
 }
 
 template <StructOf<TextOutputBatch> M, class Visit>

@@ -17,7 +17,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 11;
+inline constexpr uint32_t kProtocolVersion = 12;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -90,6 +90,9 @@ struct RoutingOptions {
   bool return_router_weights = false;
   std::string weights_dtype = "float32";  // float32 | float16
   bool raw = false;                       // bytes instead of base64 (ZeroMQ clients and the HTTP front)
+  // With return_routed_experts, on a server with an MoE STANDALONE draft: the draft model's routing
+  // of the same positions (draft_routed_experts), never mixed into the target's rows.
+  bool return_draft_routed_experts{};
   // The reply has the last generated token's row too: it is fed once more, without sampling.
   bool routes_last_token() const { return return_routed_experts && include_last; }
   bool operator==(const RoutingOptions&) const = default;
@@ -257,6 +260,9 @@ struct WorkerResult {
   // batch order; empty when no sequence has any.
   std::vector<float> prompt_logprobs{};
   std::vector<TokenAlternatives> prompt_top_logprobs{};
+  // The draft model's routing of every token of this step, in batch order, from its shadow of the
+  // step's forward: present when the step was captured and the STANDALONE draft is an MoE.
+  RoutingRows draft_routing{};
   bool operator==(const WorkerResult&) const = default;
 };
 
@@ -305,6 +311,7 @@ struct DetokenizeItem {
   std::vector<int32_t> input_token_ids{};
   std::vector<float> input_logprobs{};
   std::vector<TokenAlternatives> input_top_logprobs{};
+  RoutingRows draft_routing{};  // the draft model's rows of the same positions as `routing`, when asked
   bool operator==(const DetokenizeItem&) const = default;
 };
 
@@ -346,6 +353,7 @@ struct TextOutput {
   std::vector<float> input_token_logprobs{};
   std::vector<std::string> input_token_texts{};
   std::vector<TokenAlternatives> input_top_logprobs{};
+  std::optional<EncodedArray> draft_routed_experts{};  // the draft model's rows of routed_experts' positions
   bool operator==(const TextOutput&) const = default;
 };
 

@@ -103,7 +103,8 @@ void write_meta_info(Packer& packer, const msg::TextOutput& output) {
   const bool input = !output.input_token_ids.empty();
   const uint32_t entries = 7 + (output.output_logprobs.empty() ? 0 : 1) + (output.output_top_logprobs.empty() ? 0 : 1) +
                            (input ? 1 : 0) + (output.input_top_logprobs.empty() ? 0 : 1) +
-                           (output.routed_experts ? 3 : 0) + (output.router_weights ? 3 : 0);
+                           (output.routed_experts ? 3 : 0) + (output.router_weights ? 3 : 0) +
+                           (output.draft_routed_experts ? 3 : 0);
   packer.pack_map(entries);
   write_str(packer, "id");
   write_str(packer, output.rid);
@@ -141,6 +142,7 @@ void write_meta_info(Packer& packer, const msg::TextOutput& output) {
   }
   if (output.routed_experts) write_encoded_array(packer, "routed_experts", *output.routed_experts);
   if (output.router_weights) write_encoded_array(packer, "router_weights", *output.router_weights);
+  if (output.draft_routed_experts) write_encoded_array(packer, "draft_routed_experts", *output.draft_routed_experts);
 }
 
 // The inverse of write_triples into `logprobs` (NaN for nil), `ids` and `texts` (texts only when
@@ -244,6 +246,7 @@ msg::TextOutput read_output(const msgpack::object& root, const FieldPath& path) 
   read_logprobs(meta, meta_path, output);
   output.routed_experts = read_encoded_array(meta, "routed_experts", meta_path);
   output.router_weights = read_encoded_array(meta, "router_weights", meta_path);
+  output.draft_routed_experts = read_encoded_array(meta, "draft_routed_experts", meta_path);
   return output;
 }
 

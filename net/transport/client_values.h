@@ -36,6 +36,7 @@ void visit_client_fields(M& r, Visit&& visit) {
   visit("return_router_weights", r.routing.return_router_weights);
   visit("router_weights_dtype", r.routing.weights_dtype);
   visit("routed_experts_raw", r.routing.raw);
+  visit("return_draft_routed_experts", r.routing.return_draft_routed_experts);
 }
 
 // sampling_params: the same names as the struct's fields.

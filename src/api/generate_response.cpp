@@ -49,9 +49,21 @@ void put_logprobs(json& meta, const CompletionState& completion, bool prompt_log
                completion.top_logprobs, with_text);
 }
 
-// One completion's object; `experts` and `weights` are the rows to send (all, or one chunk's).
+// The routing arrays of one /generate object: all of a completion's, one chunk's, or none.
+struct ObjectRows {
+  const RawRows* experts = nullptr;
+  const RawRows* weights = nullptr;
+  const RawRows* draft_experts = nullptr;
+};
+
+ObjectRows all_rows(const CompletionState& completion) {
+  const auto rows = [](const std::optional<RawRows>& r) { return r ? &*r : nullptr; };
+  return {rows(completion.routed_experts), rows(completion.router_weights), rows(completion.draft_routed_experts)};
+}
+
+// One completion's object with `rows`.
 json generate_object(const CompletionState& completion, const msg::RequestOptions& options, bool text_in_logprobs,
-                     const RawRows* experts, const RawRows* weights) {
+                     const ObjectRows& rows) {
   json meta = {{"id", completion.rid},
                {"index", completion.index},
                {"finish_reason", sglang_finish_reason(completion.finish_reason, completion.completion_tokens)},
@@ -60,8 +72,9 @@ json generate_object(const CompletionState& completion, const msg::RequestOption
                {"cached_tokens", completion.cached_tokens},
                {"weight_version", completion.weight_version}};
   if (options.return_logprob) put_logprobs(meta, completion, options.logprob_start_len >= 0, text_in_logprobs);
-  if (experts != nullptr) put_base64(meta, "routed_experts", *experts);
-  if (weights != nullptr) put_base64(meta, "router_weights", *weights);
+  if (rows.experts != nullptr) put_base64(meta, "routed_experts", *rows.experts);
+  if (rows.weights != nullptr) put_base64(meta, "router_weights", *rows.weights);
+  if (rows.draft_experts != nullptr) put_base64(meta, "draft_routed_experts", *rows.draft_experts);
   return {{"text", completion.text}, {"output_ids", completion.output_ids}, {"meta_info", std::move(meta)}};
 }
 
@@ -86,22 +99,21 @@ class GenerateResponseBuilder final : public ResponseBuilder {
       // As SGLang: text and ids are cumulative, and the final chunk carries the whole request's rows.
       const bool last = completion.finish_reason.has_value();
       return {generate_object(completion, options_[prompt], text_in_logprobs_,
-                              last && completion.routed_experts ? &*completion.routed_experts : nullptr,
-                              last && completion.router_weights ? &*completion.router_weights : nullptr)};
+                              last ? all_rows(completion) : ObjectRows{})};
     }
     const std::optional<RawRows> experts = chunk_rows(output.routed_experts);
     const std::optional<RawRows> weights = chunk_rows(output.router_weights);
-    return {generate_object(completion, options_[prompt], text_in_logprobs_, experts ? &*experts : nullptr,
-                            weights ? &*weights : nullptr)};
+    const std::optional<RawRows> draft_experts = chunk_rows(output.draft_routed_experts);
+    return {generate_object(completion, options_[prompt], text_in_logprobs_,
+                            {experts ? &*experts : nullptr, weights ? &*weights : nullptr,
+                             draft_experts ? &*draft_experts : nullptr})};
   }
 
   json response() const override {
     json list = json::array();
     for (size_t prompt = 0; prompt < grid_.num_prompts(); ++prompt) {
       for (const CompletionState& completion : grid_.completions(prompt)) {
-        list.push_back(generate_object(completion, options_[prompt], text_in_logprobs_,
-                                       completion.routed_experts ? &*completion.routed_experts : nullptr,
-                                       completion.router_weights ? &*completion.router_weights : nullptr));
+        list.push_back(generate_object(completion, options_[prompt], text_in_logprobs_, all_rows(completion)));
       }
     }
     // As SGLang: one object for one prompt sampled once, a list otherwise.

@@ -11,6 +11,17 @@ namespace {
 
 using nlohmann::json;
 
+// The expert-id arrays an answer may carry, split at the prompt alike: the target's rows, and the
+// STANDALONE draft's rows of the same positions.
+struct RowsField {
+  const char* name;
+  std::optional<RawRows> CompletionState::*joined;
+  std::optional<msg::EncodedArray> msg::TextOutput::*chunk;
+};
+constexpr RowsField kRowsFields[] = {
+    {"routed_experts", &CompletionState::routed_experts, &msg::TextOutput::routed_experts},
+    {"draft_routed_experts", &CompletionState::draft_routed_experts, &msg::TextOutput::draft_routed_experts}};
+
 // OpenAI's finish_reason: "stop", "length", or (vLLM's) "abort"; "tool_calls" when the choice's
 // output made a tool call, as vLLM answers whatever ended it; null while unfinished.
 json finish_reason(const std::optional<msg::FinishReason>& reason, bool called_tools) {
@@ -211,17 +222,17 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
             {completion.output_ids, completion.logprobs, completion.token_texts, completion.top_logprobs});
         json choice = choice_json(prompt * n_ + static_cast<size_t>(completion.index), std::move(answer),
                                   logprobs.part(), completion.finish_reason, called_tools, false);
-        if (completion.routed_experts) {
-          const RawRows& rows = *completion.routed_experts;
-          put_rows(choice, "routed_experts", rows.slice(completion.prompt_tokens, rows.rows()));
-        }
+        for (const RowsField& field : kRowsFields)
+          if (const std::optional<RawRows>& rows = completion.*field.joined)
+            put_rows(choice, field.name, rows->slice(completion.prompt_tokens, rows->rows()));
         body["choices"].push_back(std::move(choice));
       }
     }
     body["usage"] = usage();
     // Every completion of a call ran on one version: a weight update ends the requests it interrupts.
     body["metadata"] = metadata(grid_.completions(0).front().weight_version);
-    if (grid_.completions(0).front().routed_experts) put_prompt_rows(body);
+    for (const RowsField& field : kRowsFields)
+      if (grid_.completions(0).front().*field.joined) put_prompt_rows(body, field);
     return body;
   }
 
@@ -263,25 +274,30 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
     }
   }
 
-  // A streamed chunk's rows: those before prompt_tokens go to `prompt_routed_experts` (sent by
-  // sample 0 only: every sample has the same prompt rows), the rest to the choice.
+  // A streamed chunk's rows: those before prompt_tokens go to `prompt_<name>` (sent by sample 0
+  // only: every sample has the same prompt rows), the rest to the choice.
   void add_chunk_rows(json& payload, size_t choice, const msg::TextOutput& output) {
-    const RawRows rows = RawRows::from(*output.routed_experts);
     const int64_t first = rows_sent_[choice];
-    rows_sent_[choice] += rows.rows();
-    const int64_t prompt_rows = std::clamp<int64_t>(output.prompt_tokens - first, 0, rows.rows());
-    if (output.index == 0 && prompt_rows > 0) put_rows(payload, "prompt_routed_experts", rows.slice(0, prompt_rows));
-    put_rows(payload["choices"][0], "routed_experts", rows.slice(prompt_rows, rows.rows()));
+    for (const RowsField& field : kRowsFields) {
+      if (!(output.*field.chunk)) continue;
+      const RawRows rows = RawRows::from(*(output.*field.chunk));
+      const int64_t prompt_rows = std::clamp<int64_t>(output.prompt_tokens - first, 0, rows.rows());
+      if (output.index == 0 && prompt_rows > 0)
+        put_rows(payload, std::string("prompt_") + field.name, rows.slice(0, prompt_rows));
+      put_rows(payload["choices"][0], field.name, rows.slice(prompt_rows, rows.rows()));
+    }
+    rows_sent_[choice] += output.routed_experts->shape.front();
   }
 
-  // The prompt rows at the response level: plain fields for one prompt, lists aligned with the
-  // prompts for several.
-  void put_prompt_rows(json& body) const {
+  // The prompt rows of `field` at the response level: plain fields for one prompt, lists aligned
+  // with the prompts for several.
+  void put_prompt_rows(json& body, const RowsField& field) const {
     std::vector<json> parts;
     for (size_t prompt = 0; prompt < grid_.num_prompts(); ++prompt) {
       const CompletionState& first = grid_.completions(prompt).front();
-      const RawRows rows = first.routed_experts ? first.routed_experts->slice(0, first.prompt_tokens) : RawRows();
-      put_rows(parts.emplace_back(json::object()), "prompt_routed_experts", rows);
+      const std::optional<RawRows>& joined = first.*field.joined;
+      const RawRows rows = joined ? joined->slice(0, first.prompt_tokens) : RawRows();
+      put_rows(parts.emplace_back(json::object()), std::string("prompt_") + field.name, rows);
     }
     if (parts.size() == 1) {
       body.update(parts.front());

@@ -215,6 +215,7 @@ void read_routing_fields(const FieldReader& reader, ApiKind api, msg::RoutingOpt
   reader.read("return_routed_experts", routing.return_routed_experts);
   reader.read("routed_experts_dtype", routing.dtype);
   reader.read("routed_experts_include_last", routing.include_last);
+  reader.read("return_draft_routed_experts", routing.return_draft_routed_experts);
   check_dtype(reader, "routed_experts_dtype", routing.dtype, parse_routed_experts_dtype);
   if (api == ApiKind::Generate) {
     reader.read("routed_experts_start_len", routing.start_len);

@@ -83,7 +83,7 @@ std::string read_sampling_fields(const FieldReader& reader, SamplingDialect dial
 void check_top_logprobs(const FieldReader& reader, std::string_view name, int32_t value);
 
 // Reads the routed-experts request fields at the top level of `reader`: return_routed_experts,
-// routed_experts_dtype, routed_experts_include_last; on /generate also routed_experts_start_len,
+// routed_experts_dtype, routed_experts_include_last, return_draft_routed_experts; on /generate also routed_experts_start_len,
 // return_router_weights and router_weights_dtype (OpenAI answers split rows at the prompt, which
 // needs rows from position 0). Sets raw = true: the HTTP layer encodes the rows itself.
 void read_routing_fields(const FieldReader& reader, ApiKind api, msg::RoutingOptions& routing);

@@ -30,6 +30,7 @@ void CompletionState::append(const msg::TextOutput& output) {
   }
   append_rows(routed_experts, output.routed_experts);
   append_rows(router_weights, output.router_weights);
+  append_rows(draft_routed_experts, output.draft_routed_experts);
   if (output.finish_reason) finish_reason = output.finish_reason;
   prompt_tokens = output.prompt_tokens;
   completion_tokens = output.completion_tokens;

@@ -35,6 +35,7 @@ struct CompletionState {
   std::vector<msg::TokenAlternatives> input_top_logprobs;  // empty entry for the prompt's first token
   std::optional<RawRows> routed_experts;
   std::optional<RawRows> router_weights;
+  std::optional<RawRows> draft_routed_experts;  // the STANDALONE draft's rows of the same positions
   std::optional<msg::FinishReason> finish_reason;
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;

@@ -1,22 +1,26 @@
 #include "detokenizer/completion_output.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "capture/routing_encoding.h"
 
 namespace moe {
 
 CompletionOutput::CompletionOutput(std::string rid, int32_t index, const tokenizer::Tokenizer& tokenizer,
-                                   const msg::RequestOptions& options, int num_experts)
+                                   const msg::RequestOptions& options, int num_experts, int draft_num_experts)
     : tokenizer_(tokenizer),
       rid_(std::move(rid)),
       index_(index),
       options_(options),
       routing_(options.routing),
       num_experts_(num_experts),
+      draft_num_experts_(draft_num_experts),
       detokenizer_(tokenizer, options.sampling.skip_special_tokens),
       stops_(options.sampling.stop) {
   resolve_routed_experts_dtype(parse_routed_experts_dtype(routing_.dtype), num_experts_);
+  if (routing_.return_draft_routed_experts)
+    resolve_routed_experts_dtype(parse_routed_experts_dtype(routing_.dtype), draft_num_experts_);
   parse_router_weights_dtype(routing_.weights_dtype);
 }
 
@@ -25,7 +29,7 @@ std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem
   prompt_tokens_ = item.prompt_tokens;
   cached_tokens_ = item.cached_tokens;
   weight_version_ = item.weight_version;
-  append_rows(item.routing);
+  append_rows(item);
   take_input_logprobs(item);
   if (held_finish_) return release_held(item.finish_reason.has_value());  // later tokens are past the stop
   for (size_t i = 0; i < item.new_token_ids.size(); ++i) {
@@ -82,7 +86,20 @@ void CompletionOutput::take_input_logprobs(const msg::DetokenizeItem& item) {
   for (const msg::TokenAlternatives& top : item.input_top_logprobs) input_.input_top_logprobs.push_back(named(top));
 }
 
-void CompletionOutput::append_rows(const msg::RoutingRows& rows) {
+namespace {
+
+// Rows [skip, n) of `rows`' values (`values` is its expert_ids or weights) appended to `out`.
+template <class T>
+void append_range(const msg::RoutingRows& rows, const std::vector<T>& values, int64_t skip, int64_t n,
+                  std::vector<T>& out) {
+  const auto row_size = static_cast<int64_t>(rows.num_layers) * rows.top_k;
+  out.insert(out.end(), values.begin() + skip * row_size, values.begin() + n * row_size);
+}
+
+}  // namespace
+
+void CompletionOutput::append_rows(const msg::DetokenizeItem& item) {
+  const msg::RoutingRows& rows = item.routing;
   // After a stop string, rows of tokens past it (in flight when it was seen) are not the reply's.
   const int64_t n = std::min(rows.num_rows(), row_limit_ - rows_seen_);
   if (n <= 0) return;
@@ -90,32 +107,48 @@ void CompletionOutput::append_rows(const msg::RoutingRows& rows) {
   row_top_k_ = rows.top_k;
   const int64_t skip = std::clamp<int64_t>(routing_.start_len - rows_seen_, 0, n);
   rows_seen_ += n;
-  const size_t row_size = static_cast<size_t>(rows.num_layers) * rows.top_k;
-  row_ids_.insert(row_ids_.end(), rows.expert_ids.begin() + skip * row_size, rows.expert_ids.begin() + n * row_size);
-  if (routing_.return_router_weights && !rows.weights.empty())
-    row_weights_.insert(row_weights_.end(), rows.weights.begin() + skip * row_size, rows.weights.begin() + n * row_size);
+  append_range(rows, rows.expert_ids, skip, n, row_ids_);
+  if (routing_.return_router_weights && !rows.weights.empty()) append_range(rows, rows.weights, skip, n, row_weights_);
+  if (!routing_.return_draft_routed_experts) return;
+  const msg::RoutingRows& draft = item.draft_routing;
+  if (draft.num_rows() != rows.num_rows())
+    throw std::logic_error("an item's draft routing rows do not cover its routing rows' positions");
+  draft_layers_ = draft.num_layers;
+  draft_top_k_ = draft.top_k;
+  append_range(draft, draft.expert_ids, skip, n, draft_ids_);
 }
 
-msg::EncodedArray CompletionOutput::to_array(const std::string& bytes, size_t values, const char* dtype) const {
-  const int64_t row_size = int64_t{row_layers_} * row_top_k_;
+msg::EncodedArray CompletionOutput::to_array(const std::string& bytes, size_t values, const char* dtype,
+                                             int32_t layers, int32_t top_k) const {
+  const int64_t row_size = int64_t{layers} * top_k;
   const int64_t rows = row_size ? static_cast<int64_t>(values) / row_size : 0;
-  return {routing_.raw ? bytes : base64_encode(bytes), routing_.raw, {rows, row_layers_, row_top_k_}, dtype};
+  return {routing_.raw ? bytes : base64_encode(bytes), routing_.raw, {rows, layers, top_k}, dtype};
+}
+
+msg::EncodedArray CompletionOutput::encode_ids(std::vector<int16_t>& ids, int experts, int32_t layers,
+                                               int32_t top_k) const {
+  const RoutedExpertsDtype dtype = resolve_routed_experts_dtype(parse_routed_experts_dtype(routing_.dtype), experts);
+  msg::EncodedArray out =
+      to_array(pack_routed_experts(ids.data(), ids.size(), dtype), ids.size(), dtype_name(dtype), layers, top_k);
+  ids.clear();
+  return out;
 }
 
 std::optional<msg::EncodedArray> CompletionOutput::encode_ids() {
   if (!routing_.return_routed_experts) return std::nullopt;
-  const RoutedExpertsDtype dtype = resolve_routed_experts_dtype(parse_routed_experts_dtype(routing_.dtype), num_experts_);
-  msg::EncodedArray out =
-      to_array(pack_routed_experts(row_ids_.data(), row_ids_.size(), dtype), row_ids_.size(), dtype_name(dtype));
-  row_ids_.clear();
-  return out;
+  return encode_ids(row_ids_, num_experts_, row_layers_, row_top_k_);
+}
+
+std::optional<msg::EncodedArray> CompletionOutput::encode_draft_ids() {
+  if (!routing_.return_draft_routed_experts) return std::nullopt;
+  return encode_ids(draft_ids_, draft_num_experts_, draft_layers_, draft_top_k_);
 }
 
 std::optional<msg::EncodedArray> CompletionOutput::encode_weights() {
   if (!routing_.return_router_weights) return std::nullopt;
   const RouterWeightsDtype dtype = parse_router_weights_dtype(routing_.weights_dtype);
   msg::EncodedArray out = to_array(pack_router_weights(row_weights_.data(), row_weights_.size(), dtype),
-                                   row_weights_.size(), dtype_name(dtype));
+                                   row_weights_.size(), dtype_name(dtype), row_layers_, row_top_k_);
   row_weights_.clear();
   return out;
 }
@@ -143,6 +176,7 @@ msg::TextOutput CompletionOutput::take_pending(std::optional<msg::FinishReason> 
   out.weight_version = weight_version_;
   out.routed_experts = encode_ids();
   out.router_weights = encode_weights();
+  out.draft_routed_experts = encode_draft_ids();
   text_.clear();
   ids_.clear();
   logprobs_.clear();

@@ -15,9 +15,10 @@ namespace moe {
 
 class CompletionOutput {
  public:
-  // Throws moe::Error for routing options the model cannot satisfy (uint8 with > 256 experts).
+  // Throws moe::Error for routing options the model (or, for its rows, the STANDALONE draft of
+  // draft_num_experts experts) cannot satisfy (uint8 with > 256 experts).
   CompletionOutput(std::string rid, int32_t index, const tokenizer::Tokenizer& tokenizer,
-                   const msg::RequestOptions& options, int num_experts);
+                   const msg::RequestOptions& options, int num_experts, int draft_num_experts = 0);
 
   // Applies the scheduler's next item; returns what to send now (a stream chunk, or the final reply).
   std::optional<msg::TextOutput> apply(const msg::DetokenizeItem& item);
@@ -35,10 +36,15 @@ class CompletionOutput {
   std::optional<msg::TextOutput> release_held(bool scheduler_finished);
   // Text, ids, logprobs and rows gathered since the last emission, as one TextOutput.
   msg::TextOutput take_pending(std::optional<msg::FinishReason> finish);
-  void append_rows(const msg::RoutingRows& rows);
+  // The item's rows (and the draft's rows of the same positions) the reply keeps.
+  void append_rows(const msg::DetokenizeItem& item);
   // `values` packed into `bytes` as [rows, layers, K], base64 unless the client asked for raw bytes.
-  msg::EncodedArray to_array(const std::string& bytes, size_t values, const char* dtype) const;
+  msg::EncodedArray to_array(const std::string& bytes, size_t values, const char* dtype, int32_t layers,
+                             int32_t top_k) const;
+  // `ids` packed in the request's dtype resolved for `experts`, and cleared.
+  msg::EncodedArray encode_ids(std::vector<int16_t>& ids, int experts, int32_t layers, int32_t top_k) const;
   std::optional<msg::EncodedArray> encode_ids();
+  std::optional<msg::EncodedArray> encode_draft_ids();
   std::optional<msg::EncodedArray> encode_weights();
   // A token decoded alone (U+FFFD for a part of a UTF-8 character), as logprobs name tokens.
   std::string token_text(int32_t id) const { return tokenizer_.decode({id}); }
@@ -53,6 +59,7 @@ class CompletionOutput {
   msg::RequestOptions options_;
   msg::RoutingOptions routing_;
   int num_experts_;
+  int draft_num_experts_;
   tokenizer::IncrementalDetokenizer detokenizer_;
   tokenizer::StopStringMatcher stops_;
   bool finished_ = false;
@@ -73,6 +80,8 @@ class CompletionOutput {
   int32_t row_layers_ = 0, row_top_k_ = 0;
   std::vector<int16_t> row_ids_;
   std::vector<float> row_weights_;
+  int32_t draft_layers_ = 0, draft_top_k_ = 0;
+  std::vector<int16_t> draft_ids_;
 };
 
 }  // namespace moe

@@ -12,8 +12,9 @@ namespace moe {
 
 class DetokenizerState {
  public:
-  DetokenizerState(tokenizer::Tokenizer tokenizer, int num_experts)
-      : tokenizer_(std::move(tokenizer)), num_experts_(num_experts) {}
+  // draft_num_experts: an MoE STANDALONE draft's experts (its rows' dtype), 0 without one.
+  DetokenizerState(tokenizer::Tokenizer tokenizer, int num_experts, int draft_num_experts = 0)
+      : tokenizer_(std::move(tokenizer)), num_experts_(num_experts), draft_num_experts_(draft_num_experts) {}
 
   struct Result {
     std::vector<msg::TextOutput> outputs;
@@ -28,6 +29,7 @@ class DetokenizerState {
  private:
   tokenizer::Tokenizer tokenizer_;
   int num_experts_;
+  int draft_num_experts_;
   std::map<std::pair<std::string, int32_t>, std::unique_ptr<CompletionOutput>> outputs_;
 };
 

@@ -33,7 +33,7 @@ EngineCore::EngineCore(std::unique_ptr<Model> model, tokenizer::Tokenizer tokeni
                                              rows_ready_.notify_all();
                                            },
                                            options)),
-      detokenizer_(std::move(tokenizer), worker_.config().num_experts) {
+      detokenizer_(std::move(tokenizer), worker_.config().num_experts, sizing_.draft_num_experts) {
   service_.on_heartbeat(worker_.heartbeat());  // the worker in this thread is the one steps go to
 }
 

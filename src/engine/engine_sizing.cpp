@@ -24,6 +24,15 @@ void check_context_length(const EngineSettings& settings, const ModelConfig& mod
                model.max_position_embeddings);
 }
 
+// The STANDALONE draft's config (read again when the worker loads it); a failure names the flag.
+ModelConfig draft_config(const std::string& path) {
+  try {
+    return load_model_config(path);
+  } catch (const std::exception& e) {
+    throw Error("--speculative-draft-model-path " + path + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& model, const ModelIdentity& identity,
@@ -48,8 +57,14 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
   const std::vector<LayerRange> stages =
       identity.stages.empty() ? std::vector<LayerRange>{{0, model.num_hidden_layers}} : identity.stages;
   validate(speculative, model.num_experts_per_tok, static_cast<int>(stages.size()));
-  if (speculative.algorithm == SpeculativeAlgorithm::Standalone)
+  if (speculative.algorithm == SpeculativeAlgorithm::Standalone) {
     sizing.worker.draft_model_path = speculative.draft_model_path;
+    const ModelConfig draft = draft_config(speculative.draft_model_path);
+    if (settings.captures_routing() && draft.num_moe_layers() > 0) {
+      service.draft_routing = {draft.num_moe_layers(), draft.num_experts_per_tok};
+      sizing.draft_num_experts = draft.num_experts;
+    }
+  }
   service.scheduler = SchedulerConfig{pool,    settings.max_running_requests, settings.chunked_prefill_size,
                                       !settings.disable_radix_cache, context, std::move(eos_token_ids),
                                       std::move(speculative)};
@@ -82,7 +97,8 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                                 context > 0 ? std::min(pool, context) : pool,
                                 settings.captures_routing(),
                                 settings.enable_return_router_weights,
-                                settings.max_running_requests};
+                                settings.max_running_requests,
+                                sizing.draft_num_experts > 0};
   return sizing;
 }
 

@@ -28,6 +28,8 @@ struct EngineSizing {
   ModelWorkerOptions worker;
   RequestLimits limits;
   int64_t kv_bytes_per_token = 0;  // K and V of every layer, float32
+  // An MoE STANDALONE draft's expert count (what its rows' dtype must hold); 0 without one.
+  int draft_num_experts = 0;
 };
 
 // The KV pool, unless given, holds as many token slots as the memory budget allows, but no more

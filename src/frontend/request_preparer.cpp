@@ -159,6 +159,11 @@ msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& reque
   if (request.routing.start_len < 0) throw Error("routed_experts_start_len must be >= 0");
   if (request.routing.return_routed_experts && !limits_.routed_experts)
     throw Error("return_routed_experts needs a server started with --enable-return-routed-experts");
+  if (request.routing.return_draft_routed_experts && !request.routing.return_routed_experts)
+    throw Error("return_draft_routed_experts needs return_routed_experts: the draft's rows are those of the same positions");
+  if (request.routing.return_draft_routed_experts && !limits_.draft_routed_experts)
+    throw Error("return_draft_routed_experts needs a server started with --speculative-algorithm STANDALONE, an MoE "
+                "--speculative-draft-model-path and --enable-return-routed-experts");
   if (request.routing.return_router_weights && !limits_.router_weights)
     throw Error("return_router_weights needs a server started with --enable-return-router-weights");
   parse_routed_experts_dtype(request.routing.dtype);

@@ -28,6 +28,8 @@ struct RequestLimits {
   // The most completions one request may ask for (n): more than can run at once would only queue
   // behind themselves and hold every other client back.
   int32_t max_n = 256;
+  // Capture is on and the STANDALONE draft is an MoE: return_draft_routed_experts can be served.
+  bool draft_routed_experts = false;
 };
 
 class RequestPreparer {

@@ -176,6 +176,31 @@ TensorToWrite make_tensor(std::string name, DType dtype, std::vector<int64_t> sh
   return t;
 }
 
+std::vector<std::vector<size_t>> plan_shards(const std::vector<int64_t>& tensor_bytes, int64_t shard_bytes) {
+  std::vector<std::vector<size_t>> shards(1);
+  int64_t shard_size = 0;
+  for (size_t i = 0; i < tensor_bytes.size(); ++i) {
+    if (!shards.back().empty() && shard_size + tensor_bytes[i] > shard_bytes) {
+      shards.emplace_back();
+      shard_size = 0;
+    }
+    shards.back().push_back(i);
+    shard_size += tensor_bytes[i];
+  }
+  return shards;
+}
+
+std::string shard_file_name(size_t shard, size_t count) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors", shard + 1, count);
+  return name;
+}
+
+void write_checkpoint_index(const std::string& out_dir, const nlohmann::json& weight_map) {
+  std::ofstream(out_dir + "/model.safetensors.index.json")
+      << nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", weight_map}}.dump(2) << "\n";
+}
+
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors) {
   nlohmann::json header = nlohmann::json::object();
   header["__metadata__"] = {{"format", "pt"}};
@@ -262,22 +287,12 @@ void write_random_checkpoint(const nlohmann::json& config, const std::string& ou
   std::ofstream(out_dir + "/config.json") << written.dump(2) << "\n";
   const std::vector<PlannedTensor> planned = plan(checkpoint_manifest(load_model_config(out_dir)), options);
 
-  // Group tensors into shards of at most shard_bytes (a tensor larger than that gets its own).
-  std::vector<std::vector<size_t>> shards(1);
-  int64_t shard_size = 0;
-  for (size_t i = 0; i < planned.size(); ++i) {
-    const int64_t bytes = byte_count(planned[i]);
-    if (!shards.back().empty() && shard_size + bytes > options.shard_bytes) {
-      shards.emplace_back();
-      shard_size = 0;
-    }
-    shards.back().push_back(i);
-    shard_size += bytes;
-  }
+  std::vector<int64_t> sizes;
+  for (const PlannedTensor& t : planned) sizes.push_back(byte_count(t));
+  const std::vector<std::vector<size_t>> shards = plan_shards(sizes, options.shard_bytes);
   nlohmann::json weight_map = nlohmann::json::object();
   for (size_t s = 0; s < shards.size(); ++s) {
-    char name[64];
-    std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors", s + 1, shards.size());
+    const std::string name = shard_file_name(s, shards.size());
     std::vector<TensorToWrite> tensors;
     for (size_t i : shards[s]) {
       tensors.push_back({planned[i].name, planned[i].dtype, planned[i].shape, {}});
@@ -287,8 +302,7 @@ void write_random_checkpoint(const nlohmann::json& config, const std::string& ou
     fill_shard(planned, shards[s], options, tensors);
     write_safetensors(out_dir + "/" + name, tensors);
   }
-  std::ofstream(out_dir + "/model.safetensors.index.json")
-      << nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", weight_map}}.dump(2) << "\n";
+  write_checkpoint_index(out_dir, weight_map);
 }
 
 }  // namespace moe

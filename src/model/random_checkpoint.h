@@ -26,6 +26,13 @@ TensorToWrite make_tensor(std::string name, DType dtype, std::vector<int64_t> sh
 
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors);
 
+// Sharding in the hub layout: tensors of these byte sizes, in order, grouped into shards of at most
+// shard_bytes (a larger tensor gets its own); shard s of count's file name; the index naming each
+// tensor's shard (weight_map: tensor name -> file name).
+std::vector<std::vector<size_t>> plan_shards(const std::vector<int64_t>& tensor_bytes, int64_t shard_bytes);
+std::string shard_file_name(size_t shard, size_t count);
+void write_checkpoint_index(const std::string& out_dir, const nlohmann::json& weight_map);
+
 // Every tensor a checkpoint of a given config holds, with its shape and how a random initialisation
 // should scale it. Used to write random-weight checkpoints (benchmarks, tests).
 struct TensorSpec {

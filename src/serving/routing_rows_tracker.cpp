@@ -4,12 +4,16 @@
 
 namespace moe {
 
-RoutingRowsTracker::RoutingRowsTracker(int64_t num_slots, int num_moe_layers, int top_k, bool with_weights)
-    : host_(num_slots, num_moe_layers, top_k, with_weights) {}
+RoutingRowsTracker::RoutingRowsTracker(int64_t num_slots, int num_moe_layers, int top_k, bool with_weights,
+                                       DraftRowShape draft)
+    : host_(num_slots, num_moe_layers, top_k, with_weights) {
+  if (draft.num_moe_layers > 0) draft_host_.emplace(num_slots, draft.num_moe_layers, draft.top_k, false);
+}
 
 void RoutingRowsTracker::step_scheduled(uint64_t step, std::vector<int32_t> token_slots) {
   const int layers = host_.num_moe_layers();
-  step_slots_[step] = {std::move(token_slots), std::vector<bool>(static_cast<size_t>(layers), false), layers};
+  step_slots_[step] = {std::move(token_slots), std::vector<bool>(static_cast<size_t>(layers), false), layers, {},
+                       draft_host_.has_value()};
 }
 
 void RoutingRowsTracker::after_rows_of(uint64_t step, std::function<void()> emit) {
@@ -38,13 +42,28 @@ void RoutingRowsTracker::rows_arrived(const msg::StepRouting& routing) {
                                                routing.rows.expert_ids, routing.rows.weights});
   for (int l = first; l < first + count; ++l) out.layer_arrived[l] = true;
   out.layers_missing -= count;
-  if (out.layers_missing == 0) store_whole_steps();
+  if (out.whole()) store_whole_steps();
+}
+
+void RoutingRowsTracker::draft_rows_arrived(uint64_t step, const msg::RoutingRows& rows) {
+  if (!draft_host_) return;
+  auto it = step_slots_.find(step);
+  if (it == step_slots_.end() || !it->second.draft_missing)
+    throw Error("draft routing rows for step " + std::to_string(step) + " that was not scheduled or already has them");
+  OutstandingStep& out = it->second;
+  if (rows.num_layers != draft_host_->num_moe_layers() || rows.top_k != draft_host_->top_k() ||
+      rows.num_rows() != static_cast<int64_t>(out.token_slots.size()))
+    throw Error("draft routing rows of step " + std::to_string(step) + " do not match the draft model or the step");
+  out.draft = StagedRouting{step, rows.num_rows(), rows.num_layers, rows.top_k, rows.expert_ids, {}};
+  out.draft_missing = false;
+  if (out.whole()) store_whole_steps();
 }
 
 void RoutingRowsTracker::store_whole_steps() {
-  while (!step_slots_.empty() && step_slots_.begin()->second.layers_missing == 0) {
+  while (!step_slots_.empty() && step_slots_.begin()->second.whole()) {
     const OutstandingStep& whole = step_slots_.begin()->second;
     for (const auto& [first, staged] : whole.slices) host_.store(staged, whole.token_slots, first);
+    if (draft_host_) draft_host_->store(whole.draft, whole.token_slots);
     step_slots_.erase(step_slots_.begin());
     const uint64_t oldest_missing = step_slots_.empty() ? UINT64_MAX : step_slots_.begin()->first;
     while (!pending_.empty() && pending_.front().first < oldest_missing) {
@@ -65,6 +84,15 @@ msg::RoutingRows RoutingRowsTracker::gather(const int32_t* slots, int64_t count,
   rows.num_layers = host_.num_moe_layers();
   rows.top_k = host_.top_k();
   host_.gather(slots, count, rows.expert_ids, with_weights ? &rows.weights : nullptr);
+  return rows;
+}
+
+msg::RoutingRows RoutingRowsTracker::gather_draft(const int32_t* slots, int64_t count) const {
+  if (!draft_host_) throw Error("draft routing rows asked of a tracker without a draft model");
+  msg::RoutingRows rows;
+  rows.num_layers = draft_host_->num_moe_layers();
+  rows.top_k = draft_host_->top_k();
+  draft_host_->gather(slots, count, rows.expert_ids, nullptr);
   return rows;
 }
 

@@ -18,7 +18,8 @@ SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const
   // With capture on, every step is captured (not only steps with a request that asked): a later
   // request's prefix-cache hit must find real rows for slots computed on behalf of anyone.
   if (options.enable_routed_experts) {
-    tracker_.emplace(scheduler_.kv_cache_slots(), model.num_moe_layers, model.top_k, options.enable_router_weights);
+    tracker_.emplace(scheduler_.kv_cache_slots(), model.num_moe_layers, model.top_k, options.enable_router_weights,
+                     options.draft_routing);
     load_.emplace(model.num_moe_layers, model.num_experts);
   }
 }
@@ -90,6 +91,7 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
   // sides (the scheduler checks before it changes anything), never in flight for one of them only,
   // which would leave its requests marked in flight, never scheduled again.
   on_routing(result.routing);
+  if (tracker_) tracker_->draft_rows_arrived(result.step, result.draft_routing);
   flying->second.adopt_drafted_trees(result.drafted_tokens, result.drafted_parents);
   StepOutcome outcome = scheduler_.process_result(flying->second, result.sampled_ids, result.logprobs,
                                                   result.sampled_counts, result.top_logprobs,
@@ -241,8 +243,10 @@ void SchedulerService::emit(const Key& key, NewTokens tokens, std::vector<int32_
     }
     const int64_t available = static_cast<int64_t>(slots.size());
     if (info.options.routing.return_routed_experts && tracker_ && available > comp->second.rows_emitted) {
-      item.routing = tracker_->gather(slots.data() + comp->second.rows_emitted, available - comp->second.rows_emitted,
-                                      info.options.routing.return_router_weights);
+      const int32_t* first = slots.data() + comp->second.rows_emitted;
+      const int64_t count = available - comp->second.rows_emitted;
+      item.routing = tracker_->gather(first, count, info.options.routing.return_router_weights);
+      if (info.options.routing.return_draft_routed_experts) item.draft_routing = tracker_->gather_draft(first, count);
       comp->second.rows_emitted = available;
     }
     item.finish_reason = finish;

@@ -42,6 +42,9 @@ struct SchedulerServiceOptions {
   // that reports other settings gets no step.
   std::vector<msg::WorkerSettings> expected_stages;
   ServingWeights weights;               // what the worker serves at start
+  // With capture on and an MoE STANDALONE draft: its row shape, whose rows every step then waits for
+  // (return_draft_routed_experts); zero layers otherwise.
+  DraftRowShape draft_routing{};
 };
 
 class SchedulerService {

@@ -4,10 +4,32 @@
 #include <string>
 
 #include "common/error.h"
+#include "moe/routing_capture.h"
 #include "sampling/sampler.h"
 
 namespace moe {
 namespace {
+
+// The draft's routing of one forward, straight into rows [T, layers, top_k] (the draft runs on the
+// CPU: its rows are in host memory when the hook is called).
+class RowsCollector final : public RoutingCapture {
+ public:
+  RowsCollector(int64_t num_tokens, int num_layers, int top_k) {
+    rows_.num_layers = num_layers;
+    rows_.top_k = top_k;
+    rows_.expert_ids.assign(static_cast<size_t>(num_tokens * num_layers * top_k), -1);
+  }
+  void on_routing(int moe_layer, int64_t num_tokens, int top_k, const int32_t* ids, const float*) override {
+    for (int64_t t = 0; t < num_tokens; ++t)
+      for (int k = 0; k < top_k; ++k)
+        rows_.expert_ids[static_cast<size_t>((t * rows_.num_layers + moe_layer) * top_k + k)] =
+            static_cast<int16_t>(ids[t * top_k + k]);
+  }
+  msg::RoutingRows take() { return std::move(rows_); }
+
+ private:
+  msg::RoutingRows rows_;
+};
 
 // One draft-then-verify sequence while its tree grows.
 struct GrowingTree {
@@ -107,14 +129,21 @@ DraftModel::DraftModel(std::unique_ptr<Model> model, const ModelConfig& target, 
     throw Error("--speculative-draft-model-path: this draft model's backend cannot run draft trees");
 }
 
-void DraftModel::shadow(const ForwardBatch& batch) {
+msg::RoutingRows DraftModel::shadow(const ForwardBatch& batch, bool capture_routing) {
   ForwardBatch quiet = batch;
   quiet.max_tree_experts = 0;
   for (BatchSequence& s : quiet.sequences) {
     s.needs_logits = false;
     s.prompt_logit_rows = 0;
   }
-  model_->forward(quiet, kv_, logits_, nullptr);
+  const ModelConfig& config = model_->config();
+  if (!capture_routing || config.num_moe_layers() == 0) {
+    model_->forward(quiet, kv_, logits_, nullptr);
+    return {};
+  }
+  RowsCollector rows(quiet.num_tokens(), config.num_moe_layers(), config.num_experts_per_tok);
+  model_->forward(quiet, kv_, logits_, &rows);
+  return rows.take();
 }
 
 void DraftModel::draft_trees(msg::WorkerBatch& batch, std::vector<int32_t>& tokens, std::vector<int32_t>& parents) {

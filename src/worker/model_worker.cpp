@@ -126,17 +126,19 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
   }
   const msg::WorkerBatch& verified = drafts ? drafted : batch;
   const bool greedy_picks = model_picks(verified);
+  msg::RoutingRows draft_routing;
   ForwardRun done = run_forward(verified, [&](const ForwardBatch& forward, RoutingCapture* capture) {
     if (greedy_picks)
       model_->forward_greedy(forward, kv_, picks_, capture);
     else
       model_->forward(forward, kv_, logits_, capture);
-    if (draft_) draft_->shadow(forward);
+    if (draft_) draft_routing = draft_->shadow(forward, batch.capture_routing);
   });
   done.greedy_picks = greedy_picks;
   msg::WorkerResult result = sample(verified, std::move(done));
   result.drafted_tokens = std::move(drafted_tokens);
   result.drafted_parents = std::move(drafted_parents);
+  result.draft_routing = std::move(draft_routing);
   return result;
 }
 

@@ -42,6 +42,7 @@ TEST(GenerateRequest, ReadsEveryField) {
                      {"routed_experts_include_last", true},
                      {"return_router_weights", true},
                      {"router_weights_dtype", "float16"},
+                     {"return_draft_routed_experts", true},
                      {"speculative", false}};
   const GenerationCall call = parse_generate(body);
   EXPECT_EQ(call.api, ApiKind::Generate);
@@ -80,7 +81,8 @@ TEST(GenerateRequest, ReadsEveryField) {
                       .include_last = true,
                       .return_router_weights = true,
                       .weights_dtype = "float16",
-                      .raw = true};
+                      .raw = true,
+                      .return_draft_routed_experts = true};
   EXPECT_EQ(call.requests.front(), expected);
 }
 

@@ -216,6 +216,34 @@ TEST(GenerateResponse, RouterWeightsTravelLikeExperts) {
   EXPECT_EQ(meta["router_weights_dtype"], "float32");
 }
 
+// The draft's rows: their own fields beside routed_experts, with the draft's shape; streamed whole on
+// the final chunk or, with deltas, each chunk's own.
+TEST(GenerateResponse, DraftRowsTravelApartFromTheTargets) {
+  std::vector<msg::TextOutput> chunks = two_chunks();
+  chunks[0].draft_routed_experts = int32_rows(3, 1, 3, 100);
+  chunks[1].draft_routed_experts = int32_rows(1, 1, 3, 109);
+  const json ask = {{"text", "x"}, {"return_routed_experts", true}, {"return_draft_routed_experts", true}};
+  const auto whole = make_response_builder(generate_call(ask), "id", 0);
+  for (const msg::TextOutput& output : chunks) whole->add(0, output);
+  const json meta = whole->response()["meta_info"];
+  EXPECT_EQ(meta["routed_experts_shape"], json({4, 2, 2}));
+  EXPECT_EQ(meta["draft_routed_experts_shape"], json({4, 1, 3}));
+  EXPECT_EQ(meta["draft_routed_experts_dtype"], "int32");
+  std::vector<int32_t> expected(12);
+  for (int32_t i = 0; i < 12; ++i) expected[static_cast<size_t>(i)] = 100 + i;
+  EXPECT_EQ(int32_values(base64_decode(meta["draft_routed_experts"].get<std::string>())), expected);
+  EXPECT_EQ(decoded_experts(meta), unstreamed_experts());
+
+  json deltas = ask;
+  deltas["stream"] = true;
+  deltas["stream_routed_experts"] = "delta";
+  const auto streamed = make_response_builder(generate_call(deltas), "id", 0);
+  const json first = streamed->add(0, chunks[0]).at(0);
+  const json last = streamed->add(0, chunks[1]).at(0);
+  EXPECT_EQ(first["meta_info"]["draft_routed_experts_shape"], json({3, 1, 3}));
+  EXPECT_EQ(last["meta_info"]["draft_routed_experts_shape"], json({1, 1, 3}));
+}
+
 TEST(GenerateResponse, EngineFaultsAreNotSilentlyMerged) {
   const auto builder = make_response_builder(generate_call({{"text", "x"}}), "id", 0);
   EXPECT_THROW(builder->add(0, text_output("r", 1, "t", {}, 1, 0)), std::logic_error);  // index past n

@@ -268,3 +268,47 @@ TEST(DetokenizerState, Uint8ForAModelWithMoreThan256ExpertsIsAnErrorForThatReque
 
 }  // namespace
 }  // namespace moe
+
+namespace moe {
+namespace {
+
+// The draft's rows (1 layer, top-1, of a 300-expert draft) take the same positions as the target's:
+// start_len skips them alike, `auto` resolves for the draft's experts, and an explicit dtype the draft
+// cannot use fails that request only.
+TEST(DetokenizerState, DraftRowsFollowTheTargetsPositionsInTheirOwnArray) {
+  const auto ids = qwen3().encode("one two three");
+  msg::RequestOptions options;
+  options.routing.return_routed_experts = true;
+  options.routing.return_draft_routed_experts = true;
+  options.routing.raw = true;
+  options.routing.dtype = "auto";
+  options.routing.start_len = 2;
+  std::vector<msg::DetokenizeItem> items = items_for(ids, options, 4);
+  int16_t next = 0;
+  for (msg::DetokenizeItem& item : items) {
+    item.draft_routing = {1, 1, {}, {}};
+    for (int64_t r = 0; r < item.routing.num_rows(); ++r) item.draft_routing.expert_ids.push_back(next++);
+  }
+  DetokenizerState state(qwen3(), 64, 300);
+  const auto outputs = run(state, items);
+  ASSERT_EQ(outputs.size(), 1u);
+  const int64_t rows = 4 + static_cast<int64_t>(ids.size()) - 1 - 2;
+  ASSERT_TRUE(outputs[0].routed_experts && outputs[0].draft_routed_experts);
+  EXPECT_EQ(outputs[0].routed_experts->dtype, "uint8");
+  const msg::EncodedArray& draft = *outputs[0].draft_routed_experts;
+  EXPECT_EQ(draft.shape, (std::vector<int64_t>{rows, 1, 1}));
+  EXPECT_EQ(draft.dtype, "int16");
+  std::vector<int16_t> values(static_cast<size_t>(rows));
+  ASSERT_EQ(draft.data.size(), values.size() * 2);
+  std::memcpy(values.data(), draft.data.data(), draft.data.size());
+  for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(values[static_cast<size_t>(r)], r + 2);
+
+  options.routing.dtype = "uint8";
+  DetokenizerState narrow(qwen3(), 64, 300);
+  const DetokenizerState::Result refused = narrow.apply(msg::DetokenizeBatch{{items_for(ids, options, 4).front()}});
+  ASSERT_EQ(refused.errors.size(), 1u);
+  EXPECT_EQ(refused.errors[0].code, 400);
+}
+
+}  // namespace
+}  // namespace moe

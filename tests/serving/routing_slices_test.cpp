@@ -1,5 +1,6 @@
 // Pipeline stages each send the routing rows of their own MoE layers: the tracker puts every slice
-// at its layers in the host cache, and releases a reply only once every layer of its step arrived.
+// at its layers in the host cache, and releases a reply only once every layer of its step arrived,
+// and, with an MoE STANDALONE draft, the draft's rows of the step too (kept in a cache of their own).
 #include <gtest/gtest.h>
 
 #include "common/error.h"
@@ -77,6 +78,69 @@ TEST(RoutingSlices, ASliceTwiceOrOutsideTheModelIsRefused) {
   EXPECT_THROW(tracker.rows_arrived(slice(1, 1, 1, 2)), Error);  // layer 1 again
   EXPECT_THROW(tracker.rows_arrived(slice(1, 3, 2, 2)), Error);  // layers 3..4 of a 4-layer model
   EXPECT_THROW(tracker.rows_arrived(slice(1, -1, 1, 2)), Error);
+}
+
+// The draft model's rows of a step of `tokens` tokens, 3 layers, top-1: id = 50 + token.
+msg::RoutingRows draft_rows(int tokens) {
+  msg::RoutingRows rows;
+  rows.num_layers = 3;
+  rows.top_k = 1;
+  for (int t = 0; t < tokens; ++t)
+    for (int l = 0; l < 3; ++l) rows.expert_ids.push_back(static_cast<int16_t>(50 + t));
+  return rows;
+}
+
+TEST(DraftRoutingRows, AStepWaitsForTheDraftsRowsWhichGoToTheirOwnCache) {
+  RoutingRowsTracker tracker(8, 2, 2, false, DraftRowShape{3, 1});
+  tracker.step_scheduled(1, {4, 6});
+  bool released = false;
+  tracker.after_rows_of(1, [&] { released = true; });
+  tracker.rows_arrived(slice(1, 0, 2, 2));
+  EXPECT_FALSE(released);
+  tracker.draft_rows_arrived(1, draft_rows(2));
+  EXPECT_TRUE(released);
+  const int32_t slots[] = {6, 4};
+  EXPECT_EQ(tracker.gather(slots, 2, false).expert_ids, (std::vector<int16_t>{1, 1, 11, 11, 0, 0, 10, 10}));
+  const msg::RoutingRows draft = tracker.gather_draft(slots, 2);
+  EXPECT_EQ(draft.num_layers, 3);
+  EXPECT_EQ(draft.top_k, 1);
+  EXPECT_EQ(draft.expert_ids, (std::vector<int16_t>{51, 51, 51, 50, 50, 50}));
+}
+
+TEST(DraftRoutingRows, DraftRowsFirstThenTheTargetsReleaseTheStepToo) {
+  RoutingRowsTracker tracker(8, 2, 2, false, DraftRowShape{3, 1});
+  tracker.step_scheduled(1, {0});
+  bool released = false;
+  tracker.after_rows_of(1, [&] { released = true; });
+  tracker.draft_rows_arrived(1, draft_rows(1));
+  EXPECT_FALSE(released);
+  tracker.rows_arrived(slice(1, 0, 2, 1));
+  EXPECT_TRUE(released);
+}
+
+TEST(DraftRoutingRows, WithoutADraftShapeDraftRowsAreIgnoredAndNoneCanBeGathered) {
+  RoutingRowsTracker tracker(8, 2, 2, false);
+  tracker.step_scheduled(1, {0});
+  bool released = false;
+  tracker.after_rows_of(1, [&] { released = true; });
+  tracker.draft_rows_arrived(1, {});
+  tracker.rows_arrived(slice(1, 0, 2, 1));
+  EXPECT_TRUE(released);
+  const int32_t slot = 0;
+  EXPECT_THROW(tracker.gather_draft(&slot, 1), Error);
+}
+
+TEST(DraftRoutingRows, RowsOfAnotherShapeOrCountOrTwiceAreRefused) {
+  RoutingRowsTracker tracker(8, 2, 2, false, DraftRowShape{3, 1});
+  tracker.step_scheduled(1, {0, 1});
+  EXPECT_THROW(tracker.draft_rows_arrived(1, draft_rows(1)), Error);  // one row for two tokens
+  msg::RoutingRows wide = draft_rows(2);
+  wide.num_layers = 1;
+  wide.top_k = 3;
+  EXPECT_THROW(tracker.draft_rows_arrived(1, wide), Error);
+  EXPECT_THROW(tracker.draft_rows_arrived(2, draft_rows(2)), Error);  // a step never scheduled
+  tracker.draft_rows_arrived(1, draft_rows(2));
+  EXPECT_THROW(tracker.draft_rows_arrived(1, draft_rows(2)), Error);
 }
 
 }  // namespace

@@ -79,6 +79,11 @@ std::map<std::pair<std::string, int32_t>, JoinedOutput> join_outputs(const std::
       j.rows.insert(j.rows.end(), ids.begin(), ids.end());
       j.num_rows += o.routed_experts->shape[0];
     }
+    if (o.draft_routed_experts) {
+      const std::vector<int32_t> ids = decode_routed_experts(*o.draft_routed_experts);
+      j.draft_rows.insert(j.draft_rows.end(), ids.begin(), ids.end());
+      j.draft_num_rows += o.draft_routed_experts->shape[0];
+    }
     if (o.router_weights) {
       const std::string bytes = o.router_weights->raw ? o.router_weights->data : base64_decode(o.router_weights->data);
       const size_t old = j.weights.size();

@@ -51,6 +51,8 @@ struct JoinedOutput {
   std::vector<int32_t> rows;
   int64_t num_rows = 0;
   std::vector<float> weights;
+  std::vector<int32_t> draft_rows;  // the STANDALONE draft's rows (draft_routed_experts), likewise
+  int64_t draft_num_rows = 0;
   int32_t cached_tokens = 0;
   std::string weight_version;
   std::optional<msg::FinishReason> finish;

@@ -110,7 +110,7 @@ TEST(MessageCodec, NamesTheFieldOfABodyThatDoesNotFitItsKind) {
                       "Heartbeat.instance: -1 is out of range");
   expect_decode_error(frame_of(msg::kProtocolVersion, static_cast<uint32_t>(msg::MessageKind::WorkerResult),
                                [](auto& packer) {
-                                 packer.pack_array(12);
+                                 packer.pack_array(13);
                                  packer.pack(3);
                                  packer.pack_bin(0);
                                  packer.pack_bin(3);  // 3 bytes cannot hold whole floats
@@ -124,6 +124,7 @@ TEST(MessageCodec, NamesTheFieldOfABodyThatDoesNotFitItsKind) {
                                  packer.pack_bin(0);
                                  packer.pack_bin(0);
                                  packer.pack_array(0);
+                                 packer.pack(std::make_tuple(0, 0, std::string(), std::string()));  // draft_routing
                                }),
                       "WorkerResult.logprobs: bin of 3 bytes is not a whole number of 4-byte values");
 }

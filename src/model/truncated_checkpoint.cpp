@@ -1,0 +1,103 @@
+#include "model/truncated_checkpoint.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+#include "common/error.h"
+#include "common/json_file.h"
+#include "model/random_checkpoint.h"
+#include "model/safetensors.h"
+
+namespace moe {
+namespace {
+
+// Whether tensor `name` belongs in the first keep_layers layers' checkpoint.
+bool kept(const std::string& name, int keep_layers) {
+  const std::string prefix = "model.layers.";
+  if (name.rfind(prefix, 0) != 0) return true;
+  return std::stoi(name.substr(prefix.size())) < keep_layers;
+}
+
+// The shard files of a checkpoint directory.
+std::vector<std::string> shard_files(const std::string& dir) {
+  const std::string index = dir + "/model.safetensors.index.json";
+  if (!file_exists(index)) return {dir + "/model.safetensors"};
+  std::set<std::string> names;
+  const nlohmann::json weight_map = read_json_file(index).at("weight_map");
+  for (const auto& [tensor, file] : weight_map.items()) names.insert(file.get<std::string>());
+  std::vector<std::string> files;
+  for (const std::string& name : names) files.push_back(dir + "/" + name);
+  return files;
+}
+
+nlohmann::json truncated_config(nlohmann::json config, int keep_layers) {
+  const int layers = config.at("num_hidden_layers").get<int>();
+  if (keep_layers < 1 || keep_layers > layers)
+    throw Error("--keep-layers must be in [1, " + std::to_string(layers) + "] (the model's layers), got " +
+                std::to_string(keep_layers));
+  config["num_hidden_layers"] = keep_layers;
+  if (config.contains("mlp_only_layers") && config["mlp_only_layers"].is_array()) {
+    nlohmann::json below = nlohmann::json::array();
+    for (const auto& l : config["mlp_only_layers"])
+      if (l.get<int>() < keep_layers) below.push_back(l);
+    config["mlp_only_layers"] = below;
+  }
+  if (config.contains("layer_types") && config["layer_types"].is_array())
+    config["layer_types"].erase(config["layer_types"].begin() + keep_layers, config["layer_types"].end());
+  return config;
+}
+
+}  // namespace
+
+void write_truncated_checkpoint(const std::string& source_dir, const std::string& out_dir, int keep_layers,
+                                int64_t shard_bytes) {
+  namespace fs = std::filesystem;
+  const nlohmann::json config = truncated_config(read_json_file(source_dir + "/config.json"), keep_layers);
+  if (fs::exists(out_dir) && fs::equivalent(out_dir, source_dir))
+    throw Error("--out must not be the checkpoint being truncated (" + source_dir + ")");
+  std::vector<std::unique_ptr<SafetensorsFile>> files;
+  std::map<std::string, const TensorInfo*> tensors;  // by name: the written order
+  for (const std::string& path : shard_files(source_dir)) {
+    files.push_back(std::make_unique<SafetensorsFile>(path));
+    for (const auto& [name, info] : files.back()->tensors())
+      if (kept(name, keep_layers)) tensors[name] = &info;
+  }
+  const auto bytes_of = [](const TensorInfo& info) {
+    int64_t n = static_cast<int64_t>(dtype_size(info.dtype));
+    for (int64_t d : info.shape) n *= d;
+    return n;
+  };
+  std::vector<const std::string*> names;
+  std::vector<int64_t> sizes;
+  for (const auto& [name, info] : tensors) {
+    names.push_back(&name);
+    sizes.push_back(bytes_of(*info));
+  }
+  fs::create_directories(out_dir);
+  const std::vector<std::vector<size_t>> shards = plan_shards(sizes, shard_bytes);
+  nlohmann::json weight_map = nlohmann::json::object();
+  for (size_t s = 0; s < shards.size(); ++s) {
+    const std::string file = shard_file_name(s, shards.size());
+    std::vector<TensorToWrite> shard;
+    for (size_t i : shards[s]) {
+      const TensorInfo& info = *tensors.at(*names[i]);
+      const auto* data = static_cast<const uint8_t*>(info.data);
+      shard.push_back({*names[i], info.dtype, info.shape, std::vector<uint8_t>(data, data + sizes[i])});
+      weight_map[*names[i]] = file;
+    }
+    write_safetensors(out_dir + "/" + file, shard);
+  }
+  write_checkpoint_index(out_dir, weight_map);
+  std::ofstream(out_dir + "/config.json") << config.dump(2) << "\n";
+  for (const char* name : {"generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                           "special_tokens_map.json", "vocab.json", "merges.txt"})
+    if (fs::exists(fs::path(source_dir) / name))
+      fs::copy_file(fs::path(source_dir) / name, fs::path(out_dir) / name, fs::copy_options::overwrite_existing);
+}
+
+}  // namespace moe

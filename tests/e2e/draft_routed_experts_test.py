@@ -1,0 +1,150 @@
+"""Starts moe-serve with a STANDALONE MoE draft model and --enable-return-routed-experts, and asks for
+return_draft_routed_experts over ZeroMQ, HTTP /generate and /v1/completions: the target's rows stay
+the golden ones, the draft's rows come apart (draft_routed_experts, with its own shape and dtype),
+one per position of routed_experts; with the target as its own draft they equal the golden rows.
+Requests the server cannot serve are refused with the field named (400 over HTTP).
+Usage: draft_routed_experts_test.py PATH/TO/moe-serve"""
+import base64
+import json
+import os
+import sys
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import numpy as np
+
+import serve_process as sp
+
+MOE_SERVE = sys.argv.pop(1) if len(sys.argv) > 1 else os.environ.get("MOE_SERVE", "moe-serve")
+STANDALONE = ["--speculative-algorithm", "STANDALONE", "--speculative-num-steps", "4",
+              "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "5"]
+
+
+def rows(meta, name):
+    data = meta[name]
+    raw = data if isinstance(data, bytes) else base64.b64decode(data)
+    return np.frombuffer(raw, dtype=meta[name + "_dtype"]).reshape(meta[name + "_shape"])
+
+
+def post(port, path, body):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+class Serving:
+    """One moe-serve with ZeroMQ and HTTP ports, a STANDALONE draft, and routing capture."""
+
+    def __init__(self, *flags):
+        self.zmq_port, self.http_port = sp.free_port(), sp.free_port()
+        self.process = sp.start(MOE_SERVE, "--tokenizer-path", sp.TOKENIZER, "--zmq-endpoint",
+                                f"tcp://127.0.0.1:{self.zmq_port}", "--port", str(self.http_port), *flags)
+        deadline = sp.now() + 60
+        while sp.now() < deadline and self.process.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/health", timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.1)  # not listening, or no worker yet (503)
+        raise RuntimeError(f"moe-serve {flags} did not become healthy: {sp.terminate(self.process)[1]}")
+
+    def stop(self, test):
+        code, output = sp.terminate(self.process)
+        test.assertEqual(code, 0, output)
+
+
+class DraftRoutedExperts(unittest.TestCase):
+    def test_the_target_as_draft_gives_golden_rows_for_both(self):
+        g = sp.golden()
+        server = Serving(*STANDALONE, "--speculative-draft-model-path", sp.MODEL)
+        try:
+            sock = sp.connect(server.zmq_port)
+            for stream in (False, True):
+                for i, case in enumerate(g["cases"]):
+                    request = dict(sp.golden_request(case, g["max_new_tokens"], f"z{i}{stream}"),
+                                   return_draft_routed_experts=True, stream=stream)
+                    reply = sp.zmq_client.generate(sock, request)
+                    sp.expect_golden(self, case, reply["output_ids"], reply["routed_experts"], g["max_new_tokens"])
+                    sp.expect_golden(self, case, reply["output_ids"], reply["draft_routed_experts"],
+                                     g["max_new_tokens"])
+            sock.close()
+            case = g["cases"][0]
+            status, body = post(server.http_port, "/generate",
+                                dict(sp.golden_request(case, g["max_new_tokens"], "h"), return_draft_routed_experts=True))
+            self.assertEqual(status, 200, body)
+            sp.expect_golden(self, case, body["output_ids"], rows(body["meta_info"], "routed_experts"),
+                             g["max_new_tokens"])
+            sp.expect_golden(self, case, body["output_ids"], rows(body["meta_info"], "draft_routed_experts"),
+                             g["max_new_tokens"])
+            # Refused with the field named: draft rows without the target's.
+            status, body = post(server.http_port, "/generate",
+                                {"input_ids": case["prompt_ids"], "return_draft_routed_experts": True})
+            self.assertEqual(status, 400, body)
+            self.assertIn("return_draft_routed_experts", json.dumps(body))
+        finally:
+            server.stop(self)
+
+    def test_a_smaller_draft_has_its_own_shape_and_the_same_positions(self):
+        # mixtral-tiny: another architecture with the same tokenizer, other layers and top-k.
+        g = sp.golden()
+        draft_dir = os.path.join(sp.DATA, "mixtral-tiny")
+        with open(os.path.join(draft_dir, "config.json")) as f:
+            draft_config = json.load(f)
+        server = Serving(*STANDALONE, "--speculative-draft-model-path", draft_dir)
+        try:
+            case = g["cases"][1]
+            request = dict(sp.golden_request(case, g["max_new_tokens"], "m"), return_draft_routed_experts=True,
+                           routed_experts_start_len=2)
+            status, body = post(server.http_port, "/generate", request)
+            self.assertEqual(status, 200, body)
+            target = rows(body["meta_info"], "routed_experts")
+            draft = rows(body["meta_info"], "draft_routed_experts")
+            self.assertEqual(body["output_ids"], case["output_ids"])
+            self.assertEqual(target.shape[0], len(case["prompt_ids"]) + g["max_new_tokens"] - 1 - 2)
+            self.assertEqual(draft.shape, (target.shape[0], draft_config["num_hidden_layers"],
+                                           draft_config["num_experts_per_tok"]))
+            self.assertTrue(((draft >= 0) & (draft < draft_config["num_local_experts"])).all())
+            # The same request over ZeroMQ, raw bytes: the same draft rows.
+            sock = sp.connect(server.zmq_port)
+            reply = sp.zmq_client.generate(sock, dict(request, rid="mz", routed_experts_raw=True))
+            np.testing.assert_array_equal(reply["draft_routed_experts"], draft)
+            sock.close()
+            # OpenAI completions: prompt rows apart from the choice's, for the draft too.
+            status, body = post(server.http_port, "/v1/completions",
+                                {"model": sp.MODEL, "prompt": case["prompt_ids"], "max_tokens": g["max_new_tokens"],
+                                 "temperature": 0, "ignore_eos": True, "return_routed_experts": True,
+                                 "return_draft_routed_experts": True})
+            self.assertEqual(status, 200, body)
+            prompt_rows = rows(body, "prompt_draft_routed_experts")
+            choice_rows = rows(body["choices"][0], "draft_routed_experts")
+            self.assertEqual(prompt_rows.shape[0], len(case["prompt_ids"]))
+            np.testing.assert_array_equal(np.concatenate([prompt_rows, choice_rows])[2:], draft)
+        finally:
+            server.stop(self)
+
+    def test_a_server_without_a_draft_model_refuses_the_field(self):
+        case = sp.golden()["cases"][0]
+        for flags in ([], ["--speculative-algorithm", "NGRAM"]):
+            server = Serving(*flags)
+            try:
+                status, body = post(server.http_port, "/generate",
+                                    dict(sp.golden_request(case, 4, "n"), return_draft_routed_experts=True))
+                self.assertEqual(status, 400, body)
+                self.assertIn("return_draft_routed_experts", json.dumps(body))
+                sock = sp.connect(server.zmq_port)
+                sock.send(sp.msgpack.packb(dict(sp.golden_request(case, 4, "nz"), return_draft_routed_experts=True)))
+                reply = sp.wait_for_reply(self, sock, 30)
+                self.assertIn("return_draft_routed_experts", reply["error"]["message"])
+                sock.close()
+            finally:
+                server.stop(self)
+
+
+if __name__ == "__main__":
+    unittest.main()
