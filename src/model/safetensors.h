@@ -90,6 +90,8 @@ class Checkpoint {
   static Checkpoint open(const std::string& model_dir, const ProjectionFormat& format = {});
 
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
+  // Every tensor of every shard, by name.
+  const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo& tensor(const std::string& name) const;
   // A 2-D weight of exactly [rows, cols]; anything else is an error naming file and tensor. F32
   // matrices are viewed where they lie; BF16 and F16 ones are tiled on the first call (the same

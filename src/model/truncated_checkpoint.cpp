@@ -3,9 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <vector>
 
 #include "common/error.h"
@@ -21,18 +19,6 @@ bool kept(const std::string& name, int keep_layers) {
   const std::string prefix = "model.layers.";
   if (name.rfind(prefix, 0) != 0) return true;
   return std::stoi(name.substr(prefix.size())) < keep_layers;
-}
-
-// The shard files of a checkpoint directory.
-std::vector<std::string> shard_files(const std::string& dir) {
-  const std::string index = dir + "/model.safetensors.index.json";
-  if (!file_exists(index)) return {dir + "/model.safetensors"};
-  std::set<std::string> names;
-  const nlohmann::json weight_map = read_json_file(index).at("weight_map");
-  for (const auto& [tensor, file] : weight_map.items()) names.insert(file.get<std::string>());
-  std::vector<std::string> files;
-  for (const std::string& name : names) files.push_back(dir + "/" + name);
-  return files;
 }
 
 nlohmann::json truncated_config(nlohmann::json config, int keep_layers) {
@@ -60,13 +46,11 @@ void write_truncated_checkpoint(const std::string& source_dir, const std::string
   const nlohmann::json config = truncated_config(read_json_file(source_dir + "/config.json"), keep_layers);
   if (fs::exists(out_dir) && fs::equivalent(out_dir, source_dir))
     throw Error("--out must not be the checkpoint being truncated (" + source_dir + ")");
-  std::vector<std::unique_ptr<SafetensorsFile>> files;
+  // Opened as the loader opens it: the same index checks, shard names confined to the directory.
+  const Checkpoint source = Checkpoint::open(source_dir);
   std::map<std::string, const TensorInfo*> tensors;  // by name: the written order
-  for (const std::string& path : shard_files(source_dir)) {
-    files.push_back(std::make_unique<SafetensorsFile>(path));
-    for (const auto& [name, info] : files.back()->tensors())
-      if (kept(name, keep_layers)) tensors[name] = &info;
-  }
+  for (const auto& [name, info] : source.tensors())
+    if (kept(name, keep_layers)) tensors[name] = &info;
   const auto bytes_of = [](const TensorInfo& info) {
     int64_t n = static_cast<int64_t>(dtype_size(info.dtype));
     for (int64_t d : info.shape) n *= d;
