@@ -1,6 +1,7 @@
 #include "moe/moe_ops.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 
 #include "common/error.h"
@@ -66,6 +67,20 @@ void prepare_moe_routing_tensors(const int32_t* selected_experts, const float* r
 
 namespace {
 
+// Calls body(e, next) for every local expert e that received tokens, spread over the kernel threads;
+// next is the routed expert the same thread runs after e (-1 if none), whose weights it may prefetch.
+// Only routed experts are handed out: at small batches (8 of 64 experts at batch 1) ranges of all
+// experts would give one thread most of the routed ones while the other idles.
+void for_each_routed_expert(std::span<const int32_t> num_routed_tokens,
+                            const std::function<void(int64_t expert, int64_t next)>& body) {
+  std::vector<int64_t> routed;
+  for (size_t e = 0; e < num_routed_tokens.size(); ++e)
+    if (num_routed_tokens[e] > 0) routed.push_back(static_cast<int64_t>(e));
+  parallel_for(static_cast<int64_t>(routed.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) body(routed[i], i + 1 < end ? routed[i + 1] : -1);
+  });
+}
+
 // The [E/D, T] inputs must agree with the number of local experts and tokens.
 void check_routing_shapes(const char* op, size_t num_local, int64_t num_tokens, size_t slot_count,
                           size_t weight_count) {
@@ -100,28 +115,28 @@ void projection_to_intermediate(const float* hidden, int64_t num_tokens, std::sp
   // Only the rows past each count are zeroed below: the used rows are overwritten by the GEMMs.
   out.resize(num_local * static_cast<size_t>(num_tokens * width));
 
+  for (size_t e = 0; e < num_local; ++e)
+    if (num_routed_tokens[e] == 0)
+      std::fill_n(out.data() + static_cast<int64_t>(e) * num_tokens * width, num_tokens * width, 0.0f);
   // Gather each expert's tokens into one contiguous block so the projection is a single GEMM. The
   // experts are independent: they are spread over the kernel threads (each linear then runs serially).
-  parallel_for(static_cast<int64_t>(num_local), 1, [&](int64_t expert_begin, int64_t expert_end) {
+  for_each_routed_expert(num_routed_tokens, [&](int64_t e, int64_t next) {
     thread_local std::vector<float> gathered;
-    for (int64_t e = expert_begin; e < expert_end; ++e) {
-      const int64_t count = num_routed_tokens[e];
-      float* expert_out = out.data() + e * num_tokens * width;
-      std::fill(expert_out + count * width, expert_out + num_tokens * width, 0.0f);
-      if (count == 0) continue;
-      gathered.resize(static_cast<size_t>(count * hidden_size));
-      const uint32_t* tokens = routed_tokens.data() + e * num_tokens;
-      for (int64_t j = 0; j < count; ++j) {
-        if (tokens[j] >= static_cast<uint64_t>(num_tokens))
-          throw Error("projection_to_intermediate: slot " + std::to_string(j) + " of local expert " +
-                      std::to_string(e) + " names token " + std::to_string(tokens[j]) + " of " +
-                      std::to_string(num_tokens));
-        std::copy_n(hidden + static_cast<int64_t>(tokens[j]) * hidden_size, hidden_size,
-                    gathered.data() + j * hidden_size);
-      }
-      if (e + 1 < expert_end) prefetch_leading_rows(local_weights[e + 1]);
-      linear(gathered.data(), count, local_weights[e], expert_out);
+    const int64_t count = num_routed_tokens[e];
+    float* expert_out = out.data() + e * num_tokens * width;
+    std::fill(expert_out + count * width, expert_out + num_tokens * width, 0.0f);
+    gathered.resize(static_cast<size_t>(count * hidden_size));
+    const uint32_t* tokens = routed_tokens.data() + e * num_tokens;
+    for (int64_t j = 0; j < count; ++j) {
+      if (tokens[j] >= static_cast<uint64_t>(num_tokens))
+        throw Error("projection_to_intermediate: slot " + std::to_string(j) + " of local expert " +
+                    std::to_string(e) + " names token " + std::to_string(tokens[j]) + " of " +
+                    std::to_string(num_tokens));
+      std::copy_n(hidden + static_cast<int64_t>(tokens[j]) * hidden_size, hidden_size,
+                  gathered.data() + j * hidden_size);
     }
+    if (next >= 0) prefetch_leading_rows(local_weights[next]);
+    linear(gathered.data(), count, local_weights[e], expert_out);
   });
 }
 
@@ -132,11 +147,9 @@ void silu_and_multiply_routed(std::vector<float>& gate, const std::vector<float>
     throw Error("silu_and_multiply_routed: gate and up buffers differ in size");
   if (num_local == 0 || num_tokens == 0) return;
   const int64_t width = static_cast<int64_t>(gate.size() / num_local) / num_tokens;
-  parallel_for(static_cast<int64_t>(num_local), 1, [&](int64_t expert_begin, int64_t expert_end) {
-    for (int64_t e = expert_begin; e < expert_end; ++e) {
-      const int64_t begin = e * num_tokens * width;
-      silu_mul(gate.data() + begin, up.data() + begin, num_routed_tokens[e] * width);
-    }
+  for_each_routed_expert(num_routed_tokens, [&](int64_t e, int64_t) {
+    const int64_t begin = e * num_tokens * width;
+    silu_mul(gate.data() + begin, up.data() + begin, num_routed_tokens[e] * width);
   });
 }
 
@@ -184,11 +197,9 @@ void projection_to_output(const float* act, std::span<const int32_t> token_idx_m
   }
   // `projected` is thread-local: the other threads must write through this thread's buffer.
   float* const stacked = projected.data();
-  parallel_for(static_cast<int64_t>(num_local), 1, [&](int64_t expert_begin, int64_t expert_end) {
-    for (int64_t e = expert_begin; e < expert_end; ++e) {
-      if (e + 1 < expert_end) prefetch_leading_rows(local_down[e + 1]);
-      linear(act + e * num_tokens * width, num_routed_tokens[e], local_down[e], stacked + first_row[e] * hidden_size);
-    }
+  for_each_routed_expert(num_routed_tokens, [&](int64_t e, int64_t next) {
+    if (next >= 0) prefetch_leading_rows(local_down[next]);
+    linear(act + e * num_tokens * width, num_routed_tokens[e], local_down[e], stacked + first_row[e] * hidden_size);
   });
 
   std::fill_n(out, num_tokens * hidden_size, 0.0f);
