@@ -4,8 +4,8 @@
 // also with bf16 products (kernel:1, --kernel-dtype bf16: vdpbf16ps where the CPU has AVX-512 BF16,
 // the float32 tiles on rounded activations under MOE_GEMM_ISA=avx512 or avx2), each beside kernel:0.
 // Run with MOE_NUM_THREADS=1 for one core's figures; the GFLOP/s counter is per wall second. The
-// weights (1–4 MB) stay in the last-level cache between iterations, so the 1-token rows overstate
-// a memory-bound GEMV (BM_LmHead in bench_layers streams its weights from memory).
+// weights of the 1024-row shapes (1–4 MB) stay in the last-level cache between iterations, so their
+// 1-token rows overstate a memory-bound GEMV; the 65,536-row shape streams from memory.
 #include <benchmark/benchmark.h>
 
 #include <immintrin.h>
@@ -88,6 +88,8 @@ void BM_Linear(benchmark::State& state) {
   state.SetLabel(std::string(dtype_name(dtype)) + " " + kernel_dtype_name(w.kernel_dtype));
 }
 
+constexpr int64_t kStreamedRows = 65536;
+
 void linear_shapes(benchmark::internal::Benchmark* bench) {
   bench->ArgNames({"T", "rows", "cols", "dtype", "kernel"});
   const auto f32 = static_cast<int64_t>(KernelDType::F32), bf16 = static_cast<int64_t>(KernelDType::BF16);
@@ -97,6 +99,11 @@ void linear_shapes(benchmark::internal::Benchmark* bench) {
         bench->Args({tokens, rows, cols, static_cast<int64_t>(dtype), f32});
         if (dtype == DType::BF16) bench->Args({tokens, rows, cols, static_cast<int64_t>(dtype), bf16});
       }
+  // 64 Mi weights (128 MB in bf16), past any last-level cache: few tokens stream their weights
+  // from memory, as a decode step does.
+  for (const DType dtype : {DType::BF16, DType::Q8, DType::Q4})
+    for (const int64_t tokens : {1, 2, 8})
+      bench->Args({tokens, kStreamedRows, 1024, static_cast<int64_t>(dtype), f32});
 }
 BENCHMARK(BM_Linear)->Apply(linear_shapes)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime();
 

@@ -54,16 +54,17 @@ struct Q8Values {
 };
 
 // int4 values: 8 bytes of the chunk-row sign-extended (parts 0 and 2 the first 8, 1 and 3 the
-// last), then the low nibbles (columns 0..15, parts 0 and 1) or the high ones (16..31) shifted to
-// the top and arithmetically back down.
+// last, so the unrolled parts share the load), then the low nibbles (columns 0..15, parts 0 and 1)
+// shifted to the top and arithmetically back down, or the high ones (16..31): a sign-extended
+// byte shifted arithmetically by 4 is its high nibble as a signed value.
 struct Q4Values {
   static constexpr int64_t kChunkBytes = 16;
   using Scale = float;
   static float scale(float s) { return s; }
   static __m256 widen(const uint8_t* p, int part, float s) {
     const __m256i bytes = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * (part % 2))));
-    const __m256 values = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(bytes, part < 2 ? 28 : 24), 28));
-    return _mm256_mul_ps(values, _mm256_set1_ps(s));
+    const __m256i values = part < 2 ? _mm256_srai_epi32(_mm256_slli_epi32(bytes, 28), 28) : _mm256_srai_epi32(bytes, 4);
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(values), _mm256_set1_ps(s));
   }
 };
 
