@@ -65,8 +65,9 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("quantization-group-size", po::value(&o.quantization_group_size)->default_value(o.quantization_group_size),
        "int4: input columns per scale (a multiple of 32, e.g. 32 or 128)")
       ("kernel-dtype", po::value(&o.kernel_dtype)->default_value(o.kernel_dtype),
-       "float32 | bf16: bf16 rounds the GEMMs' activations to bf16 (AVX-512 BF16 dot products where the CPU "
-       "has them); bf16 checkpoints on the CPU only")
+       "float32 | bf16 | int8: bf16 rounds the GEMMs' activations to bf16 (AVX-512 BF16 dot products where the "
+       "CPU has them; bf16 checkpoints on the CPU only); int8 quantizes them per 32-column block for integer "
+       "products with int8/int4 weights (--quantization or GPTQ, CPU only)")
       ("ep-size", po::value(&o.ep_size)->default_value(1), "expert-parallel shards")
       ("expert-placement", po::value(&o.expert_placement), "JSON device_expert_mapping file")
       ("pp-size", po::value(&o.pp_size)->default_value(1), "pipeline stages the decoder layers are cut into")

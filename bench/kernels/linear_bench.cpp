@@ -2,7 +2,8 @@
 // GEMM (bf16 and f16 weights) and the quantized one (int8 with a scale per row, int4 with one per
 // 128 columns) beside Eigen's float32 GEMM of the same shape, the compute ceiling; bf16 weights
 // also with bf16 products (kernel:1, --kernel-dtype bf16: vdpbf16ps where the CPU has AVX-512 BF16,
-// the float32 tiles on rounded activations under MOE_GEMM_ISA=avx512 or avx2), each beside kernel:0.
+// the float32 tiles on rounded activations under MOE_GEMM_ISA=avx512 or avx2), and quantized ones
+// with integer products (kernel:2, --kernel-dtype int8), each beside kernel:0.
 // Run with MOE_NUM_THREADS=1 for one core's figures; the GFLOP/s counter is per wall second. The
 // weights of the 1024-row shapes (1–4 MB) stay in the last-level cache between iterations, so their
 // 1-token rows overstate a memory-bound GEMV; the 65,536-row shape streams from memory.
@@ -92,18 +93,22 @@ constexpr int64_t kStreamedRows = 65536;
 
 void linear_shapes(benchmark::internal::Benchmark* bench) {
   bench->ArgNames({"T", "rows", "cols", "dtype", "kernel"});
-  const auto f32 = static_cast<int64_t>(KernelDType::F32), bf16 = static_cast<int64_t>(KernelDType::BF16);
+  const auto f32 = static_cast<int64_t>(KernelDType::F32), bf16 = static_cast<int64_t>(KernelDType::BF16),
+             int8 = static_cast<int64_t>(KernelDType::Int8);
   for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1024, 1024}, {512, 1024}})
     for (const DType dtype : {DType::BF16, DType::F16, DType::Q8, DType::Q4, DType::F32})
       for (const int64_t tokens : {1, 2, 4, 8, 16, 32, 64, 128, 512}) {
         bench->Args({tokens, rows, cols, static_cast<int64_t>(dtype), f32});
         if (dtype == DType::BF16) bench->Args({tokens, rows, cols, static_cast<int64_t>(dtype), bf16});
+        if (quantized::is_quantized(dtype)) bench->Args({tokens, rows, cols, static_cast<int64_t>(dtype), int8});
       }
   // 64 Mi weights (128 MB in bf16), past any last-level cache: few tokens stream their weights
   // from memory, as a decode step does.
   for (const DType dtype : {DType::BF16, DType::Q8, DType::Q4})
-    for (const int64_t tokens : {1, 2, 8})
+    for (const int64_t tokens : {1, 2, 8}) {
       bench->Args({tokens, kStreamedRows, 1024, static_cast<int64_t>(dtype), f32});
+      if (quantized::is_quantized(dtype)) bench->Args({tokens, kStreamedRows, 1024, static_cast<int64_t>(dtype), int8});
+    }
 }
 BENCHMARK(BM_Linear)->Apply(linear_shapes)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime();
 

@@ -3,7 +3,8 @@
 // Set MOE_BENCH_MODEL to a checkpoint made by moe-make-checkpoint to skip writing one per run, and
 // MOE_BENCH_QUANTIZATION to int8 or int4 to run the model quantized at load (--quantization).
 // Each benchmark runs with float32 products (kernel:0) and bf16 products (kernel:1, --kernel-dtype
-// bf16), two models loaded side by side in the one process; --benchmark_enable_random_interleaving
+// bf16), or with MOE_BENCH_QUANTIZATION integer products (kernel:2, --kernel-dtype int8) instead of
+// bf16: two models loaded side by side in the one process; --benchmark_enable_random_interleaving
 // alternates their repetitions.
 #include <benchmark/benchmark.h>
 
@@ -21,16 +22,20 @@ constexpr int kContext = 128;  // tokens already in each sequence's KV before th
 
 ForwardBatch make_batch(int sequences, int new_tokens);
 
+Quantization bench_quantization() {
+  const char* quantization = std::getenv("MOE_BENCH_QUANTIZATION");
+  return parse_quantization(quantization ? quantization : "");
+}
+
 // Loaded once per kernel dtype (KernelDType's value), then warmed by a 512-token prefill: it routes
 // to every expert, so every weight page of the memory-mapped checkpoint is faulted in before
 // anything is timed.
 Model& bench_model(int64_t kernel_dtype) {
-  static std::unique_ptr<Model> models[2];
+  static std::unique_ptr<Model> models[3];
   std::unique_ptr<Model>& model = models[kernel_dtype];
   if (!model) {
     ModelOptions options;
-    const char* quantization = std::getenv("MOE_BENCH_QUANTIZATION");
-    options.quantization = parse_quantization(quantization ? quantization : "");
+    options.quantization = bench_quantization();
     options.kernel_dtype = static_cast<KernelDType>(kernel_dtype);
     model = Model::load(bench::benchmark_checkpoint(), options);
     KvCache kv = model->make_kv_cache(kContext + 512);
@@ -66,7 +71,8 @@ void BM_DecodeStep(benchmark::State& state) {
 void with_kernel_dtypes(benchmark::internal::Benchmark* bench, const char* name, std::initializer_list<int64_t> sizes) {
   bench->ArgNames({name, "kernel"});
   for (const int64_t size : sizes)
-    for (const KernelDType kernel_dtype : {KernelDType::F32, KernelDType::BF16})
+    for (const KernelDType kernel_dtype :
+         {KernelDType::F32, bench_quantization() == Quantization::None ? KernelDType::BF16 : KernelDType::Int8})
       bench->Args({size, static_cast<int64_t>(kernel_dtype)});
 }
 

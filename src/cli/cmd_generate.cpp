@@ -69,7 +69,8 @@ int run_generate(int argc, char** argv) {
       ("quantization", po::value(&a.quantization)->default_value("none"), "none | int8 | int4 (at load)")
       ("quantization-group-size", po::value(&a.group_size)->default_value(128), "int4: input columns per scale")
       ("kernel-dtype", po::value(&a.kernel_dtype)->default_value("float32"),
-       "float32 | bf16: GEMM products of bf16-rounded activations (bf16 checkpoints, CPU)")
+       "float32 | bf16: GEMM products of bf16-rounded activations (bf16 checkpoints, CPU) | int8: integer "
+       "products of int8 activation blocks (int8/int4 weights, CPU)")
       ("ep-size", po::value(&a.ep_size)->default_value(1), "expert-parallel shards")
       ("expert-placement", po::value(&a.placement), "JSON file of device_expert_mapping")
       ("json", po::bool_switch(&a.json), "print one JSON object");

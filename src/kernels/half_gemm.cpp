@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "kernels/half_gemm_kernels.h"
+#include "kernels/int8_activations.h"
 #include "kernels/quantized_weight.h"
 #include "kernels/simd.h"
 
@@ -133,6 +134,8 @@ void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dt
     throw Error(std::string("pack_activations: the GEMM takes BF16, F16, Q8 or Q4 weights, not ") + dtype_name(dtype));
   if (kernel_dtype == KernelDType::BF16 && dtype != DType::BF16)
     throw Error(std::string("pack_activations: bf16 products are for BF16 weights, not ") + dtype_name(dtype));
+  if (kernel_dtype == KernelDType::Int8 && !quantized::is_quantized(dtype))
+    throw Error(std::string("pack_activations: int8 products are for Q8 and Q4 weights, not ") + dtype_name(dtype));
   if (!gemm_isa_supported(isa)) throw Error(std::string("pack_activations: this CPU has no ") + gemm_isa_name(isa));
   out.num_tokens = num_tokens;
   out.cols = cols;
@@ -146,6 +149,13 @@ void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dt
   }
   // The quantized tiles read whole chunks in column order.
   const bool quantized_weights = quantized::is_quantized(dtype);
+  if (kernel_dtype == KernelDType::Int8) {
+    out.stride = weight_tiling::padded_cols(cols);
+    out.int8_values.resize(static_cast<size_t>(num_tokens * out.stride));
+    out.int8_scales.resize(static_cast<size_t>(num_tokens * out.stride / quantized::kChunkCols));
+    quantize_activation_blocks(x, num_tokens, cols, out.stride, out.int8_values.data(), out.int8_scales.data());
+    return;
+  }
   const int64_t chunk = quantized_weights ? quantized::kChunkCols : tiles_for(isa, dtype).chunk;
   const bool interleaved = !quantized_weights && tiles_for(isa, dtype).interleaved;
   out.stride = (cols + chunk - 1) / chunk * chunk;

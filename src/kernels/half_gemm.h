@@ -30,10 +30,13 @@ GemmIsa preferred_gemm_isa();
 // weights keep column order), and padded with zeros to whole chunks so the
 // kernel has no column remainder on the activation side. For KernelDType::BF16 they are rounded to
 // bf16: kept as bf16 in column order for the vdpbf16ps tiles (bf16_values), else widened back to
-// float32 in the float32 tiles' order (values).
+// float32 in the float32 tiles' order (values). For KernelDType::Int8 (quantized weights) they are
+// int8 in column order with a scale per token and 32-column block (kernels/int8_activations.h).
 struct PackedActivations {
   std::vector<float> values;  // [num_tokens, stride]
   std::vector<uint16_t> bf16_values;  // [num_tokens, stride], the vdpbf16ps tiles' activations
+  std::vector<int8_t> int8_values;    // [num_tokens, stride], the integer-product tiles' activations
+  std::vector<float> int8_scales;     // [num_tokens, stride / 32], their block scales
   int64_t num_tokens = 0;
   int64_t cols = 0;           // the weights' input features
   int64_t stride = 0;         // cols rounded up to the kernel's chunk
@@ -43,7 +46,8 @@ struct PackedActivations {
 };
 
 // Packs x[num_tokens, cols] for weights of `dtype` (BF16, F16, or Q8/Q4 for quantized_gemm_rows),
-// the kernels of `isa` and products in `kernel_dtype` (BF16 only for BF16 weights) into `out`,
+// the kernels of `isa` and products in `kernel_dtype` (BF16 only for BF16 weights, Int8 only for
+// Q8/Q4) into `out`,
 // reusing its storage.
 void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dtype, PackedActivations& out,
                       GemmIsa isa = preferred_gemm_isa(), KernelDType kernel_dtype = KernelDType::F32);

@@ -101,6 +101,83 @@ template <class Values>
 constexpr QuantizedTileSet kQuantizedTileSet = {
     kMaxTokens, {0, 4, 4}, TileTable<QuantizedTiles<Vec, Values>, kMaxRows, kMinTokens, kMaxTokens, QuantizedTileFn>::at};
 
+// Integer products (KernelDType::Int8): a chunk-row's 32 weights as signed bytes in column order.
+// Q8 stores them so; a Q4 chunk-row's low nibbles are columns 0..15 and its high ones 16..31, each
+// sign-extended as (n xor 8) - 8.
+struct Q8Bytes {
+  static constexpr int64_t kChunkBytes = 32;
+  static __m256i load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+};
+struct Q4Bytes {
+  static constexpr int64_t kChunkBytes = 16;
+  static __m256i load(const uint8_t* p) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i low_bits = _mm_set1_epi8(0x0F);
+    const __m256i nibbles = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), low_bits),
+                                             _mm_and_si128(packed, low_bits));
+    const __m256i eight = _mm256_set1_epi8(8);
+    return _mm256_sub_epi8(_mm256_xor_si256(nibbles, eight), eight);
+  }
+};
+
+// Σ w ⊙ x over a chunk's 32 columns as 8 int32 lanes of 4 products each, exact. vpmaddubsw
+// multiplies unsigned by signed bytes, so |w| (at most 128: an unsigned byte) meets x carrying w's
+// sign (|x| <= 127); a pair sums to at most 2 · 128 · 127 < 2^15, so nothing saturates.
+inline __m256i chunk_dot(__m256i w, __m256i x) {
+  const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+// The integer-product tile: per group of weight columns, the exact int32 sums of each 32-column
+// block scaled by the block's activation scale, summed in float32, and each group's sum scaled by
+// the row's group scale. Heights 4 for one token and 2 for two keep both sets of sums in registers.
+template <class Weights>
+struct Int8ActivationTiles {
+  template <int R, int T>
+  static void tile(const uint8_t* w, int64_t group_stride, const float* scales, int64_t scale_stride,
+                   int64_t group_size, const int8_t* x, const float* x_scales, int64_t x_stride, int64_t cols,
+                   float* y, int64_t out_stride) {
+    constexpr int64_t kChunk = quantized::kChunkCols, kChunkBytes = Weights::kChunkBytes;
+    constexpr int kLinesPerStep = static_cast<int>((R * kChunkBytes + 63) / 64);
+    const int64_t x_blocks = x_stride / kChunk;
+    __m256 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    int64_t row_offset[R];
+    for (int r = 0; r < R; ++r)
+      row_offset[r] = r / weight_tiling::kGroupRows * group_stride + r % weight_tiling::kGroupRows * kChunkBytes;
+    const uintptr_t prefetch_base = reinterpret_cast<uintptr_t>(w) + kPrefetchBytes;
+    for (int64_t first = 0, group = 0; first < cols; first += group_size, ++group) {
+      __m256 sums[R][T];
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) sums[r][t] = _mm256_setzero_ps();
+      for (int64_t c = first, last = std::min(cols, first + group_size); c < last; c += kChunk) {
+        const int64_t chunk = c / kChunk;
+        for (int line = 0; line < kLinesPerStep; ++line)
+          _mm_prefetch(reinterpret_cast<const char*>(prefetch_base + R * kChunkBytes * chunk + 64 * line), _MM_HINT_T0);
+        const uint8_t* chunk_start = w + chunk * weight_tiling::kGroupRows * kChunkBytes;
+        __m256i wv[R];
+        for (int r = 0; r < R; ++r) wv[r] = Weights::load(chunk_start + row_offset[r]);
+        for (int t = 0; t < T; ++t) {
+          const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + t * x_stride + c));
+          const __m256 x_scale = _mm256_broadcast_ss(x_scales + t * x_blocks + chunk);
+          for (int r = 0; r < R; ++r)
+            sums[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(chunk_dot(wv[r], xv)), x_scale, sums[r][t]);
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        const __m256 scale = _mm256_set1_ps(scales[r * scale_stride + group]);
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(sums[r][t], scale, acc[r][t]);
+      }
+    }
+    store_sums<Vec>(acc, y, out_stride);
+  }
+};
+
+template <class Weights>
+constexpr Int8ActivationTileSet kInt8ActivationTileSet = {
+    2, {0, 4, 2}, TileTable<Int8ActivationTiles<Weights>, 4, 1, 2, Int8ActivationTileFn>::at};
+
 }  // namespace
 
 const TileSet& avx2_tiles(DType dtype) {
@@ -109,6 +186,10 @@ const TileSet& avx2_tiles(DType dtype) {
 
 const QuantizedTileSet& avx2_quantized_tiles(DType dtype) {
   return dtype == DType::Q8 ? kQuantizedTileSet<Q8Values> : kQuantizedTileSet<Q4Values>;
+}
+
+const Int8ActivationTileSet& avx2_int8_activation_tiles(DType dtype) {
+  return dtype == DType::Q8 ? kInt8ActivationTileSet<Q8Bytes> : kInt8ActivationTileSet<Q4Bytes>;
 }
 
 }  // namespace moe::half_gemm_kernels

@@ -58,6 +58,20 @@ struct QuantizedTileSet {
   QuantizedTileFn (*tile)(int rows, int tokens);
 };
 
+// The integer-product quantized tiles (KernelDType::Int8, kernels/int8_activations.h): as
+// QuantizedTileFn, but x is int8 activations in column order with one scale per token and
+// 32-column block (x_scales, x_stride / 32 of them per token).
+using Int8ActivationTileFn = void (*)(const uint8_t* w, int64_t group_stride, const float* scales,
+                                      int64_t scale_stride, int64_t group_size, const int8_t* x,
+                                      const float* x_scales, int64_t x_stride, int64_t cols, float* y,
+                                      int64_t out_stride);
+
+struct Int8ActivationTileSet {
+  int max_tokens;
+  int rows_for_tokens[kMaxTileTokens + 1];  // as TileSet's
+  Int8ActivationTileFn (*tile)(int rows, int tokens);
+};
+
 // The vdpbf16ps tiles (KernelDType::BF16 on AVX-512 BF16): as TileFn, but x is bf16 activations in
 // column order (whole 32-column chunks).
 using Bf16DotTileFn = void (*)(const uint16_t* w, int64_t group_stride, const uint16_t* x, int64_t x_stride,
@@ -95,6 +109,8 @@ const TileSet& avx2_tiles(DType dtype);
 const TileSet& avx512_tiles(DType dtype);
 const QuantizedTileSet& avx2_quantized_tiles(DType dtype);
 const QuantizedTileSet& avx512_quantized_tiles(DType dtype);
+// AVX2 only: the integer products are no wider in AVX-512 without VNNI, so AVX-512 CPUs run these too.
+const Int8ActivationTileSet& avx2_int8_activation_tiles(DType dtype);
 const Bf16DotTileSet& avx512_bf16_dot_tiles();
 
 // Tokens whose packed activations stay in L2/L3 while every row block passes over them (a prefill

@@ -12,10 +12,10 @@
 
 namespace moe {
 
-enum class KernelDType : uint8_t { F32, BF16 };
+enum class KernelDType : uint8_t { F32, BF16, Int8 };
 
-const char* kernel_dtype_name(KernelDType kernel_dtype);  // "float32" | "bf16"
-// "float32" | "bf16"; anything else is a moe::Error naming both.
+const char* kernel_dtype_name(KernelDType kernel_dtype);  // "float32" | "bf16" | "int8"
+// "float32" | "bf16" | "int8"; anything else is a moe::Error naming them.
 KernelDType parse_kernel_dtype(const std::string& name);
 
 }  // namespace moe

@@ -35,6 +35,8 @@ WeightView Checkpoint::quantized_projection(const std::string& name, const std::
   // Its own key: a tied lm_head quantizes the embedding, which stays as it is for the lookup.
   auto [it, added] = tiled_->views.try_emplace(name + " (quantized)");
   if (!added) return it->second;
+  // Set once here, so the cached view carries it: float32 or integer products (--kernel-dtype int8).
+  const KernelDType kernel_dtype = format_.kernel_dtype == KernelDType::Int8 ? KernelDType::Int8 : KernelDType::F32;
   try {
     GptqMatrix q;
     if (gptq) {
@@ -55,6 +57,7 @@ WeightView Checkpoint::quantized_projection(const std::string& name, const std::
     std::memcpy(scales, q.scales.data(), q.scales.size() * sizeof(float));
     uint8_t* values = tiled_->arena.allocate_bytes(quantized::tiled_bytes(q.dtype, rows, cols));
     it->second = quantized::tile_into(q.dtype, q.values.data(), rows, cols, scales, q.group_size, values);
+    it->second.kernel_dtype = kernel_dtype;
   } catch (...) {
     tiled_->views.erase(it);
     throw;

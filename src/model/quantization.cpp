@@ -63,6 +63,9 @@ ProjectionFormat projection_format(const std::optional<GptqConfig>& gptq, Quanti
                 quantization_name(at_load) + " (use one or the other)");
   if (kernel_dtype == KernelDType::BF16 && gptq)
     throw Error("--kernel-dtype bf16 multiplies bf16 weights; this checkpoint is GPTQ-quantized (leave the flag out)");
+  if (kernel_dtype == KernelDType::Int8 && !gptq && at_load == Quantization::None)
+    throw Error("--kernel-dtype int8 multiplies int8/int4 weights: add --quantization int8|int4, or load a GPTQ "
+                "checkpoint");
   return {at_load, group_size, gptq, kernel_dtype};
 }
 

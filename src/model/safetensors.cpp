@@ -236,7 +236,8 @@ WeightView Checkpoint::matrix(const std::string& name, int64_t rows, int64_t col
     drop_mapped_pages(t.data, static_cast<size_t>(rows * cols) * dtype_size(t.dtype));
   }
   WeightView tiled = it->second;
-  tiled.kernel_dtype = format_.kernel_dtype;
+  // Integer products are for the quantized projections; these weights keep float32 products.
+  tiled.kernel_dtype = format_.kernel_dtype == KernelDType::Int8 ? KernelDType::F32 : format_.kernel_dtype;
   return tiled;
 }
 

@@ -11,6 +11,8 @@ namespace moe {
 std::unique_ptr<Model> load_model(const std::string& model_dir, const ModelOptions& options) {
   if (options.device == Device::Cpu) return Model::load(model_dir, options);
   // The CUDA backend reads bf16/f16/f32 weights only.
+  if (options.kernel_dtype == KernelDType::Int8)
+    throw Error("--kernel-dtype int8 multiplies int8/int4 weights, which run on the CPU only (--device cpu)");
   if (options.quantization != Quantization::None)
     throw Error("--quantization runs on the CPU only (--device cpu); the CUDA backend reads bf16/f16/f32 weights");
   if (load_model_config(model_dir).gptq)

@@ -179,10 +179,12 @@ TEST(Bf16Products, PackingRoundsAsFloatToBf16) {
   }
 }
 
-TEST(KernelDType, ParsesItsTwoNames) {
+TEST(KernelDType, ParsesItsThreeNames) {
   EXPECT_EQ(parse_kernel_dtype("float32"), KernelDType::F32);
   EXPECT_EQ(parse_kernel_dtype("bf16"), KernelDType::BF16);
+  EXPECT_EQ(parse_kernel_dtype("int8"), KernelDType::Int8);
   EXPECT_STREQ(kernel_dtype_name(KernelDType::BF16), "bf16");
+  EXPECT_STREQ(kernel_dtype_name(KernelDType::Int8), "int8");
   EXPECT_THROW(parse_kernel_dtype("fp16"), Error);
   EXPECT_THROW(parse_kernel_dtype("BF16"), Error);
 }

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "gemm_rows_check.h"
+#include "kernels/int8_activations.h"
 #include "kernels/quantized_weight.h"
 #include "kernels/reference.h"
 
@@ -66,11 +67,24 @@ std::vector<GemmIsa> supported_isas() {
 
 // Rows [row_begin, row_end) into columns [y_offset, ...) of a y of row stride out_stride; every other
 // element must keep its sentinel.
+// The activations the integer-product tiles multiply: each int8 value times its block's scale.
+std::vector<float> int8_dequantized(const PackedActivations& packed) {
+  std::vector<float> x(static_cast<size_t>(packed.num_tokens * packed.cols));
+  for (int64_t t = 0; t < packed.num_tokens; ++t)
+    for (int64_t c = 0; c < packed.cols; ++c)
+      x[t * packed.cols + c] = static_cast<float>(packed.int8_values[t * packed.stride + c]) *
+                               packed.int8_scales[t * (packed.stride / quantized::kChunkCols) + c / quantized::kChunkCols];
+  return x;
+}
+
+// With KernelDType::Int8 the reference multiplies the int8 activations (as int8_dequantized gives
+// them): the tiles' integer sums are exact, so they too must agree within float32 rounding.
 void expect_matches_reference(GemmIsa isa, const TestMatrix& w, int64_t tokens, int64_t row_begin, int64_t row_end,
-                              int64_t out_stride, int64_t y_offset) {
-  const std::vector<float> x = random_activations(tokens, w.cols, static_cast<uint32_t>(tokens + 7));
+                              int64_t out_stride, int64_t y_offset, KernelDType kernel_dtype = KernelDType::F32) {
+  std::vector<float> x = random_activations(tokens, w.cols, static_cast<uint32_t>(tokens + 7));
   PackedActivations packed;
-  pack_activations(x.data(), tokens, w.cols, w.dtype, packed, isa);
+  pack_activations(x.data(), tokens, w.cols, w.dtype, packed, isa, kernel_dtype);
+  if (kernel_dtype == KernelDType::Int8) x = int8_dequantized(packed);
   std::vector<float> y(static_cast<size_t>(tokens * out_stride), kSentinel);
   quantized_gemm_rows(packed, w.tiled.view, row_begin, row_end, y.data() + y_offset, out_stride);
   const int64_t rows = row_end - row_begin;
@@ -80,7 +94,8 @@ void expect_matches_reference(GemmIsa isa, const TestMatrix& w, int64_t tokens, 
       y, {tokens, out_stride, y_offset, row_begin, row_end}, kSentinel,
       [&](int64_t i) { return std::pair{want[i], 1e-5 * magnitude[i]}; },
       [&](int64_t t, int64_t r) {
-        return std::string(gemm_isa_name(isa)) + " " + dtype_name(w.dtype) + " group " + std::to_string(w.group_size) +
+        return std::string(gemm_isa_name(isa)) + " " + kernel_dtype_name(kernel_dtype) + " products, " +
+               dtype_name(w.dtype) + " group " + std::to_string(w.group_size) +
                ", " + std::to_string(tokens) + " tokens, token " + std::to_string(t) + ", row " + std::to_string(r);
       });
 }
@@ -150,6 +165,12 @@ TEST_P(QuantizedGemmTokens, MatchesDoublePrecisionOnWholeGroups) {
   expect_matches_reference(isa, w, tokens, 0, 49, 49, 0);
 }
 
+TEST_P(QuantizedGemmTokens, IntegerProductsMatchDoublePrecisionOnTheirInt8Activations) {
+  const auto [isa, dtype, group, tokens] = GetParam();
+  expect_matches_reference(isa, TestMatrix(dtype, 60, 203, group, 1), tokens, 5, 58, 70, 6, KernelDType::Int8);
+  expect_matches_reference(isa, TestMatrix(dtype, 49, 256, group, 2), tokens, 0, 49, 49, 0, KernelDType::Int8);
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryShape, QuantizedGemmTokens,
                          ::testing::Combine(::testing::ValuesIn(supported_isas()),
                                             ::testing::Values(DType::Q8, DType::Q4),
@@ -164,6 +185,56 @@ TEST(QuantizedGemm, NarrowMatricesAndASingleRow) {
         expect_matches_reference(isa, TestMatrix(dtype, 9, cols, 32, 5), 3, 0, 9, 9, 0);
         expect_matches_reference(isa, TestMatrix(dtype, 1, cols, 0, 6), 2, 0, 1, 1, 0);
       }
+}
+
+// Every int8 weight, -128 included, against activations at ±127: the largest products the
+// integer tiles meet, which must neither saturate nor lose a sign.
+TEST(QuantizedGemm, IntegerProductsOfExtremeValuesAreExact) {
+  const int64_t rows = 4, cols = 256;
+  std::vector<int8_t> values(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows * cols; ++i) values[i] = static_cast<int8_t>(i % 256 - 128);
+  const auto w = quantized::quantized_copy(DType::Q8, values, rows, cols, std::vector<float>(rows, 1.0f), cols);
+  for (const float sign : {1.0f, -1.0f}) {
+    std::vector<float> x(static_cast<size_t>(cols));
+    for (int64_t c = 0; c < cols; ++c) x[c] = (c % 3 == 0 ? -sign : sign) * 127.0f;
+    PackedActivations packed;
+    pack_activations(x.data(), 1, cols, DType::Q8, packed, GemmIsa::Avx2, KernelDType::Int8);
+    std::vector<float> y(rows);
+    quantized_gemm_rows(packed, w.view, 0, rows, y.data(), rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      double want = 0.0;
+      for (int64_t c = 0; c < cols; ++c) want += static_cast<double>(values[r * cols + c]) * x[c];
+      EXPECT_EQ(y[r], want) << "row " << r << ", sign " << sign;
+    }
+  }
+}
+
+TEST(Int8Activations, BlocksRoundToTheNearestOf255Levels) {
+  const int64_t tokens = 3, cols = 70, stride = 96;
+  std::vector<float> x = random_activations(tokens, cols, 4);
+  std::fill(x.begin() + cols, x.begin() + cols + 32, 0.0f);  // token 1's first block: all zeros
+  x[2 * cols + 40] = 1e6f;                                   // one outlier: only its block coarsens
+  std::vector<int8_t> values(static_cast<size_t>(tokens * stride), 99);
+  std::vector<float> scales(static_cast<size_t>(tokens * stride / 32));
+  quantize_activation_blocks(x.data(), tokens, cols, stride, values.data(), scales.data());
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t b = 0; b < stride / 32; ++b) {
+      const float scale = scales[t * 3 + b];
+      float largest = 0.0f;
+      for (int64_t c = b * 32; c < std::min(cols, b * 32 + 32); ++c) largest = std::max(largest, std::abs(x[t * cols + c]));
+      ASSERT_EQ(scale, largest / 127.0f) << t << ", " << b;
+      for (int64_t c = b * 32; c < b * 32 + 32; ++c) {
+        const int8_t q = values[t * stride + c];
+        if (c >= cols) {
+          ASSERT_EQ(q, 0) << "padding " << t << ", " << c;
+          continue;
+        }
+        ASSERT_LE(std::abs(q * scale - x[t * cols + c]), scale / 2 * (1 + 1e-5f)) << t << ", " << c;
+        ASSERT_GE(q, -127);
+      }
+    }
+  EXPECT_EQ(scales[3], 0.0f);
+  EXPECT_LT(scales[6], scales[7]);
 }
 
 TEST(QuantizedGemm, RejectsActivationsPackedForOtherWeights) {

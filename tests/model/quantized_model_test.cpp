@@ -12,8 +12,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/error.h"
 #include "common/json_file.h"
 #include "kernels/quantized_weight.h"
 #include "model/model.h"
@@ -235,7 +237,48 @@ TEST_P(QuantizedModelTest, QuantizationAtLoadMatchesItsDequantizedFloat32Checkpo
   }
 }
 
+// --kernel-dtype int8 against float32 products of the same quantized weights: rounding each
+// activation to one of 255 levels of its 32-column block moves it by up to 1/254 of the block's
+// largest value, so logits move far more than float32 rounding; the drift is measured, must be
+// real, and the greedy margins must move by less than kInt8ProductsMarginAllowance, twice the
+// largest drift measured on these fixtures (printed each run; on day 11 prompt logits moved by up
+// to 0.49 and margins by up to 0.22, about three times bf16 products' 0.18 and 0.066).
+TEST_P(QuantizedModelTest, IntegerProductsMoveLogitsByLessThanTheAllowance) {
+  constexpr double kInt8ProductsMarginAllowance = 0.45;
+  for (const Quantization quantization : {Quantization::Int8, Quantization::Int4}) {
+    ModelOptions options;
+    options.quantization = quantization;
+    const auto float_products = Model::load(golden_.model_dir, options);
+    options.kernel_dtype = KernelDType::Int8;
+    const auto integer_products = Model::load(golden_.model_dir, options);
+    const LogitDrift drift = measure_logit_drift(*float_products, *integer_products, golden_);
+    std::cout << GetParam() << " " << quantization_name(quantization) << ": int8 products move prompt logits by at most "
+              << drift.logits << ", the greedy margin by at most " << drift.margin << "\n";
+    EXPECT_GT(drift.logits, 0.0) << "integer products computed exactly what float32 products did";
+    EXPECT_LT(drift.margin, kInt8ProductsMarginAllowance) << quantization_name(quantization);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizedModelTest, ::testing::ValuesIn(kGoldenFixtures), fixture_test_name);
+
+// Integer products need quantized projections; with them, only those carry the mode to linear().
+TEST(Int8Products, NeedQuantizedWeightsAndMarkOnlyTheQuantizedMatrices) {
+  const std::string model_dir = std::string(MOE_TEST_DATA_DIR) + "/qwen3-moe-tiny";
+  try {
+    projection_format(std::nullopt, Quantization::None, 128, KernelDType::Int8);
+    ADD_FAILURE() << "int8 products of a float checkpoint were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--kernel-dtype int8"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(projection_format(GptqConfig{}, Quantization::None, 128, KernelDType::Int8));
+  const Checkpoint checkpoint =
+      Checkpoint::open(model_dir, projection_format(std::nullopt, Quantization::Int4, 32, KernelDType::Int8));
+  const std::string projection = "model.layers.0.self_attn.q_proj.weight", router = "model.layers.0.mlp.gate.weight";
+  const TensorInfo& p = checkpoint.tensor(projection);
+  const TensorInfo& r = checkpoint.tensor(router);
+  EXPECT_EQ(checkpoint.projection(projection, p.shape[0], p.shape[1]).kernel_dtype, KernelDType::Int8);
+  EXPECT_EQ(checkpoint.matrix(router, r.shape[0], r.shape[1]).kernel_dtype, KernelDType::F32);
+}
 
 }  // namespace
 }  // namespace moe::testing
