@@ -12,27 +12,10 @@
 #include "common/error.h"
 #include "model/model.h"
 #include "support/golden_support.h"
+#include "support/recording_capture.h"
 
 namespace moe::testing {
 namespace {
-
-// Every MoE layer's [T, K] ids of one forward.
-class RecordingCapture : public RoutingCapture {
- public:
-  void on_routing(int moe_layer, int64_t num_tokens, int top_k, const int32_t* ids, const float*) override {
-    if (static_cast<int>(layers.size()) <= moe_layer) layers.resize(moe_layer + 1);
-    layers[moe_layer].assign(ids, ids + num_tokens * top_k);
-    k = top_k;
-  }
-  // Ids of token t at every layer.
-  std::vector<int32_t> row(int64_t t) const {
-    std::vector<int32_t> out;
-    for (const auto& l : layers) out.insert(out.end(), l.begin() + t * k, l.begin() + (t + 1) * k);
-    return out;
-  }
-  std::vector<std::vector<int32_t>> layers;
-  int k = 0;
-};
 
 // A tree of five nodes over a prompt: r -> a -> {b, d}, r -> c.
 const std::vector<int32_t> kTreeTokens = {1000, 2000, 3000, 4000, 5000};

@@ -128,9 +128,11 @@ std::vector<msg::GenerateRequest> greedy_requests(const Golden& golden, bool inc
   return requests;
 }
 
-std::unique_ptr<EngineCore> make_engine(std::unique_ptr<Model> model, const EngineSettings& settings) {
+std::unique_ptr<EngineCore> make_engine(std::unique_ptr<Model> model, const EngineSettings& settings,
+                                        std::function<std::unique_ptr<Model>(const std::string& model_dir)> load_model) {
   EngineCoreOptions options;
   options.settings = settings;
+  options.load_model = std::move(load_model);
   return std::make_unique<EngineCore>(
       std::move(model), tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer"), options);
 }

@@ -75,8 +75,11 @@ msg::GenerateRequest greedy_request(const std::string& rid, const std::vector<in
 // Greedy requests for every case (rid "case<i>"), generating the golden number of tokens.
 std::vector<msg::GenerateRequest> greedy_requests(const Golden& golden, bool include_last = false);
 
-// An in-process engine over `model` with the Qwen3 tokenizer of tests/data.
-std::unique_ptr<EngineCore> make_engine(std::unique_ptr<Model> model, const EngineSettings& settings);
+// An in-process engine over `model` with the Qwen3 tokenizer of tests/data; `load_model` (optional)
+// loads a STANDALONE draft and weight updates (unset: the draft on the CPU, no updates).
+std::unique_ptr<EngineCore> make_engine(
+    std::unique_ptr<Model> model, const EngineSettings& settings,
+    std::function<std::unique_ptr<Model>(const std::string& model_dir)> load_model = {});
 
 // Runs `requests` through an engine over `model` (routing captured) and returns each request's
 // joined reply, in request order.
