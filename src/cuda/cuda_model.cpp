@@ -100,6 +100,10 @@ void CudaModel::run_step(const ForwardBatch& batch, KvCache& kv, RoutingCapture*
     throw Error("CUDA forward: the KV cache is not this model's device pool (make_kv_cache made a pool of " +
                 std::to_string(kv_pool_.num_slots) + " slots)");
   validate_forward_batch(batch, config_.vocab_size, kv.num_slots());
+  if (batch.max_tree_experts > 0 && batch.max_tree_experts < config_.num_experts_per_tok &&
+      !batch.tree_token_mask().empty())
+    throw Error("CUDA forward: an expert limit of " + std::to_string(batch.max_tree_experts) +
+                " needs at least top_k = " + std::to_string(config_.num_experts_per_tok) + " experts");
   const bool host_rows = capture && capture->takes_host_rows();
   host_rows_.begin(host_rows ? capture : nullptr, config_.num_moe_layers(), batch.num_tokens(),
                    config_.num_experts_per_tok);

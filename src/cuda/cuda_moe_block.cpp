@@ -148,9 +148,6 @@ void CudaMoeBlock::run_shards(const float* x, const StepContext& step, Scratch& 
 ExpertLimitRef CudaMoeBlock::expert_limit(const float* logits, const StepContext& step, Scratch& scratch) const {
   const int max_experts = step.batch.expert_limit();
   if (max_experts == 0) return {};
-  if (max_experts < top_k_)
-    throw Error("CUDA forward: an expert limit of " + std::to_string(max_experts) + " needs at least top_k = " +
-                std::to_string(top_k_) + " experts");
   const int64_t T = step.batch.num_tokens();
   int32_t* in_pool = scratch.in_pool.reserve(static_cast<size_t>(num_experts_));
   expert_pool(logits, T, num_experts_, max_experts, step.batch.limited_tokens(),

@@ -67,8 +67,9 @@ class CudaMoeBlock {
                CudaMlp::Scratch& mlp_scratch, float* out) const;
 
  private:
-  // With an expert limit in the step's batch (a verify pass's --max-tree-experts), queues this
-  // layer's pool from the router logits and returns it for the routing kernels; otherwise no limit.
+  // With an expert limit in the step's batch (a verify pass's --max-tree-experts, at least top_k:
+  // the model checks), queues this layer's pool from the router logits and returns it for the
+  // routing kernels; otherwise no limit.
   ExpertLimitRef expert_limit(const float* logits, const StepContext& step, Scratch& scratch) const;
   // The capture's device block for this layer; a capture without one, or too small, is a moe::Error.
   DeviceRoutingRows capture_rows(RoutingCapture* capture, int64_t num_tokens) const;

@@ -8,10 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 #include <optional>
-#include <set>
 
 #include "common/error.h"
 #include "cuda/cuda_model.h"
@@ -89,31 +87,10 @@ class CudaTreeVerifyTest : public ::testing::Test {
   std::vector<int32_t> prompt_;
 };
 
-// Within 1e-3 of the largest logit's magnitude (at least 1): float32 in another summation order.
-void expect_close_logits(const std::vector<float>& cpu, const std::vector<float>& gpu) {
-  ASSERT_EQ(cpu.size(), gpu.size());
-  float worst = 0.0f, largest = 1.0f;
-  for (size_t i = 0; i < cpu.size(); ++i) {
-    worst = std::max(worst, std::fabs(cpu[i] - gpu[i]));
-    largest = std::max(largest, std::fabs(cpu[i]));
-  }
-  EXPECT_LT(worst, 1e-3f * largest);
-}
-
-// Distinct experts of tokens [first, first + count) at each layer.
-std::vector<size_t> distinct_experts(const RecordingCapture& capture, int64_t first, int64_t count) {
-  std::vector<size_t> out;
-  for (const auto& layer : capture.layers) {
-    std::set<int32_t> ids(layer.begin() + first * capture.k, layer.begin() + (first + count) * capture.k);
-    out.push_back(ids.size());
-  }
-  return out;
-}
-
 TEST_F(CudaTreeVerifyTest, TreeBesideAPlainSequenceMatchesTheCpuModel) {
   Pass cpu, gpu;
   run_both(tree_batch(0, true), cpu, gpu);
-  expect_close_logits(cpu.logits, gpu.logits);
+  expect_logits_close(cpu.logits, gpu.logits);
   EXPECT_EQ(cpu.routing.layers, gpu.routing.layers);
   EXPECT_EQ(gpu_->graphs_captured(), 0);
 }
@@ -123,11 +100,11 @@ TEST_F(CudaTreeVerifyTest, ExpertLimitRoutesAsTheCpuModelDoes) {
   run_both(tree_batch(0, true), free_cpu, free_gpu);
   run_both(tree_batch(4, true), cpu, gpu);
   const int64_t nodes = static_cast<int64_t>(kTreeTokens.size());
-  const std::vector<size_t> unlimited = distinct_experts(free_gpu.routing, 0, nodes);
+  const std::vector<size_t> unlimited = free_gpu.routing.distinct_experts(0, nodes);
   EXPECT_GT(*std::max_element(unlimited.begin(), unlimited.end()), 4u);  // the limit has something to do
-  for (size_t n : distinct_experts(gpu.routing, 0, nodes)) EXPECT_LE(n, 4u);
+  for (size_t n : gpu.routing.distinct_experts(0, nodes)) EXPECT_LE(n, 4u);
   EXPECT_EQ(cpu.routing.layers, gpu.routing.layers);
-  expect_close_logits(cpu.logits, gpu.logits);
+  expect_logits_close(cpu.logits, gpu.logits);
   // The plain sequence routes freely beside the limited pass.
   for (int64_t t = nodes; t < nodes + static_cast<int64_t>(golden_.cases[1].prompt_ids.size()); ++t)
     EXPECT_EQ(gpu.routing.row(t), free_gpu.routing.row(t)) << "token " << t;
@@ -163,7 +140,7 @@ TEST_F(CudaTreeVerifyTest, ATreeFedInTwoForwardsEqualsTheWholeTree) {
   rest.sequences.push_back({2, slots, true, kTreeParents, 0});
   run_gpu(rest, second);
   const int64_t vocab = gpu_->config().vocab_size;
-  expect_close_logits({whole.logits.begin() + 3 * vocab, whole.logits.end()}, second.logits);
+  expect_logits_close({whole.logits.begin() + 3 * vocab, whole.logits.end()}, second.logits);
   EXPECT_EQ(second.routing.row(0), whole.routing.row(3));
   EXPECT_EQ(second.routing.row(1), whole.routing.row(4));
 }
@@ -181,7 +158,7 @@ TEST_F(CudaTreeVerifyTest, OneNodeTreesNeverRunAsGraphs) {
   EXPECT_EQ(gpu_->graphs_captured(), 0);
   run_both(root, cpu, gpu);
   EXPECT_EQ(cpu.routing.layers, gpu.routing.layers);
-  for (size_t n : distinct_experts(gpu.routing, 0, 1)) EXPECT_LE(n, 4u);
+  for (size_t n : gpu.routing.distinct_experts(0, 1)) EXPECT_LE(n, 4u);
 }
 
 }  // namespace

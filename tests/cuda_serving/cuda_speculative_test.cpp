@@ -7,8 +7,6 @@
 // of every expert serves what no limit serves. Skipped where no GPU is visible.
 #include <gtest/gtest.h>
 
-#include <set>
-
 #include "cuda/device.h"
 #include "serving/speculative_checks.h"
 
@@ -17,18 +15,8 @@ namespace {
 
 std::string fixture_dir(const std::string& fixture) { return std::string(MOE_TEST_DATA_DIR) + "/" + fixture; }
 
-EngineSettings ngram(int max_tree_experts = 0) {
-  EngineSettings s = HarnessOptions{}.settings;
-  s.speculative_algorithm = "NGRAM";
-  s.speculative_num_steps = 4;
-  s.speculative_eagle_topk = 2;
-  s.speculative_num_draft_tokens = 8;
-  s.max_tree_experts = max_tree_experts;
-  return s;
-}
-
 EngineSettings self_drafting(const std::string& fixture) {
-  EngineSettings s = ngram();
+  EngineSettings s = ngram_settings();
   s.speculative_algorithm = "STANDALONE";
   s.speculative_draft_model_path = fixture_dir(fixture);
   return s;
@@ -52,7 +40,7 @@ class CudaSpeculativeGolden : public ::testing::TestWithParam<std::string> {
 
 TEST_P(CudaSpeculativeGolden, NgramEveryCaseAloneAndAllBatched) {
   expect_drafts_accepted(*expect_every_case_golden_alone_and_batched(
-      GetParam(), [&] { return engine_on(Device::Cuda, ngram(), GetParam()); }));
+      GetParam(), [&] { return engine_on(Device::Cuda, ngram_settings(), GetParam()); }));
 }
 
 TEST_P(CudaSpeculativeGolden, StandaloneTargetAsItsOwnDraftEveryCaseAloneAndAllBatched) {
@@ -71,7 +59,7 @@ class CudaSpeculativeServing : public SpeculativeServingTest {
 };
 
 TEST_F(CudaSpeculativeServing, SpeculatingAndNonSpeculatingRequestsShareBatches) {
-  auto engine = engine_on(Device::Cuda, ngram());
+  auto engine = engine_on(Device::Cuda, ngram_settings());
   expect_mixed_with_plain_golden(*engine);
   expect_drafts_accepted(*engine);
 }
@@ -100,26 +88,15 @@ TEST_F(CudaSpeculativeServing, ExpertLimitServesWhatTheCpuModelServesWithinTheLi
   for (size_t i = 0; i < golden_.cases.size(); ++i) {
     msg::GenerateRequest request = all_cases("x")[i];
     request.stream = true;
-    auto cpu = engine_on(Device::Cpu, ngram(4));
-    auto gpu = engine_on(Device::Cuda, ngram(4));
+    auto cpu = engine_on(Device::Cpu, ngram_settings(4));
+    auto gpu = engine_on(Device::Cuda, ngram_settings(4));
     const std::vector<msg::TextOutput> cpu_chunks = cpu->run({request});
     const std::vector<msg::TextOutput> chunks = gpu->run({request});
     const JoinedOutput want = join_outputs(cpu_chunks).at({request.rid, 0});
     const JoinedOutput got = join_outputs(chunks).at({request.rid, 0});
     EXPECT_EQ(got.ids, want.ids) << "case " << i;
     EXPECT_EQ(got.rows, want.rows) << "case " << i;
-    for (size_t c = 1; c < chunks.size(); ++c) {
-      if (!chunks[c].routed_experts) continue;
-      const std::vector<int32_t> rows = decode_routed_experts(*chunks[c].routed_experts);
-      const size_t num_rows = rows.size() / static_cast<size_t>(L * K);
-      if (num_rows > 1) ++verify_chunks;
-      for (int l = 0; l < L; ++l) {
-        std::set<int32_t> experts;
-        for (size_t r = 0; r < num_rows; ++r)
-          for (int k = 0; k < K; ++k) experts.insert(rows[(r * L + l) * K + k]);
-        EXPECT_LE(experts.size(), 4u) << "case " << i << " chunk " << c << " layer " << l;
-      }
-    }
+    verify_chunks += expect_chunks_within_expert_limit(chunks, L, K, 4, "case " + std::to_string(i));
     const SchedulerStats stats = gpu->service().stats();
     verify_passes += stats.verify_passes;
     distinct_experts += stats.verify_distinct_experts;
@@ -132,8 +109,8 @@ TEST_F(CudaSpeculativeServing, ExpertLimitServesWhatTheCpuModelServesWithinTheLi
 }
 
 TEST_F(CudaSpeculativeServing, ALimitOfEveryExpertServesWhatNoLimitServes) {
-  auto unlimited = engine_on(Device::Cuda, ngram(0));
-  auto all = engine_on(Device::Cuda, ngram(16));  // the fixture has 16 experts
+  auto unlimited = engine_on(Device::Cuda, ngram_settings(0));
+  auto all = engine_on(Device::Cuda, ngram_settings(16));  // the fixture has 16 experts
   const auto a = join_outputs(unlimited->run(all_cases("c")));
   const auto b = join_outputs(all->run(all_cases("c")));
   expect_all_golden(b, "c");

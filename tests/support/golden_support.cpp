@@ -248,6 +248,16 @@ std::vector<float> prompt_logits(Model& model, const Golden& golden) {
   return logits;
 }
 
+void expect_logits_close(const std::vector<float>& reference, const std::vector<float>& other) {
+  ASSERT_EQ(reference.size(), other.size());
+  float worst = 0.0f, largest = 1.0f;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    worst = std::max(worst, std::fabs(reference[i] - other[i]));
+    largest = std::max(largest, std::fabs(reference[i]));
+  }
+  EXPECT_LT(worst, 1e-3f * largest);
+}
+
 LogitDrift measure_logit_drift(Model& reference, Model& other, const Golden& golden) {
   const std::vector<float> want = prompt_logits(reference, golden), got = prompt_logits(other, golden);
   EXPECT_EQ(got.size(), want.size());

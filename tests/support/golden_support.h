@@ -131,6 +131,10 @@ struct LogitDrift {
 };
 LogitDrift measure_logit_drift(Model& reference, Model& other, const Golden& golden);
 
+// Logits of two models over the same rows agree within 1e-3 of the largest `reference` logit's
+// magnitude (at least 1): float32 in another summation order (the CPU's against the GPU's).
+void expect_logits_close(const std::vector<float>& reference, const std::vector<float>& other);
+
 // Every case's prompt in one forward of `model` (no engine): the last prompt token's logits of each,
 // [cases, vocab] in case order.
 std::vector<float> prompt_logits(Model& model, const Golden& golden);
