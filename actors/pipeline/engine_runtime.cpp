@@ -26,7 +26,6 @@
 #include "pipeline/server_info.h"
 #include "pipeline/tokenizer_actor.h"
 #include "pipeline/worker_actor.h"
-#include "scheduler/speculation.h"
 #include "tokenizer/tokenizer_config.h"
 #include "transport/ready_barrier.h"
 #include "transport/zmq_context.h"
@@ -46,10 +45,6 @@ std::string tokenizer_dir(const ServeOptions& options) {
 std::vector<LayerRange> stage_layers(const ServeOptions& options, const ModelConfig& config) {
   if (options.pp_size > 1 && parse_device(options.device) != Device::Cpu)
     throw Error("--pp-size runs on the CPU model only (--device cpu)");
-  if (parse_speculative_algorithm(options.speculative_algorithm) != SpeculativeAlgorithm::None &&
-      parse_device(options.device) != Device::Cpu)
-    throw Error("--speculative-algorithm runs on the CPU model only (--device cpu): the CUDA model cannot verify "
-                "draft trees yet");
   return split_layers(config.num_hidden_layers, options.pp_size,
                       options.pp_layer_split.empty() ? std::vector<int>{} : parse_layer_split(options.pp_layer_split));
 }

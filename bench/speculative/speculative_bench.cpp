@@ -45,7 +45,6 @@ class BorrowedModel final : public Model {
   void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, RoutingCapture* capture) override {
     model_.forward(batch, kv, logits, capture);
   }
-  bool supports_tree_verify() const override { return model_.supports_tree_verify(); }
 
  private:
   Model& model_;

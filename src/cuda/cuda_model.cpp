@@ -100,15 +100,20 @@ void CudaModel::run_step(const ForwardBatch& batch, KvCache& kv, RoutingCapture*
     throw Error("CUDA forward: the KV cache is not this model's device pool (make_kv_cache made a pool of " +
                 std::to_string(kv_pool_.num_slots) + " slots)");
   validate_forward_batch(batch, config_.vocab_size, kv.num_slots());
-  // Attention here reads every earlier position: a draft tree's nodes would see their siblings.
-  for (const BatchSequence& sequence : batch.sequences)
-    if (sequence.is_tree()) throw Error("the CUDA model cannot verify speculative draft trees yet (--device cpu can)");
+  if (batch.max_tree_experts > 0 && batch.max_tree_experts < config_.num_experts_per_tok &&
+      !batch.tree_token_mask().empty())
+    throw Error("CUDA forward: an expert limit of " + std::to_string(batch.max_tree_experts) +
+                " needs at least top_k = " + std::to_string(config_.num_experts_per_tok) + " experts");
+  const bool host_rows = capture && capture->takes_host_rows();
+  host_rows_.begin(host_rows ? capture : nullptr, config_.num_moe_layers(), batch.num_tokens(),
+                   config_.num_experts_per_tok);
   if (batch.num_tokens() == 0) return;
   cudaStream_t stream = stream_.get();
-  const int64_t padded = graph_batch_size(batch, capture);
+  const int64_t padded = host_rows ? 0 : graph_batch_size(batch, capture);
   if (padded == 0) {
     batch_.upload(batch, stream);
-    queue_step(capture, true, greedy_picks);
+    queue_step(host_rows ? &host_rows_ : capture, true, greedy_picks);
+    if (host_rows) host_rows_.queue_copy(stream);
     return;
   }
   batch_.upload_padded(batch, padded, kv_pool_.pad_slot(), stream);
@@ -123,7 +128,7 @@ void CudaModel::run_step(const ForwardBatch& batch, KvCache& kv, RoutingCapture*
 int64_t CudaModel::graph_batch_size(const ForwardBatch& batch, RoutingCapture* capture) const {
   if (!use_graphs_ || config_.num_moe_layers() == 0) return 0;
   for (const BatchSequence& seq : batch.sequences)
-    if (seq.num_new_tokens != 1 || !seq.needs_logits) return 0;  // not a decode batch
+    if (seq.num_new_tokens != 1 || !seq.needs_logits || seq.is_tree()) return 0;  // not a decode batch
   const int64_t padded = DecodeGraphs::padded_batch(batch.num_tokens());
   if (capture && padded > capture->device_rows(0).capacity) return 0;
   return padded;
@@ -178,6 +183,7 @@ void CudaModel::finish_step() {
   // Results or not, the step ends here: they must be on the host when forward returns, and a fault
   // of any of the step's kernels surfaces in this call rather than in a later one.
   check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize (step)");
+  host_rows_.deliver();
 }
 
 std::unique_ptr<CopyEngine> CudaModel::make_copy_engine(const RoutingBufferShape& shape,

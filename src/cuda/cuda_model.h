@@ -25,6 +25,7 @@
 #include "cuda/cuda_moe_block.h"
 #include "cuda/decode_graphs.h"
 #include "cuda/device_array.h"
+#include "cuda/host_routing_relay.h"
 #include "cuda/stream.h"
 #include "model/model.h"
 
@@ -38,8 +39,11 @@ class CudaModel final : public Model {
   const ModelConfig& config() const override { return config_; }
   KvCache make_kv_cache(int64_t num_slots) const override;
   // Runs on the model's stream and returns once the logits are on the host. With `capture`, each MoE
-  // layer's router writes its rows into the capture's device buffer (which only a copy engine from
-  // make_copy_engine has), and the capture hears when the last MoE layer is queued.
+  // layer's router writes its rows into the capture's device buffer (a copy engine's from
+  // make_copy_engine), and the capture hears when the last MoE layer is queued; a capture that
+  // takes host rows (one without a device buffer, the verify expert counter) gets them through
+  // on_routing before forward returns. Draft trees (BatchSequence::tree_parents) attend with their
+  // tree mask and route within the batch's expert limit (max_tree_experts), never as a CUDA graph.
   void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, RoutingCapture* capture) override;
   // The same step with the greedy picks made on the device (greedy_pick) and only they copied back.
   bool picks_greedy() const override { return true; }
@@ -72,7 +76,8 @@ class CudaModel final : public Model {
   // Queues the copy of a step's first `count` results into pinned staging (grown as needed).
   template <typename T>
   void queue_copy_out(const T* device, size_t count, PinnedArray<T>& staging);
-  // Waits for the step and its copies: a fault of any of its kernels surfaces here.
+  // Waits for the step and its copies (a fault of any of its kernels surfaces here), then hands the
+  // step's rows to a capture that takes host rows.
   void finish_step();
 
   ModelConfig config_;
@@ -87,6 +92,7 @@ class CudaModel final : public Model {
   int last_moe_layer_ = -1;  // the decoder layer after which a step's routing is complete
   mutable DeviceKvPool kv_pool_;  // made by make_kv_cache
   DeviceBatch batch_;
+  HostRoutingRelay host_rows_;  // the step's rows for a capture that takes host rows
   struct Scratch {
     DeviceArray<float> hidden, normed, branch;  // [T, H]
     DeviceArray<float> last_rows, logits;       // [rows that need logits, H or vocab]

@@ -69,15 +69,16 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
 
   const DeviceRoutingRows captured = capture_rows(capture, T);
   step.blas.linear(x, T, router_, logits);
+  const ExpertLimitRef limit = expert_limit(logits, step, scratch);
   if (T <= kFusedRoutingTokens) {
-    route_and_group(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids, captured.weights,
-                    offsets, order, slot_of_pair, active, stream);
+    route_and_group(logits, T, num_experts_, top_k_, normalize_top_k_, limit, ids, weights, captured.ids,
+                    captured.weights, offsets, order, slot_of_pair, active, stream);
   } else if (T <= kGroupedOnDeviceTokens) {
-    route_and_group_spread(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids,
+    route_and_group_spread(logits, T, num_experts_, top_k_, normalize_top_k_, limit, ids, weights, captured.ids,
                            captured.weights, offsets, cursor, order, slot_of_pair, active, stream);
   } else {
-    route_top_k(logits, T, num_experts_, top_k_, normalize_top_k_, ids, weights, captured.ids, captured.weights,
-                stream);
+    route_top_k(logits, T, num_experts_, top_k_, normalize_top_k_, limit, ids, weights, captured.ids,
+                captured.weights, stream);
     group_by_expert(ids, pairs, num_experts_, offsets, cursor, order, slot_of_pair, active, stream);
   }
   if (T > kGroupedOnDeviceTokens) {
@@ -142,6 +143,16 @@ void CudaMoeBlock::run_shards(const float* x, const StepContext& step, Scratch& 
                           scratch.ids.data(), expert_owner_.data(), d, T, top_k_, H, buffers[d], step.stream);
   }
   all_reduce_sum(buffers.data(), D, T * H, step.stream);
+}
+
+ExpertLimitRef CudaMoeBlock::expert_limit(const float* logits, const StepContext& step, Scratch& scratch) const {
+  const int max_experts = step.batch.expert_limit();
+  if (max_experts == 0) return {};
+  const int64_t T = step.batch.num_tokens();
+  int32_t* in_pool = scratch.in_pool.reserve(static_cast<size_t>(num_experts_));
+  expert_pool(logits, T, num_experts_, max_experts, step.batch.limited_tokens(),
+              scratch.pool_probs.reserve(static_cast<size_t>(T * num_experts_)), in_pool, step.stream);
+  return {step.batch.limited_tokens(), in_pool};
 }
 
 DeviceRoutingRows CudaMoeBlock::capture_rows(RoutingCapture* capture, int64_t num_tokens) const {

@@ -2,7 +2,8 @@
 // One decoder layer's MoE block on the device, as model/moe_block.h on the CPU: the router's top-k
 // (written by the router kernel straight into the capture's device buffer when routing is captured),
 // the routed experts grouped by expert, the weighted sum per token in top-k order, and Qwen2-MoE's
-// sigmoid-gated shared expert. Up to kGroupedOnDeviceTokens tokens the experts run as two grouped
+// sigmoid-gated shared expert; with an expert limit (speculative verify), the tree tokens route
+// within the layer's pool (expert_pool). Up to kGroupedOnDeviceTokens tokens the experts run as two grouped
 // kernels that read each expert's row range on the device (no host round trip: such steps can be
 // captured in a CUDA graph); larger steps read the row counts back and run each expert's GEMMs.
 //
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "cuda/cuda_mlp.h"
+#include "cuda/kernels.h"
 #include "cuda/step_context.h"
 #include "model/model_config.h"
 #include "moe/expert_placement.h"
@@ -43,6 +45,8 @@ class CudaMoeBlock {
     DeviceArray<float> shared, shared_gate;       // [T, H], [T]
     DeviceArray<int32_t> shard_active;            // [D, E/D]: each shard's experts with rows (D > 1)
     DeviceArray<float> partials;                  // [D - 1, T, H]: shards 1.. (shard 0 writes out; D > 1)
+    DeviceArray<float> pool_probs;                // [T, E]: the limited tokens' probabilities (expert limit)
+    DeviceArray<int32_t> in_pool;                 // [E]: the expert limit's pool
     std::vector<int32_t> host_offsets;            // [E + 1], read back each step
   };
 
@@ -63,6 +67,10 @@ class CudaMoeBlock {
                CudaMlp::Scratch& mlp_scratch, float* out) const;
 
  private:
+  // With an expert limit in the step's batch (a verify pass's --max-tree-experts, at least top_k:
+  // the model checks), queues this layer's pool from the router logits and returns it for the
+  // routing kernels; otherwise no limit.
+  ExpertLimitRef expert_limit(const float* logits, const StepContext& step, Scratch& scratch) const;
   // The capture's device block for this layer; a capture without one, or too small, is a moe::Error.
   DeviceRoutingRows capture_rows(RoutingCapture* capture, int64_t num_tokens) const;
   // One shard's experts (`experts`: their global ids) over their grouped rows into expert_out: on the

@@ -14,15 +14,28 @@ void DeviceBatch::upload_padded(const ForwardBatch& batch, int64_t padded, int32
   const bool padding = padded > real;
   std::vector<int32_t> token_ids(batch.token_ids), positions(batch.positions), own_slots, slot_offsets, slot_table;
   std::vector<int64_t> logit_tokens = batch.logit_tokens();
-  int64_t t = 0;
   for (const BatchSequence& seq : batch.sequences) {
     const auto offset = static_cast<int32_t>(slot_table.size());
-    for (int32_t i = 0; i < seq.num_new_tokens; ++i, ++t) {
-      own_slots.push_back(seq.kv_slots[batch.positions[t]]);
-      slot_offsets.push_back(offset);
+    if (!seq.is_tree()) slot_table.insert(slot_table.end(), seq.kv_slots.begin(), seq.kv_slots.end());
+    for (int32_t i = 0; i < seq.num_new_tokens; ++i) {
+      own_slots.push_back(seq.new_token_slot(i));
+      if (!seq.is_tree()) {
+        slot_offsets.push_back(offset);
+        continue;
+      }
+      // The tree attention mask: a tree token reads a table of its own, the positions before the
+      // tree then its ancestors and itself, one entry per position 0 .. its own (prefix + depth),
+      // so the attention kernel reads it as it reads any sequence's slots.
+      slot_offsets.push_back(static_cast<int32_t>(slot_table.size()));
+      const std::vector<int32_t> visible = seq.visible_slots(i);
+      slot_table.insert(slot_table.end(), visible.begin(), visible.end());
     }
-    slot_table.insert(slot_table.end(), seq.kv_slots.begin(), seq.kv_slots.end());
   }
+  // Marks the tree tokens whose routing the expert limit confines (none without a limit).
+  expert_limit_ = 0;
+  std::vector<uint8_t> limited;
+  if (batch.max_tree_experts > 0) limited = batch.tree_token_mask();
+  if (!limited.empty()) expert_limit_ = batch.max_tree_experts;
   if (padding) {
     const auto pad_offset = static_cast<int32_t>(slot_table.size());
     slot_table.push_back(pad_slot);
@@ -47,6 +60,7 @@ void DeviceBatch::upload_padded(const ForwardBatch& batch, int64_t padded, int32
   append(kSlotOffsets, slot_offsets);
   append(kLogitTokens, logit_tokens);
   append(kSlotTable, slot_table);
+  append(kTreeTokens, limited);
   // Grown by doubling: the slot tables lengthen every decode step, and each growth moves the
   // buffer, which retires the CUDA graphs that read it.
   if (host_.size() > device_.size()) device_.reserve(std::max(host_.size(), 2 * device_.size()));

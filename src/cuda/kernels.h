@@ -131,12 +131,27 @@ void causal_attention(const float* q, int64_t tokens, const AttentionTables& tab
                       const float* value_pool, int num_heads, int num_kv_heads, int head_dim,
                       const AttentionSplits& split, float* out, cudaStream_t stream);
 
+// Expert limiting (--max-tree-experts) as the routing kernels see it: a token t with
+// limited_tokens[t] != 0 picks its top-k among the experts e with in_pool[e] != 0 only (its weights
+// still the router's probabilities over every expert). All null: no limit.
+struct ExpertLimitRef {
+  const int32_t* limited_tokens = nullptr;  // [tokens]
+  const int32_t* in_pool = nullptr;         // [num_experts]
+};
+// The pool of an expert limit (moe/moe_runner.h's expert_pool): in_pool[e] = 1 for the max_experts
+// experts with the largest router probability summed (in double, in token order) over the tokens
+// with limited_tokens[t] != 0, ties to the lower id; 0 for the others. One block: for the few dozen
+// tokens of a verify pass. probs: [tokens, num_experts] scratch.
+void expert_pool(const float* logits, int64_t tokens, int num_experts, int max_experts, const int32_t* limited_tokens,
+                 float* probs, int32_t* in_pool, cudaStream_t stream);
 // The router's top-k (at most 32) per token from logits [tokens, num_experts]:
 // descending probability, ties to the lower id, weights renormalised over the k when `normalize`
-// (moe/routing.cpp's rules). ids, weights: [tokens, top_k]. Where routing is captured, the same ids
-// as int16 and weights also go to capture_ids and capture_weights (each may be null).
-void route_top_k(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
-                 float* weights, int16_t* capture_ids, float* capture_weights, cudaStream_t stream);
+// (moe/moe_runner.cpp's rules), limited tokens among their pool's experts. ids, weights: [tokens,
+// top_k]. Where routing is captured, the same ids as int16 and weights also go to capture_ids and
+// capture_weights (each may be null).
+void route_top_k(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
+                 const ExpertLimitRef& limit, int32_t* ids, float* weights, int16_t* capture_ids,
+                 float* capture_weights, cudaStream_t stream);
 // Sorts the routed pairs p = t·K + k by expert: expert e's pairs take slots offsets[e] ..
 // offsets[e + 1] - 1 of `order` (order[slot] = p, slot_of_pair[p] = slot). offsets: [E + 1];
 // cursor: [E] scratch; active: [E], the experts with pairs in id order, then -1.
@@ -144,15 +159,16 @@ void group_by_expert(const int32_t* ids, int64_t pairs, int num_experts, int32_t
                      int32_t* order, int32_t* slot_of_pair, int32_t* active, cudaStream_t stream);
 // route_top_k and group_by_expert in one launch of one block, for steps of a few hundred tokens at
 // most (the block routes them a warp at a time; its counts and cursors stay in shared memory).
-void route_and_group(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
-                     float* weights, int16_t* capture_ids, float* capture_weights, int32_t* offsets, int32_t* order,
-                     int32_t* slot_of_pair, int32_t* active, cudaStream_t stream);
+void route_and_group(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
+                     const ExpertLimitRef& limit, int32_t* ids, float* weights, int16_t* capture_ids,
+                     float* capture_weights, int32_t* offsets, int32_t* order, int32_t* slot_of_pair, int32_t* active,
+                     cudaStream_t stream);
 // route_top_k and group_by_expert in one launch over many blocks (the last block to finish groups),
 // for steps too large for route_and_group's one block. offsets: [E + 2], its last entry the blocks'
 // ticket (zeroed here with the counts).
 void route_and_group_spread(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
-                            int32_t* ids, float* weights, int16_t* capture_ids, float* capture_weights,
-                            int32_t* offsets, int32_t* cursor, int32_t* order, int32_t* slot_of_pair, int32_t* active,
+                            const ExpertLimitRef& limit, int32_t* ids, float* weights, int16_t* capture_ids,
+                            float* capture_weights, int32_t* offsets, int32_t* cursor, int32_t* order, int32_t* slot_of_pair, int32_t* active,
                             cudaStream_t stream);
 // out[t] = Σ_k weights[t, k] · expert_out[slot_of_pair[t·K + k]], added in top-k order.
 void combine_experts(const float* expert_out, const int32_t* slot_of_pair, const float* weights, int64_t tokens,

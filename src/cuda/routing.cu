@@ -5,43 +5,28 @@
 #include "common/error.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.cuh"
+#include "cuda/router_softmax.cuh"
 
 namespace moe::cuda {
 namespace {
 
-constexpr int kWarpSize = 32;
-constexpr unsigned kFullWarp = 0xffffffffu;
-constexpr int kExpertsPerLane = 16;  // up to 512 experts, held in registers
-
-// One warp per token, each lane holding experts lane, lane + 32, ...: the softmax's max and sum by
-// warp reductions, then each of the k picks as a warp arg-max over the experts ranked below the
-// previous pick, strictly descending in (probability, then lower id first) as moe/routing.cpp
-// orders them. The kept weights are summed in rank order and divided (not multiplied by a
-// reciprocal).
-__device__ void route_token(const float* logits, int64_t t, int num_experts, int top_k, bool normalize, int32_t* ids,
-                            float* weights, int16_t* capture_ids, float* capture_weights) {
+// One warp per token: token_softmax, then each of the k picks as a warp arg-max over the experts
+// ranked below the previous pick, strictly descending in (probability, then lower id first) as
+// moe/moe_runner.cpp orders them; a token the expert limit confines picks among the pool's experts
+// only. The kept weights are summed in rank order and divided (not multiplied by a reciprocal).
+__device__ void route_token(const float* logits, int64_t t, int num_experts, int top_k, bool normalize,
+                            const ExpertLimitRef& limit, int32_t* ids, float* weights, int16_t* capture_ids,
+                            float* capture_weights) {
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
-  const float* row = logits + t * num_experts;
   float probs[kExpertsPerLane];
-  float max_logit = -INFINITY;
+  token_softmax(logits, t, num_experts, probs);
+  const int32_t* pool = limit.limited_tokens && limit.limited_tokens[t] ? limit.in_pool : nullptr;
+  bool candidate[kExpertsPerLane];
 #pragma unroll
   for (int j = 0; j < kExpertsPerLane; ++j) {
     const int e = lane + j * kWarpSize;
-    probs[j] = e < num_experts ? row[e] : -INFINITY;
-    max_logit = fmaxf(max_logit, probs[j]);
+    candidate[j] = e < num_experts && (!pool || pool[e]);
   }
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
-    max_logit = fmaxf(max_logit, __shfl_xor_sync(kFullWarp, max_logit, offset));
-  float sum = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kExpertsPerLane; ++j) {
-    const bool present = lane + j * kWarpSize < num_experts;
-    probs[j] = present ? expf(probs[j] - max_logit) : 0.0f;
-    sum += probs[j];
-  }
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullWarp, sum, offset);
-#pragma unroll
-  for (int j = 0; j < kExpertsPerLane; ++j) probs[j] /= sum;
 
   // Pick j is the largest expert ranked below pick j - 1, so nothing needs marking as taken. Every
   // lane sees every pick; lane k keeps pick k and writes it at the end (top_k <= 32).
@@ -55,7 +40,7 @@ __device__ void route_token(const float* logits, int64_t t, int num_experts, int
       const int e = lane + j * kWarpSize;
       const float p = probs[j];
       const bool ranked_below = p < previous || (p == previous && e > previous_id);
-      if (e < num_experts && ranked_below && (best < 0 || p > best_prob)) {
+      if (candidate[j] && ranked_below && (best < 0 || p > best_prob)) {
         best = e;
         best_prob = p;
       }
@@ -86,9 +71,11 @@ __device__ void route_token(const float* logits, int64_t t, int num_experts, int
 }
 
 __global__ void route_kernel(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
-                             int32_t* ids, float* weights, int16_t* capture_ids, float* capture_weights) {
+                             ExpertLimitRef limit, int32_t* ids, float* weights, int16_t* capture_ids,
+                             float* capture_weights) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
-  if (t < tokens) route_token(logits, t, num_experts, top_k, normalize, ids, weights, capture_ids, capture_weights);
+  if (t < tokens)
+    route_token(logits, t, num_experts, top_k, normalize, limit, ids, weights, capture_ids, capture_weights);
 }
 
 __global__ void count_kernel(const int32_t* ids, int64_t pairs, int32_t* counts) {
@@ -162,15 +149,16 @@ constexpr int kRouteAndGroupThreads = 512;
 
 __global__ void __launch_bounds__(kRouteAndGroupThreads)
     route_and_group_kernel(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
-                           int32_t* ids, float* weights, int16_t* capture_ids, float* capture_weights,
-                           int32_t* offsets, int32_t* order, int32_t* slot_of_pair, int32_t* active) {
+                           ExpertLimitRef limit, int32_t* ids, float* weights, int16_t* capture_ids,
+                           float* capture_weights, int32_t* offsets, int32_t* order, int32_t* slot_of_pair,
+                           int32_t* active) {
   extern __shared__ int32_t counts[];
   int32_t* cursor = counts + num_experts + 1;
   const int warp = static_cast<int>(threadIdx.x / kWarpSize), warps = static_cast<int>(blockDim.x / kWarpSize);
   const int64_t pairs = tokens * top_k;
   for (int e = static_cast<int>(threadIdx.x); e <= num_experts; e += static_cast<int>(blockDim.x)) counts[e] = 0;
   for (int64_t t = warp; t < tokens; t += warps)
-    route_token(logits, t, num_experts, top_k, normalize, ids, weights, capture_ids, capture_weights);
+    route_token(logits, t, num_experts, top_k, normalize, limit, ids, weights, capture_ids, capture_weights);
   __syncthreads();  // the block's ids and zeroed counts are visible to all of it from here
   for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) atomicAdd(&counts[ids[p] + 1], 1);
   __syncthreads();
@@ -190,12 +178,13 @@ __global__ void __launch_bounds__(kRouteAndGroupThreads)
 // thread fences its writes before its block takes the ticket, so the last block sees every block's
 // ids and counts (read past the L1 cache).
 __global__ void route_group_spread_kernel(const float* logits, int64_t tokens, int num_experts, int top_k,
-                                          bool normalize, int32_t* ids, float* weights, int16_t* capture_ids,
-                                          float* capture_weights, int32_t* offsets, int32_t* cursor, int32_t* order,
-                                          int32_t* slot_of_pair, int32_t* active) {
+                                          bool normalize, ExpertLimitRef limit, int32_t* ids, float* weights,
+                                          int16_t* capture_ids, float* capture_weights, int32_t* offsets,
+                                          int32_t* cursor, int32_t* order, int32_t* slot_of_pair, int32_t* active) {
   const int64_t warps = blockDim.x / kWarpSize, first = static_cast<int64_t>(blockIdx.x) * warps;
   const int64_t t = first + threadIdx.x / kWarpSize;
-  if (t < tokens) route_token(logits, t, num_experts, top_k, normalize, ids, weights, capture_ids, capture_weights);
+  if (t < tokens)
+    route_token(logits, t, num_experts, top_k, normalize, limit, ids, weights, capture_ids, capture_weights);
   __syncthreads();
   const int64_t pairs = tokens * top_k, block_end = min(pairs, (first + warps) * top_k);
   for (int64_t p = first * top_k + threadIdx.x; p < block_end; p += blockDim.x) atomicAdd(&offsets[ids[p] + 1], 1);
@@ -232,12 +221,7 @@ __global__ void combine_kernel(const float* expert_out, const int32_t* slot_of_p
   }
 }
 
-// Routing and grouping keep a lane's run of experts in registers, and routing a lane per pick.
-void check_expert_count(int num_experts) {
-  if (num_experts > kExpertsPerLane * kWarpSize)
-    throw Error("CUDA routing supports up to " + std::to_string(kExpertsPerLane * kWarpSize) + " experts, not " +
-                std::to_string(num_experts));
-}
+// Routing keeps a lane per pick.
 void check_routing_shape(int num_experts, int top_k) {
   check_expert_count(num_experts);
   if (top_k < 1 || top_k > kWarpSize)
@@ -247,38 +231,40 @@ void check_routing_shape(int num_experts, int top_k) {
 
 }  // namespace
 
-void route_top_k(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
-                 float* weights, int16_t* capture_ids, float* capture_weights, cudaStream_t stream) {
+void route_top_k(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
+                 const ExpertLimitRef& limit, int32_t* ids, float* weights, int16_t* capture_ids,
+                 float* capture_weights, cudaStream_t stream) {
   if (tokens == 0) return;
   check_routing_shape(num_experts, top_k);
   constexpr int64_t kTokensPerBlock = kThreads / kWarpSize;
   const auto blocks = static_cast<unsigned>((tokens + kTokensPerBlock - 1) / kTokensPerBlock);
-  route_kernel<<<blocks, kThreads, 0, stream>>>(logits, tokens, num_experts, top_k, normalize, ids, weights,
+  route_kernel<<<blocks, kThreads, 0, stream>>>(logits, tokens, num_experts, top_k, normalize, limit, ids, weights,
                                                 capture_ids, capture_weights);
   check_launch("route_top_k");
 }
 
-void route_and_group(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize, int32_t* ids,
-                     float* weights, int16_t* capture_ids, float* capture_weights, int32_t* offsets, int32_t* order,
-                     int32_t* slot_of_pair, int32_t* active, cudaStream_t stream) {
+void route_and_group(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
+                     const ExpertLimitRef& limit, int32_t* ids, float* weights, int16_t* capture_ids,
+                     float* capture_weights, int32_t* offsets, int32_t* order, int32_t* slot_of_pair, int32_t* active,
+                     cudaStream_t stream) {
   check_routing_shape(num_experts, top_k);
   const size_t shared_bytes = sizeof(int32_t) * (2 * static_cast<size_t>(num_experts) + 1);
   route_and_group_kernel<<<1, kRouteAndGroupThreads, shared_bytes, stream>>>(
-      logits, tokens, num_experts, top_k, normalize, ids, weights, capture_ids, capture_weights, offsets, order,
+      logits, tokens, num_experts, top_k, normalize, limit, ids, weights, capture_ids, capture_weights, offsets, order,
       slot_of_pair, active);
   check_launch("route_and_group");
 }
 
 void route_and_group_spread(const float* logits, int64_t tokens, int num_experts, int top_k, bool normalize,
-                            int32_t* ids, float* weights, int16_t* capture_ids, float* capture_weights,
-                            int32_t* offsets, int32_t* cursor, int32_t* order, int32_t* slot_of_pair, int32_t* active,
-                            cudaStream_t stream) {
+                            const ExpertLimitRef& limit, int32_t* ids, float* weights, int16_t* capture_ids,
+                            float* capture_weights, int32_t* offsets, int32_t* cursor, int32_t* order,
+                            int32_t* slot_of_pair, int32_t* active, cudaStream_t stream) {
   if (tokens == 0) return;
   check_routing_shape(num_experts, top_k);
   check(cudaMemsetAsync(offsets, 0, sizeof(int32_t) * (num_experts + 2), stream), "cudaMemsetAsync (expert counts)");
   constexpr int64_t kTokensPerBlock = kThreads / kWarpSize;
   const auto blocks = static_cast<unsigned>((tokens + kTokensPerBlock - 1) / kTokensPerBlock);
-  route_group_spread_kernel<<<blocks, kThreads, 0, stream>>>(logits, tokens, num_experts, top_k, normalize, ids,
+  route_group_spread_kernel<<<blocks, kThreads, 0, stream>>>(logits, tokens, num_experts, top_k, normalize, limit, ids,
                                                              weights, capture_ids, capture_weights, offsets, cursor,
                                                              order, slot_of_pair, active);
   check_launch("route_and_group_spread");

@@ -64,7 +64,6 @@ class CausalLm final : public Model {
   }
 
   const ModelConfig& config() const override { return config_; }
-  bool supports_tree_verify() const override { return true; }
 
   KvCache make_kv_cache(int64_t num_slots) const override {
     return KvCache(layers_range_.size(), config_.num_key_value_heads, config_.head_dim, num_slots);

@@ -74,9 +74,6 @@ class Model {
   // forward, with each logits row reduced to its greedy pick instead of copied out (picks_greedy()
   // models only; others throw moe::Error).
   virtual void forward_greedy(const ForwardBatch& batch, KvCache& kv, GreedyPicks& picks, RoutingCapture* capture);
-  // Whether forward runs draft trees (BatchSequence::tree_parents) and expert limits; a model that
-  // does not is never given one (the worker refuses such a step).
-  virtual bool supports_tree_verify() const { return false; }
   // The decoder layers this model holds: all of them unless it was loaded as a pipeline stage.
   virtual LayerRange layers() const { return {0, config().num_hidden_layers}; }
   bool is_first_stage() const { return layers().begin == 0; }

@@ -1,7 +1,8 @@
 #pragma once
 // Where the routed-experts capturer attaches: every MoE layer hands it the router's top-k. A model on
 // the CPU passes host rows to on_routing; a model on a GPU has its router kernel write them straight
-// into the capture's device buffer (device_rows) and says when the last of those writes is queued.
+// into the capture's device buffer (device_rows) and says when the last of those writes is queued,
+// and copies them back for the captures that take host rows.
 // A null pointer means nothing is attached and nothing is done.
 #include <cstdint>
 
@@ -19,9 +20,14 @@ class RoutingCapture {
  public:
   virtual ~RoutingCapture() = default;
   // ids/weights are [num_tokens, top_k] in host memory, row t belonging to token t of the current
-  // forward batch.
+  // forward batch. From a GPU model (takes_host_rows), weights is null where this capture's device
+  // block keeps none.
   virtual void on_routing(int moe_layer, int64_t num_tokens, int top_k, const int32_t* ids,
                           const float* weights) = 0;
+  // Whether a GPU model also hands this capture every layer's rows through on_routing, after the
+  // step: a capture with no device block takes host rows only. (The CPU model always calls
+  // on_routing.)
+  virtual bool takes_host_rows() { return device_rows(0).ids == nullptr; }
   // Where a GPU's router writes layer `moe_layer` of the current step. A capture whose buffer is in
   // host memory has no such block (ids null).
   virtual DeviceRoutingRows device_rows(int moe_layer) {

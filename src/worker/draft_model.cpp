@@ -125,8 +125,6 @@ DraftModel::DraftModel(std::unique_ptr<Model> model, const ModelConfig& target, 
     throw Error("--speculative-draft-model-path: the draft's vocabulary (" + std::to_string(model_->config().vocab_size) +
                 " tokens) differs from the target's (" + std::to_string(target.vocab_size) +
                 "); the draft must share the target's tokenizer");
-  if (!model_->supports_tree_verify())
-    throw Error("--speculative-draft-model-path: this draft model's backend cannot run draft trees");
 }
 
 msg::RoutingRows DraftModel::shadow(const ForwardBatch& batch, bool capture_routing) {

@@ -91,8 +91,6 @@ ModelWorker::ForwardRun ModelWorker::run_forward(
   if (capture && batch.capture_router_weights && !capturer_->with_weights())
     throw Error("router weights asked of a worker started without --enable-return-router-weights");
   std::vector<uint8_t> tree_tokens = forward.tree_token_mask();
-  if (!tree_tokens.empty() && !model_->supports_tree_verify())
-    throw Error("this model backend cannot verify speculative draft trees; serve it without --speculative-algorithm");
   const ModelConfig& config = model_->config();
   std::optional<VerifyExpertCounter> counter;
   if (!tree_tokens.empty())

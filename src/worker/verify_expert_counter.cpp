@@ -22,7 +22,8 @@ void VerifyExpertCounter::on_routing(int moe_layer, int64_t num_tokens, int top_
     }
   }
   counts_[moe_layer] = distinct;
-  if (inner_) inner_->on_routing(moe_layer, num_tokens, top_k, ids, weights);
+  // A GPU model wrote an inner capture's device block itself; only a host capture needs the rows.
+  if (inner_ && inner_->takes_host_rows()) inner_->on_routing(moe_layer, num_tokens, top_k, ids, weights);
 }
 
 DeviceRoutingRows VerifyExpertCounter::device_rows(int moe_layer) {

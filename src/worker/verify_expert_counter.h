@@ -15,6 +15,8 @@ class VerifyExpertCounter final : public RoutingCapture {
 
   void on_routing(int moe_layer, int64_t num_tokens, int top_k, const int32_t* ids, const float* weights) override;
   DeviceRoutingRows device_rows(int moe_layer) override;
+  // A GPU model hands the counter the rows it wrote into the inner capture's device block too.
+  bool takes_host_rows() override { return true; }
   void device_rows_queued() override;
 
   // Distinct experts per MoE layer.

@@ -82,17 +82,6 @@ void expect_same_routing(const StagedRouting& cpu, const StagedRouting& cuda) {
   }
 }
 
-// Within 1e-3 of the largest logit's magnitude (at least 1): float32 in another summation order.
-void expect_same_logits(const std::vector<float>& cpu, const std::vector<float>& cuda) {
-  ASSERT_EQ(cpu.size(), cuda.size());
-  float worst = 0.0f, largest = 1.0f;
-  for (size_t i = 0; i < cpu.size(); ++i) {
-    worst = std::max(worst, std::fabs(cpu[i] - cuda[i]));
-    largest = std::max(largest, std::fabs(cpu[i]));
-  }
-  EXPECT_LT(worst, 1e-3f * largest);
-}
-
 // The slots of case c's positions 0 .. count - 1: ascending, or backwards through its range.
 std::vector<int32_t> slots(int c, size_t count, bool backwards = false) {
   std::vector<int32_t> out;
@@ -124,7 +113,7 @@ void expect_models_agree(const std::string& model_dir, const std::array<std::vec
     ASSERT_NO_FATAL_FAILURE(cpu.forward(*batch));
     ASSERT_NO_FATAL_FAILURE(gpu.forward(*batch));
     expect_same_routing(cpu.routing, gpu.routing);
-    expect_same_logits(cpu.logits, gpu.logits);
+    expect_logits_close(cpu.logits, gpu.logits);
   }
 }
 

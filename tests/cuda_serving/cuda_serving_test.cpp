@@ -2,14 +2,13 @@
 // the model worker running the CUDA model (CUDA graphs on, rows from the CUDA copy engine), a
 // client on tcp://. Every fixture's golden cases come back with transformers' ids and routing rows
 // one at a time, all at once, from the prefix cache, with the prompts chunked, under preemption and
-// as n = 3 completions, and over 2 expert-parallel shards (--ep-size 2). Skipped where no GPU is
-// visible.
+// as n = 3 completions, over 2 expert-parallel shards (--ep-size 2) and with NGRAM speculation.
+// Skipped where no GPU is visible.
 #include <gtest/gtest.h>
 
 #include "cuda/device.h"
 #include "moe/client.h"
 #include "pipeline/pipeline_harness.h"
-#include "worker/load_model.h"
 
 namespace moe::testing {
 namespace {
@@ -86,25 +85,15 @@ TEST_P(CudaServing, TwoExpertShards) {
   expect_all_golden(golden_, send_all_cases_at_once(client, golden_, "ep all"));
 }
 
-// Draft trees need tree attention, which only the CPU model has: the start is refused naming the
-// flag, and a tree batch that reached the CUDA model anyway would be an error, never wrong tokens.
-TEST_P(CudaServing, SpeculativeDecodingIsRefused) {
+// NGRAM speculation (draft trees verified on the GPU) through the actors: all cases at once keep
+// the golden ids and rows.
+TEST_P(CudaServing, NgramSpeculation) {
   actors::ServeOptions speculative = options();
   speculative.speculative_algorithm = "NGRAM";
-  try {
-    actors::EngineRuntime runtime(speculative);
-    FAIL() << "a CUDA engine started with --speculative-algorithm";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--speculative-algorithm"), std::string::npos) << e.what();
-  }
-  ModelOptions cuda;
-  cuda.device = Device::Cuda;
-  const std::unique_ptr<Model> model = load_model(golden_.model_dir, cuda);
-  KvCache kv = model->make_kv_cache(16);
-  ForwardBatch tree;
-  tree.add_tree_sequence({1, 2, 3}, {0, 1, 2, 3, 4}, {-1, 0, 0}, true);
-  std::vector<float> logits;
-  EXPECT_THROW(model->forward(tree, kv, logits), Error);
+  actors::EngineRuntime runtime(speculative);
+  Client client(runtime.client_endpoint());
+  expect_all_golden(golden_, send_all_cases_at_once(client, golden_, "spec"));
+  EXPECT_GT(wait_until_idle(runtime).verify_passes, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaServing, ::testing::ValuesIn(kGoldenFixtures), fixture_test_name);

@@ -7,32 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <set>
 
 #include "common/error.h"
 #include "model/model.h"
 #include "support/golden_support.h"
+#include "support/recording_capture.h"
 
 namespace moe::testing {
 namespace {
-
-// Every MoE layer's [T, K] ids of one forward.
-class RecordingCapture : public RoutingCapture {
- public:
-  void on_routing(int moe_layer, int64_t num_tokens, int top_k, const int32_t* ids, const float*) override {
-    if (static_cast<int>(layers.size()) <= moe_layer) layers.resize(moe_layer + 1);
-    layers[moe_layer].assign(ids, ids + num_tokens * top_k);
-    k = top_k;
-  }
-  // Ids of token t at every layer.
-  std::vector<int32_t> row(int64_t t) const {
-    std::vector<int32_t> out;
-    for (const auto& l : layers) out.insert(out.end(), l.begin() + t * k, l.begin() + (t + 1) * k);
-    return out;
-  }
-  std::vector<std::vector<int32_t>> layers;
-  int k = 0;
-};
 
 // A tree of five nodes over a prompt: r -> a -> {b, d}, r -> c.
 const std::vector<int32_t> kTreeTokens = {1000, 2000, 3000, 4000, 5000};
@@ -114,16 +96,6 @@ TEST_F(TreeVerifyTest, EachNodeMatchesDecodingItsBranch) {
   }
 }
 
-// Distinct experts of the tree tokens at each layer.
-std::vector<size_t> distinct_experts(const RecordingCapture& capture, int64_t first, int64_t count) {
-  std::vector<size_t> out;
-  for (const auto& layer : capture.layers) {
-    std::set<int32_t> ids(layer.begin() + first * capture.k, layer.begin() + (first + count) * capture.k);
-    out.push_back(ids.size());
-  }
-  return out;
-}
-
 TEST_F(TreeVerifyTest, ExpertLimitKeepsAVerifyPassWithinThePool) {
   KvCache kv = model_->make_kv_cache(64);
   prefill(kv);
@@ -131,9 +103,9 @@ TEST_F(TreeVerifyTest, ExpertLimitKeepsAVerifyPassWithinThePool) {
   RecordingCapture free, limited;
   model_->forward(tree_batch(0), kv, logits, &free);
   model_->forward(tree_batch(4), kv, logits, &limited);
-  const std::vector<size_t> unlimited = distinct_experts(free, 0, 5);
+  const std::vector<size_t> unlimited = free.distinct_experts(0, 5);
   EXPECT_GT(*std::max_element(unlimited.begin(), unlimited.end()), 4u);  // the limit has something to do
-  for (size_t n : distinct_experts(limited, 0, 5)) EXPECT_LE(n, 4u);
+  for (size_t n : limited.distinct_experts(0, 5)) EXPECT_LE(n, 4u);
 }
 
 TEST_F(TreeVerifyTest, ExpertLimitOfEveryExpertEqualsNoLimit) {
@@ -157,8 +129,8 @@ TEST_F(TreeVerifyTest, ChangingTheLimitBetweenPassesTakesEffect) {
   model_->forward(tree_batch(4), kv, logits, &four);
   model_->forward(tree_batch(8), kv, logits, &eight);
   model_->forward(tree_batch(4), kv, logits, &four_again);
-  for (size_t n : distinct_experts(four, 0, 5)) EXPECT_LE(n, 4u);
-  const std::vector<size_t> wider = distinct_experts(eight, 0, 5);
+  for (size_t n : four.distinct_experts(0, 5)) EXPECT_LE(n, 4u);
+  const std::vector<size_t> wider = eight.distinct_experts(0, 5);
   EXPECT_GT(*std::max_element(wider.begin(), wider.end()), 4u);
   for (size_t n : wider) EXPECT_LE(n, 8u);
   EXPECT_EQ(four.layers, four_again.layers);
@@ -180,7 +152,7 @@ TEST_F(TreeVerifyTest, ExpertLimitLeavesOtherSequencesAlone) {
   batch.add_sequence(other, other_slots, true);
   model_->forward(batch, kv, logits, &mixed);
   for (size_t t = 0; t < other.size(); ++t) EXPECT_EQ(alone.row(static_cast<int64_t>(t)), mixed.row(static_cast<int64_t>(5 + t)));
-  for (size_t n : distinct_experts(mixed, 0, 5)) EXPECT_LE(n, 4u);
+  for (size_t n : mixed.distinct_experts(0, 5)) EXPECT_LE(n, 4u);
 }
 
 TEST_F(TreeVerifyTest, MalformedTreesAreRefused) {

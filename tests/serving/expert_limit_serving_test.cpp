@@ -3,22 +3,10 @@
 // of every expert serves exactly what no limit serves.
 #include <gtest/gtest.h>
 
-#include <set>
-
-#include "golden_serving_test.h"
+#include "speculative_checks.h"
 
 namespace moe::testing {
 namespace {
-
-EngineSettings limited_settings(int max_tree_experts) {
-  EngineSettings s = HarnessOptions{}.settings;
-  s.speculative_algorithm = "NGRAM";
-  s.speculative_num_steps = 4;
-  s.speculative_eagle_topk = 2;
-  s.speculative_num_draft_tokens = 8;
-  s.max_tree_experts = max_tree_experts;
-  return s;
-}
 
 std::unique_ptr<EngineCore> engine_with(const EngineSettings& settings) {
   HarnessOptions options;
@@ -34,23 +22,12 @@ TEST_F(ExpertLimitServing, RowsOfEachVerifyPassUseAtMostTheLimitPerLayer) {
   const int L = golden_.num_moe_layers, K = golden_.top_k;
   int64_t verify_chunks = 0, verify_passes = 0;
   for (size_t i = 0; i < golden_.cases.size(); ++i) {
-    auto engine = engine_with(limited_settings(4));
+    auto engine = engine_with(ngram_settings(4));
     msg::GenerateRequest request = all_cases("x")[i];
     request.stream = true;
     const std::vector<msg::TextOutput> chunks = engine->run({request});
     ASSERT_FALSE(chunks.empty());
-    for (size_t c = 1; c < chunks.size(); ++c) {
-      if (!chunks[c].routed_experts) continue;
-      const std::vector<int32_t> rows = decode_routed_experts(*chunks[c].routed_experts);
-      const size_t num_rows = rows.size() / static_cast<size_t>(L * K);
-      if (num_rows > 1) ++verify_chunks;
-      for (int l = 0; l < L; ++l) {
-        std::set<int32_t> experts;
-        for (size_t r = 0; r < num_rows; ++r)
-          for (int k = 0; k < K; ++k) experts.insert(rows[(r * L + l) * K + k]);
-        EXPECT_LE(experts.size(), 4u) << "case " << i << " chunk " << c << " layer " << l;
-      }
-    }
+    verify_chunks += expect_chunks_within_expert_limit(chunks, L, K, 4, "case " + std::to_string(i));
     const SchedulerStats stats = engine->service().stats();
     verify_passes += stats.verify_passes;
     EXPECT_LE(stats.verify_distinct_experts, 4 * stats.verify_layer_passes);  // what the worker counted
@@ -60,8 +37,8 @@ TEST_F(ExpertLimitServing, RowsOfEachVerifyPassUseAtMostTheLimitPerLayer) {
 }
 
 TEST_F(ExpertLimitServing, ALimitOfEveryExpertServesWhatNoLimitServes) {
-  auto unlimited = engine_with(limited_settings(0));
-  auto all = engine_with(limited_settings(16));  // the fixture has 16 experts
+  auto unlimited = engine_with(ngram_settings(0));
+  auto all = engine_with(ngram_settings(16));  // the fixture has 16 experts
   const auto a = join_outputs(unlimited->run(all_cases("c")));
   const auto b = join_outputs(all->run(all_cases("c")));
   expect_all_golden(b, "c");

@@ -1,12 +1,16 @@
 #include "serving_harness.h"
 
+#include "worker/load_model.h"
+
 namespace moe::testing {
 
 std::unique_ptr<EngineCore> make_pipeline(const HarnessOptions& options) {
   ModelOptions model_options;
   model_options.ep_size = options.ep_size;
-  return make_engine(Model::load(std::string(MOE_TEST_DATA_DIR) + "/" + options.fixture, model_options),
-                     options.settings);
+  model_options.device = options.device;
+  return make_engine(load_model(std::string(MOE_TEST_DATA_DIR) + "/" + options.fixture, model_options),
+                     options.settings,
+                     [model_options](const std::string& model_dir) { return load_model(model_dir, model_options); });
 }
 
 }  // namespace moe::testing

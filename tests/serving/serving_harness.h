@@ -20,9 +20,11 @@ struct HarnessOptions {
     return s;
   }();
   int ep_size = 1;  // --ep-size: expert-parallel shards of the MoE layers
+  Device device = Device::Cpu;  // --device: the target's and a STANDALONE draft's
 };
 
-// An engine over tests/data/<fixture> with the Qwen3 tokenizer.
+// An engine over tests/data/<fixture> with the Qwen3 tokenizer; a STANDALONE draft loads with the
+// target's model options.
 std::unique_ptr<EngineCore> make_pipeline(const HarnessOptions& options);
 
 }  // namespace moe::testing

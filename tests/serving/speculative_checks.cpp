@@ -1,12 +1,43 @@
 #include "speculative_checks.h"
 
+#include <set>
+
 namespace moe::testing {
+
+EngineSettings ngram_settings(int max_tree_experts) {
+  EngineSettings s = HarnessOptions{}.settings;
+  s.speculative_algorithm = "NGRAM";
+  s.speculative_num_steps = 4;
+  s.speculative_eagle_topk = 2;
+  s.speculative_num_draft_tokens = 8;
+  s.max_tree_experts = max_tree_experts;
+  return s;
+}
 
 void expect_drafts_accepted(EngineCore& engine) {
   const SchedulerStats stats = engine.service().stats();
   EXPECT_GT(stats.verify_passes, 0);
   EXPECT_GT(stats.accepted_drafts, 0);
   EXPECT_LE(stats.accepted_drafts, stats.draft_tokens);
+}
+
+int64_t expect_chunks_within_expert_limit(const std::vector<msg::TextOutput>& chunks, int num_moe_layers, int top_k,
+                                          size_t limit, const std::string& where) {
+  const int L = num_moe_layers, K = top_k;
+  int64_t several_rows = 0;
+  for (size_t c = 1; c < chunks.size(); ++c) {
+    if (!chunks[c].routed_experts) continue;
+    const std::vector<int32_t> rows = decode_routed_experts(*chunks[c].routed_experts);
+    const size_t num_rows = rows.size() / static_cast<size_t>(L * K);
+    if (num_rows > 1) ++several_rows;
+    for (int l = 0; l < L; ++l) {
+      std::set<int32_t> experts;
+      for (size_t r = 0; r < num_rows; ++r)
+        for (int k = 0; k < K; ++k) experts.insert(rows[(r * L + l) * K + k]);
+      EXPECT_LE(experts.size(), limit) << where << " chunk " << c << " layer " << l;
+    }
+  }
+  return several_rows;
 }
 
 std::unique_ptr<EngineCore> expect_every_case_golden_alone_and_batched(

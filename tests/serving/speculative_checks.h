@@ -10,8 +10,17 @@
 
 namespace moe::testing {
 
+// The harness's settings with NGRAM drafts (4 steps, top-2, 8 draft tokens) and --max-tree-experts.
+EngineSettings ngram_settings(int max_tree_experts = 0);
+
 // Verifies happened and kept some drafts: a test exercises acceptance, not only fallback.
 void expect_drafts_accepted(EngineCore& engine);
+
+// A streamed request run alone: each chunk after the prompt's carries one step's rows (a plain
+// decode's, or the kept tokens of one verify pass), and each uses at most `limit` experts per MoE
+// layer. Returns how many chunks held several rows (verify passes that kept drafts).
+int64_t expect_chunks_within_expert_limit(const std::vector<msg::TextOutput>& chunks, int num_moe_layers, int top_k,
+                                          size_t limit, const std::string& where);
 
 // Each golden case of `fixture` alone (a fresh engine each), then all of them batched in one engine,
 // gives the golden ids and P+G-1 rows; returns the batched run's engine.

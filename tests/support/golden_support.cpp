@@ -128,9 +128,11 @@ std::vector<msg::GenerateRequest> greedy_requests(const Golden& golden, bool inc
   return requests;
 }
 
-std::unique_ptr<EngineCore> make_engine(std::unique_ptr<Model> model, const EngineSettings& settings) {
+std::unique_ptr<EngineCore> make_engine(std::unique_ptr<Model> model, const EngineSettings& settings,
+                                        std::function<std::unique_ptr<Model>(const std::string& model_dir)> load_model) {
   EngineCoreOptions options;
   options.settings = settings;
+  options.load_model = std::move(load_model);
   return std::make_unique<EngineCore>(
       std::move(model), tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer"), options);
 }
@@ -244,6 +246,16 @@ std::vector<float> prompt_logits(Model& model, const Golden& golden) {
   std::vector<float> logits;
   model.forward(batch, kv, logits);
   return logits;
+}
+
+void expect_logits_close(const std::vector<float>& reference, const std::vector<float>& other) {
+  ASSERT_EQ(reference.size(), other.size());
+  float worst = 0.0f, largest = 1.0f;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    worst = std::max(worst, std::fabs(reference[i] - other[i]));
+    largest = std::max(largest, std::fabs(reference[i]));
+  }
+  EXPECT_LT(worst, 1e-3f * largest);
 }
 
 LogitDrift measure_logit_drift(Model& reference, Model& other, const Golden& golden) {

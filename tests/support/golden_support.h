@@ -75,8 +75,11 @@ msg::GenerateRequest greedy_request(const std::string& rid, const std::vector<in
 // Greedy requests for every case (rid "case<i>"), generating the golden number of tokens.
 std::vector<msg::GenerateRequest> greedy_requests(const Golden& golden, bool include_last = false);
 
-// An in-process engine over `model` with the Qwen3 tokenizer of tests/data.
-std::unique_ptr<EngineCore> make_engine(std::unique_ptr<Model> model, const EngineSettings& settings);
+// An in-process engine over `model` with the Qwen3 tokenizer of tests/data; `load_model` (optional)
+// loads a STANDALONE draft and weight updates (unset: the draft on the CPU, no updates).
+std::unique_ptr<EngineCore> make_engine(
+    std::unique_ptr<Model> model, const EngineSettings& settings,
+    std::function<std::unique_ptr<Model>(const std::string& model_dir)> load_model = {});
 
 // Runs `requests` through an engine over `model` (routing captured) and returns each request's
 // joined reply, in request order.
@@ -127,6 +130,10 @@ struct LogitDrift {
   double margin = 0.0;
 };
 LogitDrift measure_logit_drift(Model& reference, Model& other, const Golden& golden);
+
+// Logits of two models over the same rows agree within 1e-3 of the largest `reference` logit's
+// magnitude (at least 1): float32 in another summation order (the CPU's against the GPU's).
+void expect_logits_close(const std::vector<float>& reference, const std::vector<float>& other);
 
 // Every case's prompt in one forward of `model` (no engine): the last prompt token's logits of each,
 // [cases, vocab] in case order.
