@@ -101,32 +101,43 @@ template <class Values>
 constexpr QuantizedTileSet kQuantizedTileSet = {
     kMaxTokens, {0, 4, 4}, TileTable<QuantizedTiles<Vec, Values>, kMaxRows, kMinTokens, kMaxTokens, QuantizedTileFn>::at};
 
-// Integer products (KernelDType::Int8): a chunk-row's 32 weights as signed bytes in column order.
-// Q8 stores them so; a Q4 chunk-row's low nibbles are columns 0..15 and its high ones 16..31, each
-// sign-extended as (n xor 8) - 8.
+// Integer products (KernelDType::Int8): a Weights policy loads a chunk-row's 32 weights as bytes in
+// column order and takes their exact int32 products with 32 int8 activations, as 8 lanes of 4
+// products each (dot), less an activation term computed once per token and chunk.
+//
+// Q8: the bytes are signed. vpmaddubsw multiplies unsigned by signed bytes, so |w| (at most 128: an
+// unsigned byte) meets x carrying w's sign (|x| <= 127); a pair sums to at most 2 · 128 · 127 < 2^15,
+// so nothing saturates.
 struct Q8Bytes {
   static constexpr int64_t kChunkBytes = 32;
   static __m256i load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-};
-struct Q4Bytes {
-  static constexpr int64_t kChunkBytes = 16;
-  static __m256i load(const uint8_t* p) {
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i low_bits = _mm_set1_epi8(0x0F);
-    const __m256i nibbles = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), low_bits),
-                                             _mm_and_si128(packed, low_bits));
-    const __m256i eight = _mm256_set1_epi8(8);
-    return _mm256_sub_epi8(_mm256_xor_si256(nibbles, eight), eight);
+  static __m256i activation_term(__m256i) { return _mm256_setzero_si256(); }
+  static __m256i dot(__m256i w, __m256i x, __m256i) {
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
   }
 };
 
-// Σ w ⊙ x over a chunk's 32 columns as 8 int32 lanes of 4 products each, exact. vpmaddubsw
-// multiplies unsigned by signed bytes, so |w| (at most 128: an unsigned byte) meets x carrying w's
-// sign (|x| <= 127); a pair sums to at most 2 · 128 · 127 < 2^15, so nothing saturates.
-inline __m256i chunk_dot(__m256i w, __m256i x) {
-  const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
-  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-}
+// Q4: a chunk-row's 16 bytes in both halves of a vector, the upper half shifted down by 4 (its high
+// nibbles are columns 16..31), each nibble n taken as the unsigned n xor 8 = n + 8 (0..15), which
+// vpmaddubsw multiplies directly; the products carry 8 Σx too much, taken off as the activation
+// term (8 times the lane's sum of its four activations). The result is exactly the signed one.
+struct Q4Bytes {
+  static constexpr int64_t kChunkBytes = 16;
+  static __m256i load(const uint8_t* p) {
+    const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i nibbles = _mm256_srlv_epi32(both, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+    return _mm256_and_si256(_mm256_xor_si256(nibbles, _mm256_set1_epi8(8)), _mm256_set1_epi8(0x0F));
+  }
+  static __m256i activation_term(__m256i x) {
+    const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), x), _mm256_set1_epi16(1));
+    return _mm256_slli_epi32(sums, 3);
+  }
+  static __m256i dot(__m256i offset_weights, __m256i x, __m256i activation_term) {
+    const __m256i pairs = _mm256_maddubs_epi16(offset_weights, x);
+    return _mm256_sub_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), activation_term);
+  }
+};
 
 // The integer-product tile: per group of weight columns, the exact int32 sums of each 32-column
 // block scaled by the block's activation scale, summed in float32, and each group's sum scaled by
@@ -161,8 +172,9 @@ struct Int8ActivationTiles {
         for (int t = 0; t < T; ++t) {
           const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + t * x_stride + c));
           const __m256 x_scale = _mm256_broadcast_ss(x_scales + t * x_blocks + chunk);
+          const __m256i term = Weights::activation_term(xv);
           for (int r = 0; r < R; ++r)
-            sums[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(chunk_dot(wv[r], xv)), x_scale, sums[r][t]);
+            sums[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Weights::dot(wv[r], xv, term)), x_scale, sums[r][t]);
         }
       }
       for (int r = 0; r < R; ++r) {
