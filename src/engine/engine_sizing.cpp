@@ -53,12 +53,14 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                                 settings.speculative_eagle_topk,
                                 settings.speculative_num_draft_tokens,
                                 settings.max_tree_experts,
-                                settings.speculative_draft_model_path};
+                                settings.speculative_draft_model_path,
+                                parse_draft_quantization(settings.speculative_draft_model_quantization)};
   const std::vector<LayerRange> stages =
       identity.stages.empty() ? std::vector<LayerRange>{{0, model.num_hidden_layers}} : identity.stages;
   validate(speculative, model.num_experts_per_tok, static_cast<int>(stages.size()));
   if (speculative.algorithm == SpeculativeAlgorithm::Standalone) {
     sizing.worker.draft_model_path = speculative.draft_model_path;
+    sizing.worker.draft_quantization = speculative.draft_quantization;
     const ModelConfig draft = draft_config(speculative.draft_model_path);
     if (settings.captures_routing() && draft.num_moe_layers() > 0) {
       service.draft_routing = {draft.num_moe_layers(), draft.num_experts_per_tok};
