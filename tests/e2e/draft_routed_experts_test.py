@@ -1,12 +1,14 @@
 """Starts moe-serve with a STANDALONE MoE draft model and --enable-return-routed-experts, and asks for
 return_draft_routed_experts over ZeroMQ, HTTP /generate and /v1/completions: the target's rows stay
 the golden ones, the draft's rows come apart (draft_routed_experts, with its own shape and dtype),
-one per position of routed_experts; with the target as its own draft they equal the golden rows.
+one per position of routed_experts; with the target as its own draft they equal the golden rows (also
+as examples/zmq_client.py --draft-routed-experts prints them).
 Requests the server cannot serve are refused with the field named (400 over HTTP).
 Usage: draft_routed_experts_test.py PATH/TO/moe-serve"""
 import base64
 import json
 import os
+import subprocess
 import sys
 import time
 import unittest
@@ -74,6 +76,28 @@ class DraftRoutedExperts(unittest.TestCase):
                     sp.expect_golden(self, case, reply["output_ids"], reply["draft_routed_experts"],
                                      g["max_new_tokens"])
             sock.close()
+            # examples/zmq_client.py --draft-routed-experts asks for both and prints them apart.
+            command = [sys.executable, os.path.join(sp.REPO, "examples", "zmq_client.py"), "--endpoint",
+                       f"tcp://127.0.0.1:{server.zmq_port}", "--max-new-tokens", str(g["max_new_tokens"]),
+                       "--ignore-eos", "--json"]
+            for case in g["cases"]:
+                command += ["--input-ids", ",".join(map(str, case["prompt_ids"]))]
+            for flag in ("--draft-routed-experts", "--routed-experts"):
+                run = subprocess.run(command + [flag], capture_output=True, text=True, timeout=300)
+                self.assertEqual(run.returncode, 0, run.stderr)
+                results = [json.loads(line) for line in run.stdout.splitlines()]
+                self.assertEqual(len(results), len(g["cases"]))
+                for case, result in zip(g["cases"], results):
+                    sp.expect_golden(self, case, result["output_ids"], result["routed_experts"], g["max_new_tokens"])
+                    if flag == "--draft-routed-experts":
+                        sp.expect_golden(self, case, result["output_ids"], result["draft_routed_experts"],
+                                         g["max_new_tokens"])
+                    else:
+                        self.assertNotIn("draft_routed_experts", result)
+            text = [arg for arg in command if arg != "--json"] + ["--draft-routed-experts"]
+            run = subprocess.run(text, capture_output=True, text=True, timeout=300)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertEqual(run.stdout.count("\ndraft routed experts: ("), len(g["cases"]), run.stdout)
             case = g["cases"][0]
             status, body = post(server.http_port, "/generate",
                                 dict(sp.golden_request(case, g["max_new_tokens"], "h"), return_draft_routed_experts=True))
