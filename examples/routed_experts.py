@@ -13,6 +13,9 @@ carries, when the request asked for them:
 
 Row i holds the experts chosen when the token at position i (counting from
 routed_experts_start_len) was the model's input, in descending router probability.
+With return_draft_routed_experts (a server with an MoE STANDALONE draft model), draft_routed_experts
+(with draft_routed_experts_shape / _dtype) holds the draft model's rows of the same positions:
+routed_experts(meta_info, name="draft_routed_experts").
 
     from routed_experts import routed_experts, router_weights
     ids = routed_experts(reply["meta_info"])          # np.ndarray [rows, layers, top_k]

@@ -7,6 +7,10 @@ then:
     examples/zmq_client.py --endpoint tcp://127.0.0.1:30001 --text "The capital of France is" \
         --max-new-tokens 16 --routed-experts
 --json prints one JSON object per request (ids, text, finish reason, routed experts as nested lists).
+
+On a server with an MoE STANDALONE draft model (--speculative-algorithm STANDALONE
+--speculative-draft-model-path DRAFT), --draft-routed-experts also asks for the draft model's own routing
+of the same positions (return_draft_routed_experts, docs/speculative.md) and prints it apart.
 """
 import argparse
 import base64
@@ -72,6 +76,9 @@ def main():
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--ignore-eos", action="store_true")
     parser.add_argument("--routed-experts", action="store_true", help="ask for the routed experts of every token")
+    parser.add_argument("--draft-routed-experts", action="store_true",
+                        help="also ask for the STANDALONE draft model's routed experts of the same tokens "
+                             "(implies --routed-experts)")
     parser.add_argument("--stream", action="store_true")
     parser.add_argument("--no-speculative", action="store_true",
                         help="decode without speculation on a server started with --speculative-algorithm")
@@ -84,8 +91,9 @@ def main():
     prompts = [{"text": t} for t in args.text] if args.text else [
         {"input_ids": [int(i) for i in ids.split(",")]} for ids in args.input_ids]
     for prompt in prompts:
-        request = dict(prompt, stream=args.stream, return_routed_experts=args.routed_experts,
-                       speculative=not args.no_speculative,
+        request = dict(prompt, stream=args.stream,
+                       return_routed_experts=args.routed_experts or args.draft_routed_experts,
+                       return_draft_routed_experts=args.draft_routed_experts, speculative=not args.no_speculative,
                        sampling_params={"max_new_tokens": args.max_new_tokens, "temperature": args.temperature,
                                         "ignore_eos": args.ignore_eos})
         try:
@@ -93,16 +101,21 @@ def main():
         except RuntimeError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
-        experts = result["routed_experts"]
+        routing = {"routed_experts": result["routed_experts"]}
+        if args.draft_routed_experts:
+            routing["draft_routed_experts"] = result["draft_routed_experts"]
         if args.json:
-            print(json.dumps({"text": result["text"], "output_ids": result["output_ids"],
-                              "finish_reason": result["meta_info"]["finish_reason"],
-                              "routed_experts": None if experts is None else experts.tolist()}))
+            print(json.dumps(dict({"text": result["text"], "output_ids": result["output_ids"],
+                                   "finish_reason": result["meta_info"]["finish_reason"]},
+                                  **{name: None if experts is None else experts.tolist()
+                                     for name, experts in routing.items()})))
         else:
             print(f"{result['text']!r} ({len(result['output_ids'])} tokens, "
                   f"finish {result['meta_info']['finish_reason']})")
-            if experts is not None:
-                print(f"routed experts: {experts.shape} {experts.dtype}; first row, layer 0: {experts[0, 0].tolist()}")
+            for name, experts in routing.items():
+                if experts is not None:
+                    print(f"{name.replace('_', ' ')}: {experts.shape} {experts.dtype}; "
+                          f"first row, layer 0: {experts[0, 0].tolist()}")
     return 0
 
 

@@ -49,10 +49,12 @@ std::vector<LayerRange> stage_layers(const ServeOptions& options, const ModelCon
                       options.pp_layer_split.empty() ? std::vector<int>{} : parse_layer_split(options.pp_layer_split));
 }
 
-// The one way this process loads weights: at start (from --model-path) and for weight updates;
-// `layers` for a pipeline stage (none: the whole model).
+// The one way this process loads weights: at start (from --model-path), for weight updates and the
+// STANDALONE draft; `layers` for a pipeline stage (none: the whole model), `quantization` in place
+// of --quantization (the draft's --speculative-draft-model-quantization).
 std::unique_ptr<Model> load_model(const ServeOptions& options, const std::string& model_dir,
-                                  std::optional<LayerRange> layers = std::nullopt) {
+                                  std::optional<LayerRange> layers = std::nullopt,
+                                  std::optional<Quantization> quantization = std::nullopt) {
   ModelOptions mo;
   mo.layers = layers;
   mo.device = parse_device(options.device);
@@ -60,7 +62,7 @@ std::unique_ptr<Model> load_model(const ServeOptions& options, const std::string
   mo.moe_backend = parse_moe_backend(options.moe_runner_backend);
   mo.ep_size = options.ep_size;
   mo.expert_placement_file = options.expert_placement;
-  mo.quantization = parse_quantization(options.quantization);
+  mo.quantization = quantization ? *quantization : parse_quantization(options.quantization);
   mo.quantization_group_size = options.quantization_group_size;
   mo.kernel_dtype = parse_kernel_dtype(options.kernel_dtype);
   // The files are read front to back first, with progress, so that the load, which copies the
@@ -97,7 +99,9 @@ EngineSizing sized(const ServeOptions& options, const ModelConfig& config, std::
                    uint64_t seed_source) {
   EngineSizing sizing =
       size_engine(options, config, identity_of(options, config), std::move(eos_token_ids), seed_source);
-  sizing.worker.load_model = [options](const std::string& model_dir) { return load_model(options, model_dir); };
+  sizing.worker.load_model = [options](const std::string& model_dir, std::optional<Quantization> quantization) {
+    return load_model(options, model_dir, std::nullopt, quantization);
+  };
   sizing.service.weights = {options.model_path, options.weight_version};
   return sizing;
 }

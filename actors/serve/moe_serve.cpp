@@ -91,6 +91,9 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        "tokens one verify pass checks, the last accepted token included")
       ("speculative-draft-model-path", po::value(&o.speculative_draft_model_path),
        "STANDALONE's draft checkpoint (same tokenizer and vocabulary as --model-path)")
+      ("speculative-draft-model-quantization", po::value(&o.speculative_draft_model_quantization),
+       "the draft's own quantization: unquant (its checkpoint's dtype) | int8 | int4 (--quantization-group-size); "
+       "default: as the target (--quantization)")
       ("max-tree-experts", po::value(&o.max_tree_experts)->default_value(0),
        "experts a verify pass may use per MoE layer, the best by summed router probability (0 = off)")
       ("role", po::value(&role)->default_value("all"), "all | worker (only the model worker, for multi-process)")

@@ -9,7 +9,8 @@
 // Set MOE_BENCH_MODEL to the checkpoint moe-make-checkpoint wrote (bench/RESULTS.md), and
 // MOE_BENCH_DRAFT_MODEL to a draft: e.g. the target's first layers (moe-make-checkpoint
 // --truncate-from), or where it holds no checkpoint yet, the benchmark config cut to 2 layers with
-// random weights is written there.
+// random weights is written there. MOE_BENCH_DRAFT_QUANTIZATION (unquant, int8 or int4; unset: as
+// the target, which is not quantized here) is the drafts' --speculative-draft-model-quantization.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -79,6 +80,8 @@ std::unique_ptr<EngineCore> make_engine(Speculation speculation, int max_tree_ex
     options.settings.speculative_algorithm = "STANDALONE";
     options.settings.speculative_draft_model_path =
         speculation == Speculation::StandaloneSelf ? bench::benchmark_checkpoint() : small_draft();
+    const char* quantization = std::getenv("MOE_BENCH_DRAFT_QUANTIZATION");
+    options.settings.speculative_draft_model_quantization = quantization ? quantization : "";
     options.settings.speculative_num_steps = 4;
     options.settings.speculative_eagle_topk = 1;
     options.settings.speculative_num_draft_tokens = 5;

@@ -20,12 +20,16 @@ struct EngineSettings {
   int64_t context_length = 0;           // 0 = the model's max_position_embeddings
   bool enable_return_routed_experts = false;
   bool enable_return_router_weights = false;  // also keep top-k router weights (implies the above)
-  // Speculative decoding: "" (off) or NGRAM (drafts from n-gram matches in the request's own tokens).
+  // Speculative decoding: "" (off), NGRAM (drafts from n-gram matches in the request's own tokens) or
+  // STANDALONE (drafts from a draft model).
   std::string speculative_algorithm;
   int speculative_num_steps = 4;         // deepest draft token after the root
   int speculative_eagle_topk = 2;        // most children of one draft-tree node
   int speculative_num_draft_tokens = 8;  // tokens per verify, the root included
   std::string speculative_draft_model_path;
+  // The STANDALONE draft's quantization: "" = the target's (--quantization), "unquant" = its
+  // checkpoint's dtype, "int8" | "int4" = quantized at load (the target's group size).
+  std::string speculative_draft_model_quantization;
   int max_tree_experts = 0;              // expert pool of a verify pass per MoE layer; 0 = off
   // A context_length above the model's max_position_embeddings is refused unless this is set (then
   // it is a warning): positions beyond it were never trained.

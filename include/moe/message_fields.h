@@ -294,6 +294,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("pp_rank", m.pp_rank);
   visit("layer_begin", m.layer_begin);
   visit("layer_end", m.layer_end);
+  visit("draft_fingerprint", m.draft_fingerprint);
 }
 
 template <StructOf<Heartbeat> M, class Visit>

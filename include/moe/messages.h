@@ -17,7 +17,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 12;
+inline constexpr uint32_t kProtocolVersion = 13;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -406,6 +406,7 @@ struct WorkerSettings {
   int32_t pp_rank = 0;      // which of them this worker runs
   int32_t layer_begin = 0;  // its decoder layers [layer_begin, layer_end)
   int32_t layer_end = 0;
+  uint64_t draft_fingerprint = 0;  // the STANDALONE draft's checkpoint (model_fingerprint); 0: no draft
   bool operator==(const WorkerSettings&) const = default;
 };
 

@@ -31,8 +31,9 @@ struct EngineCoreOptions {
   PromptFormat prompt_format;
   std::vector<int32_t> eos_token_ids;  // none: only max_new_tokens and stop_token_ids end a request
   uint64_t seed_source = 42;           // draws the seeds of requests that bring none
-  // Loads the checkpoint of a weight update; unset, update_weights() fails.
-  std::function<std::unique_ptr<Model>(const std::string& model_dir)> load_model;
+  // Loads the checkpoint of a weight update (and the STANDALONE draft); unset, update_weights()
+  // fails and the draft loads with Model::load's defaults.
+  ModelLoader load_model;
 };
 
 class EngineCore {

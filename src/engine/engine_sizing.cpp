@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
+#include "model/model_fingerprint.h"
 
 namespace moe {
 
@@ -24,10 +25,15 @@ void check_context_length(const EngineSettings& settings, const ModelConfig& mod
                model.max_position_embeddings);
 }
 
-// The STANDALONE draft's config (read again when the worker loads it); a failure names the flag.
-ModelConfig draft_config(const std::string& path) {
+// The STANDALONE draft's config (read again when the worker loads it) and fingerprint (which a
+// worker and its scheduler must agree on); a failure names the flag.
+struct DraftIdentity {
+  ModelConfig config;
+  uint64_t fingerprint = 0;
+};
+DraftIdentity draft_identity(const std::string& path) {
   try {
-    return load_model_config(path);
+    return {load_model_config(path), model_fingerprint(path)};
   } catch (const std::exception& e) {
     throw Error("--speculative-draft-model-path " + path + ": " + e.what());
   }
@@ -53,13 +59,17 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                                 settings.speculative_eagle_topk,
                                 settings.speculative_num_draft_tokens,
                                 settings.max_tree_experts,
-                                settings.speculative_draft_model_path};
+                                settings.speculative_draft_model_path,
+                                parse_draft_quantization(settings.speculative_draft_model_quantization)};
   const std::vector<LayerRange> stages =
       identity.stages.empty() ? std::vector<LayerRange>{{0, model.num_hidden_layers}} : identity.stages;
   validate(speculative, model.num_experts_per_tok, static_cast<int>(stages.size()));
+  uint64_t draft_fingerprint = 0;
   if (speculative.algorithm == SpeculativeAlgorithm::Standalone) {
     sizing.worker.draft_model_path = speculative.draft_model_path;
-    const ModelConfig draft = draft_config(speculative.draft_model_path);
+    sizing.worker.draft_quantization = speculative.draft_quantization;
+    const auto [draft, fingerprint] = draft_identity(speculative.draft_model_path);
+    draft_fingerprint = fingerprint;
     if (settings.captures_routing() && draft.num_moe_layers() > 0) {
       service.draft_routing = {draft.num_moe_layers(), draft.num_experts_per_tok};
       sizing.draft_num_experts = draft.num_experts;
@@ -80,6 +90,7 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
   worker.capture_router_weights = settings.enable_return_router_weights;
   worker.ep_size = identity.ep_size;
   worker.pp_size = static_cast<int32_t>(stages.size());
+  worker.draft_fingerprint = draft_fingerprint;
   for (size_t rank = 0; rank < stages.size(); ++rank) {
     msg::WorkerSettings stage = worker;
     stage.pp_rank = static_cast<int32_t>(rank);

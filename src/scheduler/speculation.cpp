@@ -34,11 +34,22 @@ SpeculativeAlgorithm parse_speculative_algorithm(const std::string& name) {
   throw Error("unknown --speculative-algorithm '" + name + "'; choose NGRAM or STANDALONE");
 }
 
+std::optional<Quantization> parse_draft_quantization(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (name == "unquant") return Quantization::None;
+  if (name == "int8") return Quantization::Int8;
+  if (name == "int4") return Quantization::Int4;
+  throw Error("--speculative-draft-model-quantization '" + name +
+              "': expected unquant, int8 or int4 (or leave it out: the draft is quantized as the target)");
+}
+
 void validate(const SpeculativeConfig& config, int top_k, int pp_size) {
   if (!config.enabled()) {
     if (config.max_tree_experts != 0) throw Error("--max-tree-experts needs --speculative-algorithm");
     if (!config.draft_model_path.empty())
       throw Error("--speculative-draft-model-path needs --speculative-algorithm STANDALONE");
+    if (config.draft_quantization)
+      throw Error("--speculative-draft-model-quantization needs --speculative-algorithm STANDALONE");
     return;
   }
   if (config.num_steps < 1) throw Error("--speculative-num-steps must be at least 1");
@@ -53,6 +64,8 @@ void validate(const SpeculativeConfig& config, int top_k, int pp_size) {
     throw Error("--speculative-algorithm STANDALONE needs --speculative-draft-model-path (the draft checkpoint)");
   if (!standalone && !config.draft_model_path.empty())
     throw Error("--speculative-draft-model-path is for --speculative-algorithm STANDALONE only");
+  if (!standalone && config.draft_quantization)
+    throw Error("--speculative-draft-model-quantization is for --speculative-algorithm STANDALONE only");
   // The draft model ranks each node's children with the sampler's top alternatives.
   if (standalone && config.eagle_topk > kMaxTopLogprobs)
     throw Error("--speculative-eagle-topk must be at most " + std::to_string(kMaxTopLogprobs) +

@@ -3,9 +3,12 @@
 // from n-gram matches in a request's own prompt and output (prompt lookup), as a tree when earlier
 // occurrences continue differently.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "model/quantization.h"
 
 namespace moe {
 
@@ -14,6 +17,11 @@ enum class SpeculativeAlgorithm { None, Ngram, Standalone };
 // "" or "NONE" | "NGRAM" | "STANDALONE" (any case); anything else is a moe::Error.
 SpeculativeAlgorithm parse_speculative_algorithm(const std::string& name);
 
+// --speculative-draft-model-quantization: "" (left out: the draft is quantized as the target, by
+// --quantization) | "unquant" (the draft's checkpoint dtype, whatever the target's) | "int8" | "int4"
+// (only the draft, with --quantization-group-size); anything else is a moe::Error naming the flag.
+std::optional<Quantization> parse_draft_quantization(const std::string& name);
+
 struct SpeculativeConfig {
   SpeculativeAlgorithm algorithm = SpeculativeAlgorithm::None;
   int num_steps = 4;         // --speculative-num-steps: deepest draft token, in tokens after the root
@@ -21,14 +29,16 @@ struct SpeculativeConfig {
   int num_draft_tokens = 8;  // --speculative-num-draft-tokens: tokens per verify, the root included
   int max_tree_experts = 0;  // --max-tree-experts: expert pool of a verify pass per MoE layer; 0 = off
   std::string draft_model_path;  // --speculative-draft-model-path (STANDALONE)
+  // --speculative-draft-model-quantization (STANDALONE): the draft's own; none: the target's
+  std::optional<Quantization> draft_quantization;
 
   bool enabled() const { return algorithm != SpeculativeAlgorithm::None; }
 };
 
 // Checks the settings against the model's routing (a pool smaller than top_k cannot route) and the
 // pipeline's stage count (draft trees are not verified across pipeline stages yet: speculation
-// needs --pp-size 1), and that STANDALONE, and only it, has a draft checkpoint; throws a moe::Error
-// naming the flag. (A draft that fails to load or has another vocabulary is refused by the worker.)
+// needs --pp-size 1), and that STANDALONE, and only it, has a draft checkpoint (and a draft
+// quantization, when given); throws a moe::Error naming the flag. (A draft that fails to load or has another vocabulary is refused by the worker.)
 void validate(const SpeculativeConfig& config, int top_k, int pp_size);
 
 // Draft tokens after a root, as a tree: node i carries tokens[i] and hangs below parents[i] (-1:

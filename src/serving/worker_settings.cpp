@@ -5,6 +5,9 @@ namespace {
 
 std::string text(int64_t value) { return std::to_string(value); }
 std::string text(bool on) { return on ? "on" : "off"; }
+std::string draft(uint64_t fingerprint) {
+  return fingerprint == 0 ? "none" : "the checkpoint of fingerprint " + std::to_string(fingerprint);
+}
 
 template <class T>
 std::string both(const char* setting, T scheduler, T worker) {
@@ -34,6 +37,10 @@ std::optional<std::string> settings_mismatch(const msg::WorkerSettings& expected
     return "the model worker of pipeline stage " + std::to_string(worker.pp_rank) + " holds layers [" +
            std::to_string(worker.layer_begin) + ", " + std::to_string(worker.layer_end) + "), the scheduler's split gives it [" +
            std::to_string(expected.layer_begin) + ", " + std::to_string(expected.layer_end) + ") (--pp-layer-split)";
+  if (worker.draft_fingerprint != expected.draft_fingerprint)
+    return "the model worker's STANDALONE draft model (--speculative-algorithm STANDALONE with "
+           "--speculative-draft-model-path) is " + draft(worker.draft_fingerprint) + ", the scheduler's " +
+           draft(expected.draft_fingerprint);
   return std::nullopt;
 }
 

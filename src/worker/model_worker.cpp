@@ -60,15 +60,24 @@ ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions&
       instance_(draw_instance()) {
   first_moe_layer_ = moe_layers_of(model_->config().moe_layer_ids, model_->layers()).begin;
   if (settings_.capture_routing) capturer_ = make_capturer();
-  if (!options.draft_model_path.empty()) draft_ = load_draft(options.draft_model_path);
+  if (!options.draft_model_path.empty()) draft_ = load_draft(options.draft_model_path, options.draft_quantization);
 }
 
-std::unique_ptr<DraftModel> ModelWorker::load_draft(const std::string& path) const {
+std::unique_ptr<DraftModel> ModelWorker::load_draft(const std::string& path,
+                                                    std::optional<Quantization> quantization) const {
   std::unique_ptr<Model> draft;
   try {
-    draft = load_model_ ? load_model_(path) : Model::load(path);
+    if (load_model_) {
+      draft = load_model_(path, quantization);
+    } else {
+      ModelOptions options;
+      options.quantization = quantization.value_or(Quantization::None);
+      draft = Model::load(path, options);
+    }
   } catch (const std::exception& e) {
-    throw Error("--speculative-draft-model-path " + path + ": " + e.what());
+    // The loader's messages name --quantization: say when the draft's own setting applied instead.
+    const std::string own = quantization ? " (as --speculative-draft-model-quantization says)" : "";
+    throw Error("--speculative-draft-model-path " + path + own + ": " + e.what());
   }
   return std::make_unique<DraftModel>(std::move(draft), model_->config(), settings_.kv_slots);
 }
@@ -259,7 +268,7 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
   answer.worker_instance = instance_;
   try {
     if (!load_model_) throw Error("this model worker cannot load new weights");
-    std::unique_ptr<Model> model = load_model_(update.model_path);
+    std::unique_ptr<Model> model = load_model_(update.model_path, std::nullopt);
     if (auto mismatch = config_mismatch(model_->config(), model->config()))
       throw Error(update.model_path + " holds another model than the one serving (" + *mismatch +
                   "); new weights must keep the architecture and sizes");

@@ -19,6 +19,12 @@ namespace moe {
 // The model's view of a worker batch: its tokens, positions and sequences.
 ForwardBatch to_forward_batch(const msg::WorkerBatch& batch);
 
+// Loads a checkpoint the way the serving model was loaded (device, MoE backend, expert placement,
+// quantization), its projections quantized by `quantization` instead of the serving model's setting
+// when that is given.
+using ModelLoader =
+    std::function<std::unique_ptr<Model>(const std::string& model_dir, std::optional<Quantization> quantization)>;
+
 struct ModelWorkerOptions {
   // What it serves (KV slots, capture buffer rows, capture with or without router weights, model
   // fingerprint); reported on every heartbeat, so the scheduler can refuse a mismatch.
@@ -26,12 +32,15 @@ struct ModelWorkerOptions {
   // Called from the copy engine's thread (the CPU's copy thread, CUDA's host-callback thread) when a
   // step's rows can be taken.
   std::function<void()> on_routing_ready;
-  // Loads a weight update's checkpoint the way the serving model was loaded (device, MoE backend,
-  // expert placement); unset, the worker refuses weight updates.
-  std::function<std::unique_ptr<Model>(const std::string& model_dir)> load_model;
+  // Loads a weight update's checkpoint, and the draft model, the way the serving model was loaded;
+  // unset, the worker refuses weight updates.
+  ModelLoader load_model;
   // STANDALONE speculation's draft checkpoint (--speculative-draft-model-path), loaded by load_model
-  // (Model::load's defaults when that is unset); empty: no draft model.
+  // with draft_quantization (Model::load's defaults, quantized so, when load_model is unset); empty:
+  // no draft model.
   std::string draft_model_path;
+  // --speculative-draft-model-quantization; none: the draft is quantized as the serving model.
+  std::optional<Quantization> draft_quantization;
 };
 
 class ModelWorker {
@@ -70,8 +79,9 @@ class ModelWorker {
 
  private:
   std::unique_ptr<RoutedExpertsCapturer> make_capturer() const;
-  // The draft model at `path`, loaded as weight updates are; a failure names the flag.
-  std::unique_ptr<DraftModel> load_draft(const std::string& path) const;
+  // The draft model at `path`, loaded as weight updates are but quantized by `quantization` when
+  // given; a failure names the flags.
+  std::unique_ptr<DraftModel> load_draft(const std::string& path, std::optional<Quantization> quantization) const;
   // A step's forward as run: the batch the model saw, and per MoE layer of this worker how many
   // distinct experts its draft-tree tokens used (empty without trees).
   struct ForwardRun {
@@ -93,7 +103,7 @@ class ModelWorker {
   // batch each sequence's count.
   void draw(const msg::WorkerBatch& batch, const ForwardRun& run, msg::WorkerResult& result) const;
 
-  std::function<std::unique_ptr<Model>(const std::string&)> load_model_;
+  ModelLoader load_model_;
   std::unique_ptr<Model> model_;
   KvCache kv_;
   std::unique_ptr<RoutedExpertsCapturer> capturer_;  // null without --enable-return-routed-experts

@@ -33,7 +33,7 @@ TEST(CudaWeightUpdate, AfterAnUpdateTheGpuAnswersAsAFreshEngineOnTheNewWeights) 
   EngineCoreOptions options;
   options.settings.max_total_tokens = 4096;
   options.settings.enable_return_routed_experts = true;
-  options.load_model = load_on_gpu;
+  options.load_model = [](const std::string& dir, std::optional<Quantization>) { return load_on_gpu(dir); };
   EngineCore engine(load_on_gpu(golden.model_dir),
                     tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer"), options);
   const std::vector<msg::GenerateRequest> requests = greedy_requests(golden);

@@ -1,12 +1,15 @@
 """Starts moe-serve with a STANDALONE MoE draft model and --enable-return-routed-experts, and asks for
 return_draft_routed_experts over ZeroMQ, HTTP /generate and /v1/completions: the target's rows stay
 the golden ones, the draft's rows come apart (draft_routed_experts, with its own shape and dtype),
-one per position of routed_experts; with the target as its own draft they equal the golden rows.
-Requests the server cannot serve are refused with the field named (400 over HTTP).
+one per position of routed_experts; with the target as its own draft they equal the golden rows (also
+as examples/zmq_client.py --draft-routed-experts prints them).
+Requests the server cannot serve are refused with the field named (400 over HTTP). A remote worker's
+--speculative-draft-model-quantization decides its draft's weights.
 Usage: draft_routed_experts_test.py PATH/TO/moe-serve"""
 import base64
 import json
 import os
+import subprocess
 import sys
 import time
 import unittest
@@ -74,6 +77,28 @@ class DraftRoutedExperts(unittest.TestCase):
                     sp.expect_golden(self, case, reply["output_ids"], reply["draft_routed_experts"],
                                      g["max_new_tokens"])
             sock.close()
+            # examples/zmq_client.py --draft-routed-experts asks for both and prints them apart.
+            command = [sys.executable, os.path.join(sp.REPO, "examples", "zmq_client.py"), "--endpoint",
+                       f"tcp://127.0.0.1:{server.zmq_port}", "--max-new-tokens", str(g["max_new_tokens"]),
+                       "--ignore-eos", "--json"]
+            for case in g["cases"]:
+                command += ["--input-ids", ",".join(map(str, case["prompt_ids"]))]
+            for flag in ("--draft-routed-experts", "--routed-experts"):
+                run = subprocess.run(command + [flag], capture_output=True, text=True, timeout=300)
+                self.assertEqual(run.returncode, 0, run.stderr)
+                results = [json.loads(line) for line in run.stdout.splitlines()]
+                self.assertEqual(len(results), len(g["cases"]))
+                for case, result in zip(g["cases"], results):
+                    sp.expect_golden(self, case, result["output_ids"], result["routed_experts"], g["max_new_tokens"])
+                    if flag == "--draft-routed-experts":
+                        sp.expect_golden(self, case, result["output_ids"], result["draft_routed_experts"],
+                                         g["max_new_tokens"])
+                    else:
+                        self.assertNotIn("draft_routed_experts", result)
+            text = [arg for arg in command if arg != "--json"] + ["--draft-routed-experts"]
+            run = subprocess.run(text, capture_output=True, text=True, timeout=300)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertEqual(run.stdout.count("\ndraft routed experts: ("), len(g["cases"]), run.stdout)
             case = g["cases"][0]
             status, body = post(server.http_port, "/generate",
                                 dict(sp.golden_request(case, g["max_new_tokens"], "h"), return_draft_routed_experts=True))
@@ -127,6 +152,47 @@ class DraftRoutedExperts(unittest.TestCase):
             np.testing.assert_array_equal(np.concatenate([prompt_rows, choice_rows])[2:], draft)
         finally:
             server.stop(self)
+
+    def test_a_remote_worker_quantizes_its_draft_as_its_own_flags_say(self):
+        # The worker loads the draft, so its --speculative-draft-model-quantization int4 decides the
+        # draft's weights (the front, given none, reads only the draft's config.json): its draft rows are
+        # a one-process int4 draft's, which differ from a float draft's; the target's stay golden.
+        g = sp.golden()
+        draft = [*STANDALONE, "--speculative-draft-model-path", os.path.join(sp.DATA, "mixtral-tiny")]
+        int4 = ["--speculative-draft-model-quantization", "int4"]
+
+        def draft_rows(server):
+            sock = sp.connect(server.zmq_port)
+            rows = []
+            for i, case in enumerate(g["cases"]):
+                reply = sp.zmq_client.generate(sock, dict(sp.golden_request(case, g["max_new_tokens"], f"q{i}"),
+                                                          return_draft_routed_experts=True))
+                sp.expect_golden(self, case, reply["output_ids"], reply["routed_experts"], g["max_new_tokens"])
+                rows.append(reply["draft_routed_experts"])
+            sock.close()
+            return rows
+
+        one_process = {}
+        for name, flags in (("int4", int4), ("float", [])):
+            server = Serving(*draft, *flags)
+            try:
+                one_process[name] = draft_rows(server)
+            finally:
+                server.stop(self)
+        self.assertTrue(any(not np.array_equal(a, b) for a, b in zip(one_process["int4"], one_process["float"])))
+        links = ["--worker-endpoint", f"tcp://127.0.0.1:{sp.free_port()}",
+                 "--scheduler-endpoint", f"tcp://127.0.0.1:{sp.free_port()}"]
+        worker = sp.start(MOE_SERVE, "--role", "worker", *links, *draft, *int4)
+        try:
+            front = Serving(*draft, *links)
+            try:
+                for remote, local in zip(draft_rows(front), one_process["int4"]):
+                    np.testing.assert_array_equal(remote, local)
+            finally:
+                front.stop(self)
+        finally:
+            code, output = sp.terminate(worker)
+        self.assertEqual(code, 0, output)
 
     def test_a_server_without_a_draft_model_refuses_the_field(self):
         case = sp.golden()["cases"][0]

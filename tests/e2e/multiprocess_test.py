@@ -1,7 +1,7 @@
 """moe-serve with its model worker in a separate `moe-serve --role worker` process over tcp://:
 golden outputs; killing the worker fails in-flight requests within seconds; a restarted worker (whose
 KV cache is empty) never yields wrong tokens or routing for prompts the front had cached; a worker
-started with other settings is refused, naming the setting; a weight update reaches the remote worker;
+started with other settings (or another STANDALONE draft model) is refused, naming the setting; a weight update reaches the remote worker;
 SIGTERM exits 0.
 Usage: multiprocess_test.py PATH/TO/moe-serve"""
 import os
@@ -115,22 +115,29 @@ class MultiProcess(unittest.TestCase):
         self.assertIn("restarted", log)
 
     def test_a_worker_with_other_settings_is_refused_naming_the_setting(self):
+        self.expect_refused(["--enable-return-router-weights"], "--enable-return-router-weights")
+        # A STANDALONE draft the front does not draft with.
+        self.expect_refused(["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path",
+                             os.path.join(sp.DATA, "mixtral-tiny")], "--speculative-draft-model-path")
+        _, log = sp.terminate(self.server)
+        self.assertIn("refusing model worker", log)
+
+    def expect_refused(self, worker_flags, named):
+        """A worker restarted with `worker_flags` is refused: requests fail with 503 naming `named`."""
         self.worker.send_signal(signal.SIGKILL)
         self.worker.communicate()
-        self.worker = sp.start(MOE_SERVE, "--role", "worker", *self.links, "--enable-return-router-weights")
+        self.worker = sp.start(MOE_SERVE, "--role", "worker", *self.links, *worker_flags)
         g = sp.golden()
         deadline = sp.now() + 20
         while True:  # until the front has heard from the new worker
             self.sock.send(msgpack.packb(sp.golden_request(g["cases"][0], 4, f"refused{int(sp.now() * 1000)}")))
             reply = sp.wait_for_reply(self, self.sock, 20)
             self.assertIn("error", reply, "a worker with other settings was given work")
-            if "refused" in reply["error"]["message"] or sp.now() > deadline:
+            if ("refused" in reply["error"]["message"] and named in reply["error"]["message"]) or sp.now() > deadline:
                 break
             time.sleep(0.3)
-        _, log = sp.terminate(self.server)
-        self.assertIn("--enable-return-router-weights", reply["error"]["message"], log)
+        self.assertIn(named, reply["error"]["message"])
         self.assertEqual(reply["error"]["code"], 503)
-        self.assertIn("refusing model worker", log)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Starts moe-serve with --speculative-algorithm NGRAM, and STANDALONE with a draft model, as a user
 would and talks to it with examples/zmq_client.py: greedy replies keep the golden ids and routed
-experts with speculation and with --no-speculative, /metrics shows that verifies happened (and none
-for requests that opted out), a bad "speculative" value fails that request only, and bad speculative
-flags stop the server at start with the flag named.
+experts with speculation and with --no-speculative (and with an int4-quantized draft), /metrics shows
+that verifies happened (and none for requests that opted out), a bad "speculative" value fails that
+request only, and bad speculative flags stop the server at start with the flag named.
 Usage: speculative_test.py PATH/TO/moe-serve"""
 import json
 import os
@@ -78,14 +78,17 @@ class SpeculativeServe(unittest.TestCase):
 
     def test_standalone_draft_models_keep_golden_ids_and_rows(self):
         # The target as its own draft (the acceptance ceiling) and mixtral-tiny, another architecture
-        # with the same tokenizer, as a smaller draft.
+        # with the same tokenizer, as a smaller draft, also quantized to int4 on its own (the target
+        # decides every token, so a draft's precision only changes the acceptance).
         g = sp.golden()
+        mixtral = os.path.join(sp.DATA, "mixtral-tiny")
         # The target as draft proposes its own greedy chain: nearly all 4 drafts of a verify are kept.
-        for draft, least_tokens_per_verify in ((sp.MODEL, 3.0), (os.path.join(sp.DATA, "mixtral-tiny"), None)):
+        for draft, least_tokens_per_verify in (([sp.MODEL], 3.0), ([mixtral], None),
+                                               ([mixtral, "--speculative-draft-model-quantization", "int4"], None)):
             zmq_port, http_port = sp.free_port(), sp.free_port()
             server = sp.start(MOE_SERVE, "--tokenizer-path", sp.TOKENIZER, "--zmq-endpoint",
                               f"tcp://127.0.0.1:{zmq_port}", "--port", str(http_port),
-                              "--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", draft,
+                              "--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", *draft,
                               "--speculative-num-steps", "4", "--speculative-eagle-topk", "1",
                               "--speculative-num-draft-tokens", "5")
             try:
@@ -117,6 +120,11 @@ class SpeculativeServe(unittest.TestCase):
                               "--speculative-draft-model-path"),
                              (SPECULATIVE_FLAGS[:2] + ["--speculative-draft-model-path", sp.MODEL],
                               "--speculative-draft-model-path"),
+                             (standalone + ["--speculative-draft-model-path", sp.MODEL,
+                                            "--speculative-draft-model-quantization", "int2"],
+                              "--speculative-draft-model-quantization 'int2'"),
+                             (SPECULATIVE_FLAGS[:2] + ["--speculative-draft-model-quantization", "int4"],
+                              "--speculative-draft-model-quantization"),
                              (SPECULATIVE_FLAGS[:2] + ["--speculative-num-draft-tokens", "1"],
                               "--speculative-num-draft-tokens"),
                              (SPECULATIVE_FLAGS[:2] + ["--max-tree-experts", "1"], "--max-tree-experts"),

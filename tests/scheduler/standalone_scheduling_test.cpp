@@ -131,6 +131,32 @@ TEST(SpeculativeConfig, StandaloneNeedsADraftAndOnlyItTakesOne) {
   config = standalone_config().speculative;
   config.eagle_topk = 21;
   refused_naming(config, "--speculative-eagle-topk");
+  config = standalone_config().speculative;
+  config.draft_quantization = Quantization::Int4;
+  EXPECT_NO_THROW(validate(config, 4, 1));
+  config.algorithm = SpeculativeAlgorithm::Ngram;
+  config.draft_model_path.clear();
+  refused_naming(config, "--speculative-draft-model-quantization");
+  config.algorithm = SpeculativeAlgorithm::None;
+  refused_naming(config, "--speculative-draft-model-quantization");
+}
+
+TEST(SpeculativeConfig, DraftQuantizationIsTheTargetsUnlessGivenAndNamesItsFlagWhenBad) {
+  EXPECT_EQ(parse_draft_quantization(""), std::nullopt);
+  EXPECT_EQ(parse_draft_quantization("unquant"), Quantization::None);
+  EXPECT_EQ(parse_draft_quantization("int8"), Quantization::Int8);
+  EXPECT_EQ(parse_draft_quantization("int4"), Quantization::Int4);
+  // "none" would read as "not given" or as "unquantized": SGLang's unquant says which.
+  for (const std::string bad : {"none", "int2", "INT4", "fp8"}) {
+    try {
+      parse_draft_quantization(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--speculative-draft-model-quantization '" + bad + "'"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("unquant, int8 or int4"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

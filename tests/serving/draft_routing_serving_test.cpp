@@ -2,7 +2,8 @@
 // from the target's, one row per position of routed_experts. The target's rows stay the golden ones;
 // with the target as its own draft the draft's rows are the golden rows too, and a smaller draft's
 // rows are that model's own routing of the same tokens (a teacher-forced run of it alone). Requests
-// the server cannot serve are refused with the field named.
+// the server cannot serve are refused with the field named. An int4-quantized draft's rows are the
+// quantized model's own routing.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -19,13 +20,11 @@ namespace {
 
 std::string fixture_dir(const std::string& fixture) { return std::string(MOE_TEST_DATA_DIR) + "/" + fixture; }
 
-std::unique_ptr<EngineCore> drafting(const std::string& draft_dir, int topk, int draft_tokens) {
+std::unique_ptr<EngineCore> drafting(const std::string& draft_dir, int topk, int draft_tokens,
+                                     const std::string& draft_quantization = "") {
   HarnessOptions options;
-  options.settings.speculative_algorithm = "STANDALONE";
-  options.settings.speculative_draft_model_path = draft_dir;
-  options.settings.speculative_num_steps = 4;
-  options.settings.speculative_eagle_topk = topk;
-  options.settings.speculative_num_draft_tokens = draft_tokens;
+  options.settings = with_standalone_draft(options.settings, draft_dir, topk, draft_tokens);
+  options.settings.speculative_draft_model_quantization = draft_quantization;
   return make_pipeline(options);
 }
 
@@ -34,7 +33,23 @@ std::vector<msg::GenerateRequest> asking_draft_rows(std::vector<msg::GenerateReq
   return requests;
 }
 
-class DraftRoutingServing : public SpeculativeServingTest {};
+class DraftRoutingServing : public SpeculativeServingTest {
+ protected:
+  // `draft` run alone over each golden case's prompt and the ids of reply `prefix`<i> (teacher-forced):
+  // its own routing of the reply's tokens, P+G rows per case.
+  std::vector<JoinedOutput> teacher_forced(std::unique_ptr<Model> draft,
+                                           const std::map<std::pair<std::string, int32_t>, JoinedOutput>& joined,
+                                           const std::string& prefix) const {
+    std::vector<msg::GenerateRequest> forced;
+    for (size_t i = 0; i < golden_.cases.size(); ++i) {
+      std::vector<int32_t> ids = golden_.cases[i].prompt_ids;
+      const std::vector<int32_t>& out = joined.at({prefix + std::to_string(i), 0}).ids;
+      ids.insert(ids.end(), out.begin(), out.end());
+      forced.push_back(greedy_request("f" + std::to_string(i), ids, 1));
+    }
+    return run_engine(std::move(draft), forced);
+  }
+};
 
 TEST_F(DraftRoutingServing, TheTargetAsItsOwnDraftReturnsTheGoldenRowsForBoth) {
   for (const auto& [topk, tokens] : {std::pair{1, 5}, std::pair{2, 8}}) {
@@ -80,14 +95,7 @@ TEST_F(DraftRoutingServing, ASmallerDraftsRowsAreItsOwnRoutingOfTheSameTokens) {
   const auto joined = join_outputs(engine->run(requests));
   const ModelConfig draft_config = load_model_config(draft);
   const auto row_size = static_cast<size_t>(draft_config.num_moe_layers() * draft_config.num_experts_per_tok);
-  std::vector<msg::GenerateRequest> forced;
-  for (size_t i = 0; i < golden_.cases.size(); ++i) {
-    std::vector<int32_t> ids = golden_.cases[i].prompt_ids;
-    const std::vector<int32_t>& out = joined.at({"d" + std::to_string(i), 0}).ids;
-    ids.insert(ids.end(), out.begin(), out.end());
-    forced.push_back(greedy_request("f" + std::to_string(i), ids, 1));
-  }
-  const std::vector<JoinedOutput> own = run_engine(Model::load(draft), forced);
+  const std::vector<JoinedOutput> own = teacher_forced(Model::load(draft), joined, "d");
   for (size_t i = 0; i < golden_.cases.size(); ++i) {
     const JoinedOutput& d = joined.at({"d" + std::to_string(i), 0});
     const JoinedOutput& last = joined.at({"last" + std::to_string(i), 0});
@@ -100,6 +108,33 @@ TEST_F(DraftRoutingServing, ASmallerDraftsRowsAreItsOwnRoutingOfTheSameTokens) {
         << "case " << i;
     EXPECT_EQ(last.draft_num_rows, last.num_rows);
   }
+}
+
+// --speculative-draft-model-quantization int4: the draft proposes (and routes) as mixtral-tiny with
+// int4 projections, the target still decides every kept token. The draft's rows are the quantized
+// model's own routing, which on these tokens differs from the float model's somewhere (else the
+// test could not tell the two apart).
+TEST_F(DraftRoutingServing, AnInt4DraftsRowsAreTheQuantizedModelsOwnRouting) {
+  const std::string draft = fixture_dir("mixtral-tiny");
+  auto engine = drafting(draft, 2, 8, "int4");
+  const auto joined = join_outputs(engine->run(asking_draft_rows(all_cases("q"))));
+  expect_all_golden(joined, "q");
+  EXPECT_GT(engine->service().stats().verify_passes, 0);
+  ModelOptions int4;
+  int4.quantization = Quantization::Int4;
+  const std::vector<JoinedOutput> quantized = teacher_forced(Model::load(draft, int4), joined, "q");
+  const std::vector<JoinedOutput> float_rows = teacher_forced(Model::load(draft), joined, "q");
+  const ModelConfig draft_config = load_model_config(draft);
+  const auto row_size = static_cast<size_t>(draft_config.num_moe_layers() * draft_config.num_experts_per_tok);
+  bool differs = false;
+  for (size_t i = 0; i < golden_.cases.size(); ++i) {
+    const JoinedOutput& q = joined.at({"q" + std::to_string(i), 0});
+    const std::vector<int32_t> expected(quantized[i].rows.begin(), quantized[i].rows.end() - row_size);
+    ASSERT_EQ(q.draft_num_rows, q.num_rows) << "case " << i;
+    EXPECT_EQ(q.draft_rows, expected) << "case " << i;
+    differs = differs || expected != std::vector<int32_t>(float_rows[i].rows.begin(), float_rows[i].rows.end() - row_size);
+  }
+  EXPECT_TRUE(differs) << "int4 and float mixtral-tiny route every position alike: the test cannot see the quantization";
 }
 
 // A draft whose layers are all dense (Qwen3's mlp_only_layers) has no routing to report.

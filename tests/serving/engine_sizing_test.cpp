@@ -1,10 +1,12 @@
-// size_engine: the context length it resolves, and a --context-length longer than the model was
-// trained for, refused naming both numbers unless allowed.
+// size_engine: the context length it resolves, a --context-length longer than the model was
+// trained for, refused naming both numbers unless allowed, and the STANDALONE draft's
+// quantization handed to the worker.
 #include "engine/engine_sizing.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "common/error.h"
 
@@ -40,6 +42,20 @@ TEST(EngineSizing, AContextAboveTheModelsPositionsNeedsAllowLongContext) {
   EXPECT_NE(message.find("--allow-long-context"), std::string::npos) << message;
   settings.allow_long_context = true;
   EXPECT_EQ(size_engine(settings, kModel, {}, {}, 1).limits.context_length, 2048);
+}
+
+TEST(EngineSizing, TheWorkerGetsTheDraftsOwnQuantizationOrNoneToFollowTheTarget) {
+  EngineSettings settings = with_context(0);
+  settings.speculative_algorithm = "STANDALONE";
+  settings.speculative_draft_model_path = std::string(MOE_TEST_DATA_DIR) + "/mixtral-tiny";
+  EXPECT_EQ(size_engine(settings, kModel, {}, {}, 1).worker.draft_quantization, std::nullopt);
+  for (const auto& [name, quantization] :
+       {std::pair{"unquant", Quantization::None}, {"int8", Quantization::Int8}, {"int4", Quantization::Int4}}) {
+    settings.speculative_draft_model_quantization = name;
+    const EngineSizing sizing = size_engine(settings, kModel, {}, {}, 1);
+    EXPECT_EQ(sizing.worker.draft_quantization, quantization) << name;
+    EXPECT_EQ(sizing.service.scheduler.speculative.draft_quantization, quantization) << name;
+  }
 }
 
 }  // namespace

@@ -10,7 +10,11 @@ std::unique_ptr<EngineCore> make_pipeline(const HarnessOptions& options) {
   model_options.device = options.device;
   return make_engine(load_model(std::string(MOE_TEST_DATA_DIR) + "/" + options.fixture, model_options),
                      options.settings,
-                     [model_options](const std::string& model_dir) { return load_model(model_dir, model_options); });
+                     [model_options](const std::string& model_dir, std::optional<Quantization> quantization) {
+                       ModelOptions options = model_options;
+                       options.quantization = quantization.value_or(model_options.quantization);
+                       return load_model(model_dir, options);
+                     });
 }
 
 }  // namespace moe::testing

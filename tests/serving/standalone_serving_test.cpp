@@ -1,7 +1,8 @@
 // STANDALONE speculative decoding (a draft model in the worker, its trees verified by the target)
 // through the engine step: greedy replies keep exactly the golden ids and routing rows with the
 // target itself as draft and with a smaller random draft checkpoint of the same vocabulary — alone,
-// batched with requests that do not speculate, from the prefix cache and after preemption — the draft
+// batched with requests that do not speculate, from the prefix cache and after preemption, and with
+// either draft quantized to int4 (--speculative-draft-model-quantization) — the draft
 // that is the target has nearly every draft accepted, temperature 1 draws what plain decoding draws,
 // and bad draft settings stop the engine's start naming the flag.
 #include <gtest/gtest.h>
@@ -42,13 +43,8 @@ std::string random_draft(int64_t vocab_size) {
 
 std::string small_draft() { return random_draft(151936); }
 
-EngineSettings standalone_settings(const std::string& draft_dir, EngineSettings s = HarnessOptions{}.settings) {
-  s.speculative_algorithm = "STANDALONE";
-  s.speculative_draft_model_path = draft_dir;
-  s.speculative_num_steps = 4;
-  s.speculative_eagle_topk = 2;
-  s.speculative_num_draft_tokens = 8;
-  return s;
+EngineSettings standalone_settings(const std::string& draft_dir) {
+  return with_standalone_draft(HarnessOptions{}.settings, draft_dir, 2, 8);
 }
 
 std::unique_ptr<EngineCore> drafting(const EngineSettings& settings, const std::string& fixture = "qwen3-moe-tiny") {
@@ -58,18 +54,21 @@ std::unique_ptr<EngineCore> drafting(const EngineSettings& settings, const std::
   return make_pipeline(options);
 }
 
-// The draft of each golden case: the target itself, or the small random checkpoint.
+// The draft of each golden case: the target itself, or the small random checkpoint, quantized as
+// --speculative-draft-model-quantization says ("": as the float target).
 struct DraftCase {
   std::string fixture;
   bool target_as_draft;
+  std::string draft_quantization;
 };
 
 class StandaloneGolden : public ::testing::TestWithParam<DraftCase> {};
 
+// A draft's precision may change what it proposes, never what is kept: the target decides.
 TEST_P(StandaloneGolden, EveryCaseAloneAndAllBatchedGiveGoldenIdsAndRows) {
   const DraftCase& param = GetParam();
-  const EngineSettings settings =
-      standalone_settings(param.target_as_draft ? fixture_dir(param.fixture) : small_draft());
+  EngineSettings settings = standalone_settings(param.target_as_draft ? fixture_dir(param.fixture) : small_draft());
+  settings.speculative_draft_model_quantization = param.draft_quantization;
   const auto engine =
       expect_every_case_golden_alone_and_batched(param.fixture, [&] { return drafting(settings, param.fixture); });
   if (param.target_as_draft) expect_drafts_accepted(*engine);
@@ -78,14 +77,17 @@ TEST_P(StandaloneGolden, EveryCaseAloneAndAllBatchedGiveGoldenIdsAndRows) {
 
 std::vector<DraftCase> draft_cases() {
   std::vector<DraftCase> cases;
-  for (const std::string& fixture : kGoldenFixtures) cases.push_back({fixture, true});
-  cases.push_back({"qwen3-moe-tiny", false});
+  for (const std::string& fixture : kGoldenFixtures) cases.push_back({fixture, true, ""});
+  cases.push_back({"qwen3-moe-tiny", false, ""});
+  cases.push_back({"qwen3-moe-tiny", true, "int4"});
+  cases.push_back({"qwen3-moe-tiny", false, "int4"});
   return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(Drafts, StandaloneGolden, ::testing::ValuesIn(draft_cases()),
                          [](const ::testing::TestParamInfo<DraftCase>& info) {
-                           std::string name = info.param.fixture + (info.param.target_as_draft ? "_self" : "_small");
+                           std::string name = info.param.fixture + (info.param.target_as_draft ? "_self" : "_small") +
+                                              (info.param.draft_quantization.empty() ? "" : "_" + info.param.draft_quantization);
                            for (char& c : name)
                              if (c == '-') c = '_';
                            return name;
@@ -190,6 +192,13 @@ TEST_F(StandaloneServing, BadDraftSettingsAreRefusedWithTheFlagNamed) {
   s = standalone_settings(small_draft());
   s.speculative_eagle_topk = 21;
   refused(s, "--speculative-eagle-topk", "more children per node than the sampler ranks");
+  s = standalone_settings(small_draft());
+  s.speculative_draft_model_quantization = "int2";
+  refused(s, "--speculative-draft-model-quantization", "a draft quantization that does not exist");
+  s.speculative_algorithm = "NGRAM";
+  s.speculative_draft_model_path.clear();
+  s.speculative_draft_model_quantization = "int4";
+  refused(s, "--speculative-draft-model-quantization", "a draft quantization without STANDALONE");
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The scheduler side of the worker handshake: no step goes to a worker before its heartbeat shows
 // settings equal to the scheduler's; a refused worker gets none, and requests fail naming the
 // setting; a new worker instance (a restart: its KV cache is empty) fails every live request and
-// empties the prefix cache, so no reply is computed over KV the new worker does not have.
+// empties the prefix cache, so no reply is computed over KV the new worker does not have. A worker
+// with another STANDALONE draft model (or none) is refused too.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -54,6 +55,27 @@ TEST_F(WorkerHandshake, AWorkerWithOtherSettingsIsRefusedNamingTheSetting) {
   EXPECT_TRUE(service_.worker_refusal().empty());
   EXPECT_FALSE(service_.add_request(request("b")));
   EXPECT_TRUE(service_.next_batch());
+}
+
+// A STANDALONE scheduler plans draft trees (and, with capture, waits for the draft's rows) that only a
+// worker with the same draft model can fill.
+TEST_F(WorkerHandshake, AWorkerWithAnotherDraftModelOrNoneIsRefusedNamingTheFlags) {
+  msg::WorkerSettings drafting = expected_settings();
+  drafting.draft_fingerprint = 7;
+  SchedulerServiceOptions standalone = options();
+  standalone.expected_stages = {drafting};
+  SchedulerService service(standalone, ServingModelInfo{2, 2, 4});
+  for (const uint64_t draft : {uint64_t{0}, uint64_t{8}}) {
+    msg::WorkerSettings worker = drafting;
+    worker.draft_fingerprint = draft;
+    service.on_heartbeat({10 + draft, worker});  // a worker started anew, with these settings
+    EXPECT_FALSE(service.worker_accepted());
+    const std::string refusal = service.worker_refusal();
+    EXPECT_NE(refusal.find("--speculative-draft-model-path"), std::string::npos) << refusal;
+    EXPECT_NE(refusal.find(draft == 0 ? "is none" : "fingerprint 8"), std::string::npos) << refusal;
+  }
+  service.on_heartbeat({20, drafting});
+  EXPECT_TRUE(service.worker_accepted());
 }
 
 TEST_F(WorkerHandshake, ARestartedWorkerFailsLiveRequestsAndEmptiesThePrefixCache) {

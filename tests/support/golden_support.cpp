@@ -128,8 +128,17 @@ std::vector<msg::GenerateRequest> greedy_requests(const Golden& golden, bool inc
   return requests;
 }
 
+EngineSettings with_standalone_draft(EngineSettings settings, const std::string& draft_dir, int topk, int draft_tokens) {
+  settings.speculative_algorithm = "STANDALONE";
+  settings.speculative_draft_model_path = draft_dir;
+  settings.speculative_num_steps = 4;
+  settings.speculative_eagle_topk = topk;
+  settings.speculative_num_draft_tokens = draft_tokens;
+  return settings;
+}
+
 std::unique_ptr<EngineCore> make_engine(std::unique_ptr<Model> model, const EngineSettings& settings,
-                                        std::function<std::unique_ptr<Model>(const std::string& model_dir)> load_model) {
+                                        ModelLoader load_model) {
   EngineCoreOptions options;
   options.settings = settings;
   options.load_model = std::move(load_model);

@@ -75,11 +75,15 @@ msg::GenerateRequest greedy_request(const std::string& rid, const std::vector<in
 // Greedy requests for every case (rid "case<i>"), generating the golden number of tokens.
 std::vector<msg::GenerateRequest> greedy_requests(const Golden& golden, bool include_last = false);
 
+// `settings` with STANDALONE speculation drafted by the checkpoint at `draft_dir`: 4 steps deep,
+// `topk` children per node, `draft_tokens` tokens per verify.
+EngineSettings with_standalone_draft(EngineSettings settings, const std::string& draft_dir, int topk, int draft_tokens);
+
 // An in-process engine over `model` with the Qwen3 tokenizer of tests/data; `load_model` (optional)
 // loads a STANDALONE draft and weight updates (unset: the draft on the CPU, no updates).
 std::unique_ptr<EngineCore> make_engine(
     std::unique_ptr<Model> model, const EngineSettings& settings,
-    std::function<std::unique_ptr<Model>(const std::string& model_dir)> load_model = {});
+    ModelLoader load_model = {});
 
 // Runs `requests` through an engine over `model` (routing captured) and returns each request's
 // joined reply, in request order.

@@ -182,7 +182,8 @@ std::vector<msg::Message> sample_messages() {
                                                    .pp_size = 3,
                                                    .pp_rank = 2,
                                                    .layer_begin = 8,
-                                                   .layer_end = 11}});
+                                                   .layer_end = 11,
+                                                   .draft_fingerprint = 3ull << 62}});
   const msg::UpdateWeights update{
       .id = 3, .model_path = "/ckpt/step-8", .weight_version = "step-8", .abort_all_requests = true, .worker_instance = 5};
   messages.emplace_back(update);
