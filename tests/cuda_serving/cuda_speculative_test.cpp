@@ -109,15 +109,8 @@ TEST_F(CudaSpeculativeServing, ExpertLimitServesWhatTheCpuModelServesWithinTheLi
 }
 
 TEST_F(CudaSpeculativeServing, ALimitOfEveryExpertServesWhatNoLimitServes) {
-  auto unlimited = engine_on(Device::Cuda, ngram_settings(0));
-  auto all = engine_on(Device::Cuda, ngram_settings(16));  // the fixture has 16 experts
-  const auto a = join_outputs(unlimited->run(all_cases("c")));
-  const auto b = join_outputs(all->run(all_cases("c")));
-  expect_all_golden(b, "c");
-  for (const auto& [key, out] : a) {
-    EXPECT_EQ(out.ids, b.at(key).ids);
-    EXPECT_EQ(out.rows, b.at(key).rows);
-  }
+  expect_limit_of_every_expert_serves_what_no_limit_serves(
+      [](const EngineSettings& settings) { return engine_on(Device::Cuda, settings); });
 }
 
 }  // namespace

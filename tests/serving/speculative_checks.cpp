@@ -74,4 +74,17 @@ void SpeculativeServingTest::expect_mixed_with_plain_golden(EngineCore& engine) 
   expect_all_golden(joined, "plain");
 }
 
+void SpeculativeServingTest::expect_limit_of_every_expert_serves_what_no_limit_serves(
+    const std::function<std::unique_ptr<EngineCore>(const EngineSettings&)>& make_engine) const {
+  auto unlimited = make_engine(ngram_settings(0));
+  auto all = make_engine(ngram_settings(16));  // the fixture has 16 experts
+  const auto a = join_outputs(unlimited->run(all_cases("c")));
+  const auto b = join_outputs(all->run(all_cases("c")));
+  expect_all_golden(b, "c");
+  for (const auto& [key, out] : a) {
+    EXPECT_EQ(out.ids, b.at(key).ids);
+    EXPECT_EQ(out.rows, b.at(key).rows);
+  }
+}
+
 }  // namespace moe::testing

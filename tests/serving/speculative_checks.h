@@ -31,6 +31,10 @@ class SpeculativeServingTest : public GoldenServingTest {
  protected:
   // Every case twice in one run, once speculating and once with speculative = false: all golden.
   void expect_mixed_with_plain_golden(EngineCore& engine) const;
+  // NGRAM with --max-tree-experts 16 (every expert of the fixture) serves every case exactly what
+  // no limit serves, golden.
+  void expect_limit_of_every_expert_serves_what_no_limit_serves(
+      const std::function<std::unique_ptr<EngineCore>(const EngineSettings&)>& make_engine) const;
 };
 
 }  // namespace moe::testing
