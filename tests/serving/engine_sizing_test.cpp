@@ -14,8 +14,17 @@ namespace moe {
 namespace {
 
 // A model trained for 1024 positions; settings with a KV pool of 4096 slots.
-const ModelConfig kModel{.vocab_size = 100, .num_hidden_layers = 2, .num_key_value_heads = 2, .head_dim = 8,
-                         .num_experts_per_tok = 2, .max_position_embeddings = 1024};
+ModelConfig small_model() {
+  ModelConfig config;
+  config.vocab_size = 100;
+  config.num_hidden_layers = 2;
+  config.num_key_value_heads = 2;
+  config.head_dim = 8;
+  config.num_experts_per_tok = 2;
+  config.max_position_embeddings = 1024;
+  return config;
+}
+const ModelConfig kModel = small_model();
 
 EngineSettings with_context(int64_t context_length) {
   EngineSettings settings;
