@@ -147,8 +147,6 @@ void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dt
     pack_bf16(x, out);
     return;
   }
-  // The quantized tiles read whole chunks in column order.
-  const bool quantized_weights = quantized::is_quantized(dtype);
   if (kernel_dtype == KernelDType::Int8) {
     out.stride = weight_tiling::padded_cols(cols);
     out.int8_values.resize(static_cast<size_t>(num_tokens * out.stride));
@@ -156,6 +154,8 @@ void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dt
     quantize_activation_blocks(x, num_tokens, cols, out.stride, out.int8_values.data(), out.int8_scales.data());
     return;
   }
+  // The quantized tiles read whole chunks in column order.
+  const bool quantized_weights = quantized::is_quantized(dtype);
   const int64_t chunk = quantized_weights ? quantized::kChunkCols : tiles_for(isa, dtype).chunk;
   const bool interleaved = !quantized_weights && tiles_for(isa, dtype).interleaved;
   out.stride = (cols + chunk - 1) / chunk * chunk;
