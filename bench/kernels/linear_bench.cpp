@@ -105,7 +105,7 @@ void linear_shapes(benchmark::internal::Benchmark* bench) {
   // 64 Mi weights (128 MB in bf16), past any last-level cache: few tokens stream their weights
   // from memory, as a decode step does.
   for (const DType dtype : {DType::BF16, DType::Q8, DType::Q4})
-    for (const int64_t tokens : {1, 2, 8}) {
+    for (const int64_t tokens : {1, 2, 4, 8}) {
       bench->Args({tokens, kStreamedRows, 1024, static_cast<int64_t>(dtype), f32});
       if (quantized::is_quantized(dtype)) bench->Args({tokens, kStreamedRows, 1024, static_cast<int64_t>(dtype), int8});
     }

@@ -72,7 +72,7 @@ void pack(const float* x, int64_t chunk, bool interleaved, PackedActivations& ou
     const float* x_row = x + t * cols;
     float* out_row = out.values.data() + t * out.stride;
     for (int64_t c = 0; c < out.stride; c += chunk) {
-      const int64_t present = std::min(chunk, cols - c);
+      const int64_t present = std::clamp<int64_t>(cols - c, 0, chunk);  // none in the padding past cols
       float* to = out_row + c;
       if (present < chunk) std::fill(to, to + chunk, 0.0f);
       const float* from = x_row + c;
@@ -158,7 +158,8 @@ void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dt
   const bool quantized_weights = quantized::is_quantized(dtype);
   const int64_t chunk = quantized_weights ? quantized::kChunkCols : tiles_for(isa, dtype).chunk;
   const bool interleaved = !quantized_weights && tiles_for(isa, dtype).interleaved;
-  out.stride = (cols + chunk - 1) / chunk * chunk;
+  // Whole tiled chunks (a multiple of every kernel's step), which the float tiles walk one at a time.
+  out.stride = weight_tiling::padded_cols(cols);
   out.values.resize(static_cast<size_t>(num_tokens * out.stride));
   pack(x, chunk, interleaved, out);
   // Without vdpbf16ps, bf16 products are the float32 tiles' on activations rounded to bf16 (the

@@ -4,7 +4,6 @@
 
 #include "kernels/half_gemm_kernels.h"
 #include "kernels/quantized_weight.h"
-#include "kernels/simd.h"
 
 namespace moe::half_gemm_kernels {
 namespace {
@@ -76,7 +75,6 @@ struct Vec {
   static __m256 zero() { return _mm256_setzero_ps(); }
   static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
   static __m256 fma(__m256 a, __m256 b, __m256 acc) { return _mm256_fmadd_ps(a, b, acc); }
-  static float sum(__m256 v) { return simd::horizontal_sum(v); }
   // [Σa, Σb, Σc, Σd] in three horizontal adds.
   static __m128 sums4(__m256 a, __m256 b, __m256 c, __m256 d) {
     const __m256 sums = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
