@@ -13,7 +13,7 @@
 #   GGUF_DIR   where its GGUFs are kept: bf16 written by bench/tools/gguf_from_checkpoint.py, q8_0 and
 #              q4_0 by llama-quantize, each only when absent
 #   OUT_DIR    results: serving.tsv (one line per run), summary.md, kernels.txt, server logs
-# Env: SECTIONS (default "check 16 17 kernels"), ROUNDS (2), PROMPTS_C1 (4), PROMPTS_C8 (8),
+# Env: SECTIONS (default "check 16 17 kernels"; 17i: section 17 with integer products), ROUNDS (2), PROMPTS_C1 (4), PROMPTS_C8 (8),
 #      PROMPTS_C32 (32), FIRST_ROUND (1; a later invocation appending rounds to OUT_DIR sets it),
 #      BUILD (build: moe-serve, moe-bench, bench_model), PORT (18700), SEED (1000), OUTPUT_LEN (128;
 #      a few tokens for a quick check that the whole script runs).
@@ -122,6 +122,8 @@ for section in $sections; do
       ;;
     16) serving 16 1,8,32 "moe:" "moe:--kernel-dtype bf16" "llama:bf16" ;;
     17) serving 17 1,32 "moe:--quantization int8" "llama:q8_0" "moe:--quantization int4" "llama:q4_0" ;;
+    17i) serving 17i 1,32 "moe:--quantization int8 --kernel-dtype int8" "llama:q8_0" \
+           "moe:--quantization int4 --kernel-dtype int8" "llama:q4_0" ;;
     kernels)
       {
         echo "## llama-bench: prefill 512 tokens and decode 128 tokens at batch 1, $threads threads"
