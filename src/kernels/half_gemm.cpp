@@ -142,13 +142,14 @@ void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dt
   out.dtype = dtype;
   out.isa = isa;
   out.kernel_dtype = kernel_dtype;
+  // Whole tiled chunks in every layout (a multiple of every kernel's step): the tiles walk them one
+  // at a time, and the int8 activations take one scale per chunk.
+  out.stride = weight_tiling::padded_cols(cols);
   if (bf16_dot(isa, kernel_dtype)) {
-    out.stride = weight_tiling::padded_cols(cols);
     pack_bf16(x, out);
     return;
   }
   if (kernel_dtype == KernelDType::Int8) {
-    out.stride = weight_tiling::padded_cols(cols);
     out.int8_values.resize(static_cast<size_t>(num_tokens * out.stride));
     out.int8_scales.resize(static_cast<size_t>(num_tokens * out.stride / quantized::kChunkCols));
     quantize_activation_blocks(x, num_tokens, cols, out.stride, out.int8_values.data(), out.int8_scales.data());
@@ -158,8 +159,6 @@ void pack_activations(const float* x, int64_t num_tokens, int64_t cols, DType dt
   const bool quantized_weights = quantized::is_quantized(dtype);
   const int64_t chunk = quantized_weights ? quantized::kChunkCols : tiles_for(isa, dtype).chunk;
   const bool interleaved = !quantized_weights && tiles_for(isa, dtype).interleaved;
-  // Whole tiled chunks (a multiple of every kernel's step), which the float tiles walk one at a time.
-  out.stride = weight_tiling::padded_cols(cols);
   out.values.resize(static_cast<size_t>(num_tokens * out.stride));
   pack(x, chunk, interleaved, out);
   // Without vdpbf16ps, bf16 products are the float32 tiles' on activations rounded to bf16 (the
