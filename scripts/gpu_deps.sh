@@ -10,8 +10,9 @@
 #
 # The GPU machine (Ubuntu 24.04) has a compiler, CMake, CUDA, Eigen, nlohmann-json, fmt, spdlog,
 # GoogleTest, Google Benchmark and Boost's headers, but not ZeroMQ, msgpack, PCRE2 or utf8proc, and no
-# compiled Boost library: without Boost.program_options the build leaves out the programs
-# (-DMOE_BUILD_TOOLS=OFF) and still builds every library, test suite and Google Benchmark.
+# compiled Boost library: Debian's Boost 1.74 (headers and Boost.program_options) travels with the
+# others, so moe-serve and the other programs build there too. Without it the build leaves out the
+# programs (-DMOE_BUILD_TOOLS=OFF) and still builds every library, test suite and Google Benchmark.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEBS=.deps/debs
@@ -25,6 +26,7 @@ PACKAGES=(
   libutf8proc-dev libutf8proc2
   libsodium23 libpgm-5.3-0 libnorm1 libbsd0 libmd0
   libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1 libssl3
+  libboost1.74-dev libboost-program-options1.74-dev libboost-program-options1.74.0
 )
 
 download() {
@@ -54,8 +56,13 @@ install() {
   # RUNPATH: it also serves the libraries' dependencies), so nothing needs LD_LIBRARY_PATH and no
   # other program on the machine loads these copies.
   local flags="-DCMAKE_PREFIX_PATH=$PREFIX/usr -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags,-rpath,$lib"
-  # What find_package(Boost COMPONENTS program_options) reads: the library's CMake package.
-  if ! compgen -G "/usr/lib/x86_64-linux-gnu/cmake/boost_program_options-*" >/dev/null &&
+  # What find_package(Boost COMPONENTS program_options) reads: the library's CMake package, the
+  # carried 1.74 one first (the machine's own Boost, where it has one, is headers only).
+  local boost_dir
+  boost_dir=$(compgen -G "$lib/cmake/Boost-*" | head -1 || true)
+  if [ -n "$boost_dir" ]; then
+    flags="$flags -DBoost_DIR=$boost_dir"
+  elif ! compgen -G "/usr/lib/x86_64-linux-gnu/cmake/boost_program_options-*" >/dev/null &&
      ! compgen -G "/usr/local/lib/cmake/boost_program_options-*" >/dev/null; then
     flags="$flags -DMOE_BUILD_TOOLS=OFF"
     echo "no Boost.program_options library: building without the programs (-DMOE_BUILD_TOOLS=OFF)" >&2
