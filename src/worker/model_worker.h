@@ -62,7 +62,6 @@ class ModelWorker {
   bool last_stage() const { return model_->is_last_stage(); }
   // Rows of finished copies not yet handed out, oldest step first.
   std::vector<msg::StepRouting> take_ready_routing();
-  int64_t capture_device_bytes() const { return capturer_ ? capturer_->device_bytes() : 0; }
   // Loads update.model_path and, when it loaded and its config.json describes the model serving now,
   // swaps it in with an empty KV cache; otherwise the old model and its KV cache keep serving.
   // Both models are held during the load. Never throws: a failure is the answer's message. The
