@@ -34,9 +34,9 @@ struct ModelWorkerOptions {
   std::function<void()> on_routing_ready;
   // Loads a weight update's checkpoint, and the draft model, the way the serving model was loaded;
   // unset, the worker refuses weight updates.
-  ModelLoader load_model;
-  // STANDALONE speculation's draft checkpoint (--speculative-draft-model-path), loaded by load_model
-  // with draft_quantization (Model::load's defaults, quantized so, when load_model is unset); empty:
+  ModelLoader load_checkpoint;
+  // STANDALONE speculation's draft checkpoint (--speculative-draft-model-path), loaded by load_checkpoint
+  // with draft_quantization (Model::load's defaults, quantized so, when load_checkpoint is unset); empty:
   // no draft model.
   std::string draft_model_path;
   // --speculative-draft-model-quantization; none: the draft is quantized as the serving model.
@@ -102,7 +102,7 @@ class ModelWorker {
   // batch each sequence's count.
   void draw(const msg::WorkerBatch& batch, const ForwardRun& run, msg::WorkerResult& result) const;
 
-  ModelLoader load_model_;
+  ModelLoader load_checkpoint_;
   std::unique_ptr<Model> model_;
   KvCache kv_;
   std::unique_ptr<RoutedExpertsCapturer> capturer_;  // null without --enable-return-routed-experts
