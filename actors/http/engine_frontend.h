@@ -1,6 +1,7 @@
 #pragma once
-// What the HTTP server needs from the engine, implemented by the tokenizer actor. Light on
-// purpose (no Asio, no Beast): the actor includes it, the server calls it.
+// What the HTTP server needs from the engine, implemented by actors::HttpFrontend
+// (pipeline/http_frontend.h), which goes through the tokenizer actor. Light on purpose (no Asio, no
+// Beast): the implementer includes it, the server calls it.
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -29,7 +29,7 @@
 #include "tokenizer/tokenizer_config.h"
 #include "transport/ready_barrier.h"
 #include "transport/zmq_context.h"
-#include "worker/load_model.h"
+#include "worker/load_model_on_device.h"
 
 namespace moe::actors {
 namespace {
@@ -52,9 +52,9 @@ std::vector<LayerRange> stage_layers(const ServeOptions& options, const ModelCon
 // The one way this process loads weights: at start (from --model-path), for weight updates and the
 // STANDALONE draft; `layers` for a pipeline stage (none: the whole model), `quantization` in place
 // of --quantization (the draft's --speculative-draft-model-quantization).
-std::unique_ptr<Model> load_model(const ServeOptions& options, const std::string& model_dir,
-                                  std::optional<LayerRange> layers = std::nullopt,
-                                  std::optional<Quantization> quantization = std::nullopt) {
+std::unique_ptr<Model> load_served_model(const ServeOptions& options, const std::string& model_dir,
+                                         std::optional<LayerRange> layers = std::nullopt,
+                                         std::optional<Quantization> quantization = std::nullopt) {
   ModelOptions mo;
   mo.layers = layers;
   mo.device = parse_device(options.device);
@@ -74,7 +74,7 @@ std::unique_ptr<Model> load_model(const ServeOptions& options, const std::string
     last_percent = percent;
     spdlog::info("loading weights of {}: {}% of {:.1f} MiB", model_dir, percent, total / 1048576.0);
   });
-  auto model = moe::load_model(model_dir, mo);
+  auto model = load_model_on_device(model_dir, mo);
   // Read now, so a bad MOE_GEMM_ISA stops the start instead of failing every request.
   if (mo.device == Device::Cpu)
     spdlog::info("kernels: {} tiles, {} products, {} threads", gemm_isa_name(preferred_gemm_isa()),
@@ -99,8 +99,8 @@ EngineSizing sized(const ServeOptions& options, const ModelConfig& config, std::
                    uint64_t seed_source) {
   EngineSizing sizing =
       size_engine(options, config, identity_of(options, config), std::move(eos_token_ids), seed_source);
-  sizing.worker.load_model = [options](const std::string& model_dir, std::optional<Quantization> quantization) {
-    return load_model(options, model_dir, std::nullopt, quantization);
+  sizing.worker.load_checkpoint = [options](const std::string& model_dir, std::optional<Quantization> quantization) {
+    return load_served_model(options, model_dir, std::nullopt, quantization);
   };
   sizing.service.weights = {options.model_path, options.weight_version};
   return sizing;
@@ -153,7 +153,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   const ModelConfig config = load_model_config(options.model_path);
   std::vector<std::unique_ptr<Model>> stage_models;
   for (int rank = 0; local_worker && rank < options.pp_size; ++rank)
-    stage_models.push_back(load_model(options, options.model_path, layers_of_stage(options, config, rank)));
+    stage_models.push_back(load_served_model(options, options.model_path, layers_of_stage(options, config, rank)));
   model_name_ = options.model_path;
 
   PipelineEndpoints endpoints = PipelineEndpoints::in_process("engine");
@@ -295,7 +295,8 @@ void run_worker_process(const ServeOptions& options) {
   const ModelConfig config = load_model_config(options.model_path);
   if (options.pp_rank < 0 || options.pp_rank >= options.pp_size)
     throw Error("--pp-rank must lie in [0, --pp-size), got " + std::to_string(options.pp_rank));
-  std::unique_ptr<Model> model = load_model(options, options.model_path, layers_of_stage(options, config, options.pp_rank));
+  std::unique_ptr<Model> model =
+      load_served_model(options, options.model_path, layers_of_stage(options, config, options.pp_rank));
   // The worker sizes its KV cache and capture buffer exactly as the front sizes the scheduler's pool.
   EngineSizing sizing = sized(options, config, {}, 0);
   sizing.worker.settings = sizing.service.expected_stages.at(static_cast<size_t>(options.pp_rank));

@@ -12,7 +12,7 @@
 #include "cuda/event.h"
 #include "cuda/stream.h"
 #include "support/bench_checkpoint.h"
-#include "worker/load_model.h"
+#include "worker/load_model_on_device.h"
 
 namespace moe::bench {
 namespace {
@@ -80,7 +80,7 @@ GpuWorkload::GpuWorkload(KernelDType products, int ep_size) {
   options.device = Device::Cuda;
   options.kernel_dtype = products;
   options.ep_size = ep_size;
-  std::unique_ptr<Model> model = load_model(benchmark_checkpoint(), options);
+  std::unique_ptr<Model> model = load_model_on_device(benchmark_checkpoint(), options);
   ModelWorkerOptions worker_options;
   worker_options.settings.kv_slots = kPrefillSlotBase + kPromptTokens;
   worker_options.settings.max_batch_tokens = kStepTokens;

@@ -13,14 +13,15 @@
 #   GGUF_DIR   where its GGUFs are kept: bf16 written by bench/tools/gguf_from_checkpoint.py, q8_0 and
 #              q4_0 by llama-quantize, each only when absent
 #   OUT_DIR    results: serving.tsv (one line per run), summary.md, kernels.txt, server logs
-# Env: SECTIONS (default "check 16 17 kernels"; 17i: section 17 with integer products), ROUNDS (2), PROMPTS_C1 (4), PROMPTS_C8 (8),
+# Env: SECTIONS (default "check bf16 quantized kernels"; quantized-int: quantized with --kernel-dtype int8),
+#      ROUNDS (2), PROMPTS_C1 (4), PROMPTS_C8 (8),
 #      PROMPTS_C32 (32), FIRST_ROUND (1; a later invocation appending rounds to OUT_DIR sets it),
 #      BUILD (build: moe-serve, moe-bench, bench_model), PORT (18700), SEED (1000), OUTPUT_LEN (128;
 #      a few tokens for a quick check that the whole script runs).
 set -euo pipefail
 llama=$1 model=$2 gguf_dir=$3 out=$4
 build=${BUILD:-build} port=${PORT:-18700} output_len=${OUTPUT_LEN:-128} rounds=${ROUNDS:-2} seed=${SEED:-1000}
-sections=${SECTIONS:-check 16 17 kernels}
+sections=${SECTIONS:-check bf16 quantized kernels}
 tools=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$gguf_dir" "$out"
 export MOE_NUM_THREADS=2
@@ -120,10 +121,10 @@ for section in $sections; do
         stop_server; server_pid=$llama_pid; stop_server
       done
       ;;
-    16) serving 16 1,8,32 "moe:" "moe:--kernel-dtype bf16" "llama:bf16" ;;
-    17) serving 17 1,32 "moe:--quantization int8" "llama:q8_0" "moe:--quantization int4" "llama:q4_0" ;;
-    17i) serving 17i 1,32 "moe:--quantization int8 --kernel-dtype int8" "llama:q8_0" \
-           "moe:--quantization int4 --kernel-dtype int8" "llama:q4_0" ;;
+    bf16) serving bf16 1,8,32 "moe:" "moe:--kernel-dtype bf16" "llama:bf16" ;;
+    quantized) serving quantized 1,32 "moe:--quantization int8" "llama:q8_0" "moe:--quantization int4" "llama:q4_0" ;;
+    quantized-int) serving quantized-int 1,32 "moe:--quantization int8 --kernel-dtype int8" "llama:q8_0" \
+      "moe:--quantization int4 --kernel-dtype int8" "llama:q4_0" ;;
     kernels)
       {
         echo "## llama-bench: prefill 512 tokens and decode 128 tokens at batch 1, $threads threads"
@@ -141,6 +142,7 @@ for section in $sections; do
         done
       } | tee -a "$out/kernels.txt"
       ;;
+    *) echo "unknown section '$section' (check, bf16, quantized, quantized-int, kernels)" >&2; exit 2 ;;
   esac
 done
 

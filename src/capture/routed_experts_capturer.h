@@ -29,7 +29,6 @@ class RoutedExpertsCapturer final : public RoutingCapture {
   std::vector<StagedRouting> take_ready() { return copy_engine_->take_completed(); }
   // Every started step, waiting for copies still in flight.
   std::vector<StagedRouting> drain() { return copy_engine_->drain(); }
-  int64_t device_bytes() const { return 2 * copy_engine_->shape().bytes(); }
   bool with_weights() const { return copy_engine_->shape().with_weights; }
 
  private:

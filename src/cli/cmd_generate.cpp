@@ -12,7 +12,7 @@
 #include "engine/engine_core.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_config.h"
-#include "worker/load_model.h"
+#include "worker/load_model_on_device.h"
 
 namespace moe::cli {
 namespace {
@@ -111,7 +111,7 @@ int run_generate(int argc, char** argv) {
   options.eos_token_ids =
       tokenizer::resolve_eos_token_ids(a.model_path, tokenizer::load_tokenizer_config(a.tokenizer_path), tok);
   options.seed_source = a.seed;
-  EngineCore engine(load_model(a.model_path, mo), tok, options);
+  EngineCore engine(load_model_on_device(a.model_path, mo), tok, options);
   const std::vector<msg::TextOutput> outputs = engine.run({request});
   if (!engine.errors().empty()) throw Error(engine.errors().front().message);
   const msg::TextOutput& reply = outputs.at(0);  // one reply: the request does not stream

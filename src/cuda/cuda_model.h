@@ -110,7 +110,7 @@ class CudaModel final : public Model {
   DecodeGraphs graphs_;  // after the buffers its graphs point at, so it is destroyed first
 };
 
-// The model behind load_model's Device::Cuda (worker/load_model.h).
+// The model behind load_model_on_device's Device::Cuda (worker/load_model_on_device.h).
 std::unique_ptr<Model> load_cuda_model(const std::string& model_dir, const ModelOptions& options);
 
 }  // namespace moe::cuda

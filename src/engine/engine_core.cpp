@@ -16,7 +16,7 @@ ServingModelInfo serving_info(const ModelConfig& config) {
 ModelWorkerOptions signalling(ModelWorkerOptions options, std::function<void()> on_rows,
                               const EngineCoreOptions& core) {
   options.on_routing_ready = std::move(on_rows);
-  options.load_model = core.load_model;
+  options.load_checkpoint = core.load_checkpoint;
   return options;
 }
 

@@ -33,7 +33,7 @@ struct EngineCoreOptions {
   uint64_t seed_source = 42;           // draws the seeds of requests that bring none
   // Loads the checkpoint of a weight update (and the STANDALONE draft); unset, update_weights()
   // fails and the draft loads with Model::load's defaults.
-  ModelLoader load_model;
+  ModelLoader load_checkpoint;
 };
 
 class EngineCore {

@@ -141,7 +141,7 @@ class CausalLm final : public Model {
 
 std::unique_ptr<Model> Model::load(const std::string& model_dir, const ModelOptions& options) {
   if (options.device != Device::Cpu)
-    throw Error("Model::load builds the CPU model; load_model (worker/load_model.h) chooses the device");
+    throw Error("Model::load builds the CPU model; load_model_on_device (worker/) chooses the device");
   return std::make_unique<CausalLm>(model_dir, options);
 }
 

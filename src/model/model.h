@@ -1,6 +1,6 @@
 #pragma once
 // A Hugging Face MoE causal LM loaded from a hub-layout directory and run in float32: on the CPU
-// (Model::load), or on a GPU where the build has the CUDA backend (load_model in worker/load_model.h).
+// (Model::load), or on a GPU where the build has the CUDA backend (worker/load_model_on_device.h).
 #include <functional>
 #include <memory>
 #include <optional>
@@ -55,7 +55,7 @@ struct GreedyPicks {
 class Model {
  public:
   virtual ~Model() = default;
-  // The CPU model; a device other than Device::Cpu is a moe::Error (load_model dispatches).
+  // The CPU model; a device other than Device::Cpu is a moe::Error (load_model_on_device dispatches).
   static std::unique_ptr<Model> load(const std::string& model_dir, const ModelOptions& options = {});
 
   virtual const ModelConfig& config() const = 0;

@@ -19,7 +19,6 @@ class KvManager {
   KvManager& operator=(const KvManager&) = delete;
 
   const KvSlotPool& pool() const { return pool_; }
-  bool prefix_cache_enabled() const { return cache_.has_value(); }
   int64_t cached_tokens() const { return cache_ ? cache_->cached_tokens() : 0; }
   // Slots an allocation could get right now: free ones plus those eviction could free.
   int64_t available() const;

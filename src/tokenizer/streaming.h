@@ -28,9 +28,6 @@ class IncrementalDetokenizer {
   // Ends the stream: bytes of a character that never finished come out as U+FFFD, as decode gives.
   std::string finish();
 
-  // Bytes held back because they may be the start of a character.
-  size_t pending_bytes() const { return pending_.size(); }
-
  private:
   Tokenizer tokenizer_;
   bool skip_special_;

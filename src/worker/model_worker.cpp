@@ -52,7 +52,7 @@ ForwardBatch to_forward_batch(const msg::WorkerBatch& batch) {
 }
 
 ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions& options)
-    : load_model_(options.load_model),
+    : load_checkpoint_(options.load_checkpoint),
       model_(std::move(model)),
       kv_(model_->make_kv_cache(options.settings.kv_slots)),
       on_routing_ready_(options.on_routing_ready),
@@ -67,8 +67,8 @@ std::unique_ptr<DraftModel> ModelWorker::load_draft(const std::string& path,
                                                     std::optional<Quantization> quantization) const {
   std::unique_ptr<Model> draft;
   try {
-    if (load_model_) {
-      draft = load_model_(path, quantization);
+    if (load_checkpoint_) {
+      draft = load_checkpoint_(path, quantization);
     } else {
       ModelOptions options;
       options.quantization = quantization.value_or(Quantization::None);
@@ -267,8 +267,8 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
   answer.request = update;
   answer.worker_instance = instance_;
   try {
-    if (!load_model_) throw Error("this model worker cannot load new weights");
-    std::unique_ptr<Model> model = load_model_(update.model_path, std::nullopt);
+    if (!load_checkpoint_) throw Error("this model worker cannot load new weights");
+    std::unique_ptr<Model> model = load_checkpoint_(update.model_path, std::nullopt);
     if (auto mismatch = config_mismatch(model_->config(), model->config()))
       throw Error(update.model_path + " holds another model than the one serving (" + *mismatch +
                   "); new weights must keep the architecture and sizes");

@@ -34,9 +34,9 @@ struct ModelWorkerOptions {
   std::function<void()> on_routing_ready;
   // Loads a weight update's checkpoint, and the draft model, the way the serving model was loaded;
   // unset, the worker refuses weight updates.
-  ModelLoader load_model;
-  // STANDALONE speculation's draft checkpoint (--speculative-draft-model-path), loaded by load_model
-  // with draft_quantization (Model::load's defaults, quantized so, when load_model is unset); empty:
+  ModelLoader load_checkpoint;
+  // STANDALONE speculation's draft checkpoint (--speculative-draft-model-path), loaded by load_checkpoint
+  // with draft_quantization (Model::load's defaults, quantized so, when load_checkpoint is unset); empty:
   // no draft model.
   std::string draft_model_path;
   // --speculative-draft-model-quantization; none: the draft is quantized as the serving model.
@@ -62,7 +62,6 @@ class ModelWorker {
   bool last_stage() const { return model_->is_last_stage(); }
   // Rows of finished copies not yet handed out, oldest step first.
   std::vector<msg::StepRouting> take_ready_routing();
-  int64_t capture_device_bytes() const { return capturer_ ? capturer_->device_bytes() : 0; }
   // Loads update.model_path and, when it loaded and its config.json describes the model serving now,
   // swaps it in with an empty KV cache; otherwise the old model and its KV cache keep serving.
   // Both models are held during the load. Never throws: a failure is the answer's message. The
@@ -103,7 +102,7 @@ class ModelWorker {
   // batch each sequence's count.
   void draw(const msg::WorkerBatch& batch, const ForwardRun& run, msg::WorkerResult& result) const;
 
-  ModelLoader load_model_;
+  ModelLoader load_checkpoint_;
   std::unique_ptr<Model> model_;
   KvCache kv_;
   std::unique_ptr<RoutedExpertsCapturer> capturer_;  // null without --enable-return-routed-experts

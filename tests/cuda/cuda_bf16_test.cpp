@@ -9,7 +9,7 @@
 
 #include "cuda/device.h"
 #include "support/golden_support.h"
-#include "worker/load_model.h"
+#include "worker/load_model_on_device.h"
 
 namespace moe::testing {
 namespace {
@@ -25,7 +25,7 @@ class CudaBf16Test : public ::testing::TestWithParam<std::string> {
     ModelOptions options;
     options.device = Device::Cuda;
     options.kernel_dtype = products;
-    return load_model(golden_.model_dir, options);
+    return load_model_on_device(golden_.model_dir, options);
   }
 
   Golden golden_;

@@ -14,7 +14,7 @@
 #include "cuda/cuda_model.h"
 #include "sampling/sampler.h"
 #include "support/capture_run.h"
-#include "worker/load_model.h"
+#include "worker/load_model_on_device.h"
 
 namespace moe::testing {
 namespace {
@@ -33,7 +33,7 @@ class CudaCaptureTest : public ::testing::Test {
     golden_ = load_golden("qwen3-moe-tiny");
     ModelOptions options;
     options.device = Device::Cuda;
-    loaded_ = load_model(golden_.model_dir, options);
+    loaded_ = load_model_on_device(golden_.model_dir, options);
     model_ = dynamic_cast<CudaModel*>(loaded_.get());
     ASSERT_NE(model_, nullptr);
   }

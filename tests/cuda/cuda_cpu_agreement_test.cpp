@@ -23,7 +23,7 @@
 #include "moe/expert_placement.h"
 #include "support/golden_support.h"
 #include "support/placement_file.h"
-#include "worker/load_model.h"
+#include "worker/load_model_on_device.h"
 
 namespace moe::testing {
 namespace {
@@ -99,7 +99,7 @@ void expect_models_agree(const std::string& model_dir, const std::array<std::vec
                          int32_t decode, const ModelOptions& options = {}) {
   ModelOptions cuda_options = options;
   cuda_options.device = Device::Cuda;
-  Runner cpu(Model::load(model_dir, options)), gpu(load_model(model_dir, cuda_options));
+  Runner cpu(Model::load(model_dir, options)), gpu(load_model_on_device(model_dir, cuda_options));
   const auto& [p0, p1, p2] = prompts;
   const size_t half = p1.size() / 2;
   ForwardBatch first;

@@ -9,7 +9,7 @@
 #include "moe/expert_placement.h"
 #include "support/golden_support.h"
 #include "support/placement_file.h"
-#include "worker/load_model.h"
+#include "worker/load_model_on_device.h"
 
 namespace moe::testing {
 namespace {
@@ -23,7 +23,7 @@ class CudaGoldenTest : public ::testing::TestWithParam<std::string> {
 
   std::unique_ptr<Model> load(ModelOptions options = {}) {
     options.device = Device::Cuda;
-    return load_model(golden_.model_dir, options);
+    return load_model_on_device(golden_.model_dir, options);
   }
 
   Golden golden_;

@@ -9,7 +9,7 @@
 #include "cuda/device.h"
 #include "model/random_checkpoint.h"
 #include "support/golden_support.h"
-#include "worker/load_model.h"
+#include "worker/load_model_on_device.h"
 
 namespace moe::testing {
 namespace {
@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 std::unique_ptr<Model> load_on_gpu(const std::string& dir) {
   ModelOptions options;
   options.device = Device::Cuda;
-  return load_model(dir, options);
+  return load_model_on_device(dir, options);
 }
 
 TEST(CudaWeightUpdate, AfterAnUpdateTheGpuAnswersAsAFreshEngineOnTheNewWeights) {
@@ -33,7 +33,7 @@ TEST(CudaWeightUpdate, AfterAnUpdateTheGpuAnswersAsAFreshEngineOnTheNewWeights) 
   EngineCoreOptions options;
   options.settings.max_total_tokens = 4096;
   options.settings.enable_return_routed_experts = true;
-  options.load_model = [](const std::string& dir, std::optional<Quantization>) { return load_on_gpu(dir); };
+  options.load_checkpoint = [](const std::string& dir, std::optional<Quantization>) { return load_on_gpu(dir); };
   EngineCore engine(load_on_gpu(golden.model_dir),
                     tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer"), options);
   const std::vector<msg::GenerateRequest> requests = greedy_requests(golden);

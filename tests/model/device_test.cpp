@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "worker/load_model.h"
+#include "worker/load_model_on_device.h"
 
 namespace moe {
 namespace {
@@ -26,7 +26,7 @@ TEST(DeviceTest, ModelLoadBuildsOnlyTheCpuModel) {
   ModelOptions options;
   options.device = Device::Cuda;
   EXPECT_THROW(Model::load(kModelDir, options), Error);
-  EXPECT_EQ(load_model(kModelDir, {})->config().architecture, "Qwen3MoeForCausalLM");
+  EXPECT_EQ(load_model_on_device(kModelDir, {})->config().architecture, "Qwen3MoeForCausalLM");
 }
 
 // A build without the CUDA backend, or a machine without a GPU, refuses with a message that names
@@ -35,7 +35,7 @@ TEST(DeviceTest, CudaLoadsOrFailsNamingCuda) {
   ModelOptions options;
   options.device = Device::Cuda;
   try {
-    EXPECT_EQ(load_model(kModelDir, options)->config().architecture, "Qwen3MoeForCausalLM");
+    EXPECT_EQ(load_model_on_device(kModelDir, options)->config().architecture, "Qwen3MoeForCausalLM");
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos) << e.what();
   }

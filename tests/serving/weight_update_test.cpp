@@ -39,7 +39,7 @@ class WeightUpdate : public GoldenServingTest {
     const HarnessOptions harness;
     EngineCoreOptions options;
     options.settings = harness.settings;
-    options.load_model = [](const std::string& dir, std::optional<Quantization>) { return Model::load(dir); };
+    options.load_checkpoint = [](const std::string& dir, std::optional<Quantization>) { return Model::load(dir); };
     return std::make_unique<EngineCore>(Model::load(golden_.model_dir),
                                         tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer"),
                                         options);

@@ -138,10 +138,10 @@ EngineSettings with_standalone_draft(EngineSettings settings, const std::string&
 }
 
 std::unique_ptr<EngineCore> make_engine(std::unique_ptr<Model> model, const EngineSettings& settings,
-                                        ModelLoader load_model) {
+                                        ModelLoader load_checkpoint) {
   EngineCoreOptions options;
   options.settings = settings;
-  options.load_model = std::move(load_model);
+  options.load_checkpoint = std::move(load_checkpoint);
   return std::make_unique<EngineCore>(
       std::move(model), tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer"), options);
 }

@@ -79,11 +79,11 @@ std::vector<msg::GenerateRequest> greedy_requests(const Golden& golden, bool inc
 // `topk` children per node, `draft_tokens` tokens per verify.
 EngineSettings with_standalone_draft(EngineSettings settings, const std::string& draft_dir, int topk, int draft_tokens);
 
-// An in-process engine over `model` with the Qwen3 tokenizer of tests/data; `load_model` (optional)
+// An in-process engine over `model` with the Qwen3 tokenizer of tests/data; `load_checkpoint` (optional)
 // loads a STANDALONE draft and weight updates (unset: the draft on the CPU, no updates).
 std::unique_ptr<EngineCore> make_engine(
     std::unique_ptr<Model> model, const EngineSettings& settings,
-    ModelLoader load_model = {});
+    ModelLoader load_checkpoint = {});
 
 // Runs `requests` through an engine over `model` (routing captured) and returns each request's
 // joined reply, in request order.

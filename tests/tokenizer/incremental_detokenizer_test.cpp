@@ -35,9 +35,11 @@ TEST(IncrementalDetokenizer, HoldsBackASplitCharacter) {
   IncrementalDetokenizer stream(tok, false);
   EXPECT_EQ(stream.push(37523), "emoji");
   EXPECT_EQ(stream.push(61804), " ");
-  EXPECT_GT(stream.pending_bytes(), 0u);
+  IncrementalDetokenizer ended_mid_character = stream;
+  EXPECT_FALSE(ended_mid_character.finish().empty());  // the held-back bytes, as U+FFFD
   EXPECT_EQ(stream.push(235), "\xF0\x9F\x91\x8D");
-  EXPECT_EQ(stream.pending_bytes(), 0u);
+  IncrementalDetokenizer ended_after_it = stream;
+  EXPECT_EQ(ended_after_it.finish(), "");  // nothing held back any more
 }
 
 TEST(IncrementalDetokenizer, SkipsSpecialTokensLikeDecode) {

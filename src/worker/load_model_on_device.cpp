@@ -1,4 +1,4 @@
-#include "worker/load_model.h"
+#include "worker/load_model_on_device.h"
 
 #include "common/error.h"
 #include "model/model_config.h"
@@ -8,7 +8,7 @@
 
 namespace moe {
 
-std::unique_ptr<Model> load_model(const std::string& model_dir, const ModelOptions& options) {
+std::unique_ptr<Model> load_model_on_device(const std::string& model_dir, const ModelOptions& options) {
   if (options.device == Device::Cpu) return Model::load(model_dir, options);
   // The CUDA backend reads bf16/f16/f32 weights only.
   if (options.kernel_dtype == KernelDType::Int8)

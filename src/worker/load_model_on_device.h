@@ -9,6 +9,6 @@
 namespace moe {
 
 // A device this build lacks is a moe::Error that says how to get it.
-std::unique_ptr<Model> load_model(const std::string& model_dir, const ModelOptions& options);
+std::unique_ptr<Model> load_model_on_device(const std::string& model_dir, const ModelOptions& options);
 
 }  // namespace moe
