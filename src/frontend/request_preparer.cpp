@@ -1,6 +1,7 @@
 #include "frontend/request_preparer.h"
 
 #include "capture/routing_encoding.h"
+#include "common/depth_limited_json.h"
 #include "common/error.h"
 #include "frontend/request_ids.h"
 #include "sampling/sampler.h"
@@ -32,10 +33,11 @@ void check_stops(const msg::SamplingParams& s) {
 }
 
 // JSON text a request carries for the template (chat_template_kwargs, tools, a message's extra
-// fields), parsed in its key order; `what` names it when it is not JSON of the type `is_type` checks.
+// fields), parsed in its key order with its depth bounded; `what` names it when it is too deep or not
+// JSON of the type `is_type` checks.
 nlohmann::ordered_json template_json(const std::string& text, const std::string& what,
                                      bool (nlohmann::ordered_json::*is_type)() const noexcept, const char* type) {
-  nlohmann::ordered_json value = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::ordered_json value = parse_depth_limited<nlohmann::ordered_json>(text, what, /*allow_exceptions=*/false);
   if (!(value.*is_type)()) throw Error(what + " must be the text of a JSON " + type);
   return value;
 }

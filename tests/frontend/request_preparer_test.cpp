@@ -257,5 +257,41 @@ TEST_F(RequestPreparerTest, MalformedToolTextIsRefused) {
   EXPECT_NE(refusal(request, preparer).find("tools"), std::string::npos);
 }
 
+// A JSON text whose value nests `levels` objects deep inside `{"a": ...}`: as deep as a client can
+// make it in a few kilobytes.
+std::string nested_object(size_t levels) {
+  std::string text;
+  for (size_t i = 0; i < levels; ++i) text += "{\"a\":";
+  text += "1";
+  text.append(levels, '}');
+  return text;
+}
+
+// The JSON texts a request carries for the template (ZeroMQ clients send them as they are) are refused
+// at any depth beyond the limit, naming the field and the limit; converting them recursed once per
+// level and 20,000 levels overflowed the tokenizer thread's stack.
+TEST_F(RequestPreparerTest, DeeplyNestedTemplateJsonIsRefusedNamingTheField) {
+  RequestPreparer preparer = qwen3_chat_preparer(make().tokenizer());
+  const std::string deep = nested_object(50000);
+  msg::GenerateRequest request;
+  request.sampling.max_new_tokens = 4;
+  request.messages = std::vector<msg::ChatMessage>{{"user", "hi", deep}};
+  std::string refused = refusal(request, preparer);
+  EXPECT_NE(refused.find("messages[0].extra_fields.a.a.a.a..."), std::string::npos) << refused;
+  EXPECT_NE(refused.find("deeper than 128 levels"), std::string::npos) << refused;
+  request.messages = std::vector<msg::ChatMessage>{{"user", "hi"}};
+  request.tools = "[" + deep + "]";
+  refused = refusal(request, preparer);
+  EXPECT_NE(refused.find("tools[0].a.a"), std::string::npos) << refused;
+  request.tools.clear();
+  request.chat_template_kwargs = deep;
+  refused = refusal(request, preparer);
+  EXPECT_NE(refused.find("chat_template_kwargs.a.a"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("128"), std::string::npos) << refused;
+  // Nesting within the limit reaches the template.
+  request.chat_template_kwargs = nested_object(100);
+  EXPECT_FALSE(preparer.prepare(request).input_ids.empty());
+}
+
 }  // namespace
 }  // namespace moe
