@@ -27,7 +27,8 @@ class HttpSession;
 // What every connection of one server shares; kept alive by the connections' pending operations.
 struct ServerShared {
   ServerShared(EngineFrontend& engine, HttpServerConfig server_config)
-      : config(std::move(server_config)), router(engine, config.api_key, config.output_parsers) {}
+      : config(std::move(server_config)),
+        router(engine, config.api_key, config.output_parsers, config.max_batch_prompts) {}
   HttpServerConfig config;
   RequestRouter router;
   std::unordered_map<HttpSession*, std::weak_ptr<HttpSession>> sessions;  // open connections, for stop()

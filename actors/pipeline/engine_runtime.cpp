@@ -216,6 +216,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     http_config.host = options.host;
     http_config.port = static_cast<uint16_t>(options.port);
     http_config.api_key = options.api_key;
+    http_config.max_batch_prompts = options.max_batch_prompts;
     http_config.output_parsers = output_parsers;
     a.http_server = std::make_unique<http::HttpServer>(a.tokenizer_loop->io(), *a.http_frontend, http_config);
   }

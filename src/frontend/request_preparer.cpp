@@ -9,10 +9,6 @@
 namespace moe {
 namespace {
 
-// No byte-level BPE token of the supported tokenizers spans more bytes than this, so a text longer
-// than max_sequence_len of them cannot fit.
-constexpr size_t kMaxBytesPerToken = 256;
-
 // Every stop string and stop token is checked against every generated token of the request, so
 // their number is what one request can make the detokenizer and sampler spend per token.
 constexpr size_t kMaxStopStrings = 64;
@@ -81,17 +77,9 @@ std::vector<int32_t> RequestPreparer::prompt_ids(const msg::GenerateRequest& req
     check_token_ids(*request.input_ids, "input_ids");
     return *request.input_ids;
   }
-  if (request.text) {
-    // Checked before tokenizing: a 50 MB prompt would otherwise hold the front door for seconds only to
-    // be refused for its length afterwards.
-    const auto limit = static_cast<size_t>(limits_.max_sequence_len) * kMaxBytesPerToken;
-    if (request.text->size() > limit)
-      throw Error("text is " + std::to_string(request.text->size()) + " bytes; a prompt this server can take (" +
-                  std::to_string(limits_.max_sequence_len) + " tokens) is at most " + std::to_string(limit) +
-                  " bytes");
-    return tokenizer_.encode(*request.text);
-  }
+  if (request.text) return tokenize(*request.text, "text");
   if (!chat_template_) throw Error("messages: this model's tokenizer has no chat template");
+  check_chat_bytes(request);
   tokenizer::ChatTemplateInputs inputs;
   inputs.messages = template_messages(*request.messages);
   if (!request.tools.empty()) inputs.tools = template_json(request.tools, "tools", &nlohmann::ordered_json::is_array, "array");
@@ -102,7 +90,25 @@ std::vector<int32_t> RequestPreparer::prompt_ids(const msg::GenerateRequest& req
   inputs.bos_token = bos_token_;
   inputs.eos_token = eos_token_;
   inputs.extra_variables = template_kwargs(request.chat_template_kwargs);
-  return tokenizer_.encode(chat_template_->render(inputs));
+  return tokenize(chat_template_->render(inputs), "the chat template's output");
+}
+
+void RequestPreparer::check_prompt_bytes(size_t bytes, const std::string& field) const {
+  const size_t limit = max_prompt_bytes();
+  if (bytes > limit)
+    throw Error(field + " is " + std::to_string(bytes) + " bytes; a prompt this server can take (" +
+                std::to_string(limits_.max_sequence_len) + " tokens) is at most " + std::to_string(limit) + " bytes");
+}
+
+void RequestPreparer::check_chat_bytes(const msg::GenerateRequest& request) const {
+  size_t bytes = request.tools.size() + request.chat_template_kwargs.size();
+  for (const msg::ChatMessage& m : *request.messages) bytes += m.role.size() + m.content.size() + m.extra_fields.size();
+  check_prompt_bytes(bytes, "the chat (messages, tools and chat_template_kwargs)");
+}
+
+std::vector<int32_t> RequestPreparer::tokenize(const std::string& text, const std::string& field) const {
+  check_prompt_bytes(text.size(), field);
+  return tokenizer_.encode(text);
 }
 
 void RequestPreparer::check_token_ids(const std::vector<int32_t>& ids, const std::string& field) const {

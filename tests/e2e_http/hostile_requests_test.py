@@ -1,10 +1,13 @@
-"""No one client can crash the server: JSON nested 20,000 deep (in `tools`, `chat_template_kwargs`, a chat turn's tool
-call over HTTP, a turn's `extra_fields` over ZeroMQ) is a 400 naming the field and the limit of 128 levels, where it
-used to overflow the tokenizer thread's stack.
+"""No one client can crash or stall the server: JSON nested 20,000 deep (in `tools`, `chat_template_kwargs`, a chat
+turn's tool call over HTTP, a turn's `extra_fields` over ZeroMQ) is a 400 naming the field and the limit of 128 levels,
+where it used to overflow the tokenizer thread's stack; and requests too large to be useful (60 MB of unclosed '[',
+100,000 prompts, 50 MB of chat content or of /tokenize text) are refused at once while a second client's requests
+keep their latency, and the memory the bad request took is given back.
 Usage: hostile_requests_test.py PATH/TO/moe-serve"""
 import json
 import os
 import sys
+import threading
 import time
 
 import msgpack
@@ -85,6 +88,49 @@ class HostileRequests(hh.ServerTest):
         finally:
             sock.close()
         self.small_request_seconds()
+
+    def test_large_bad_requests_do_not_stall_another_client(self):
+        baseline = max(self.small_request_seconds() for _ in range(3))
+        # Generous: a stalled front door made the second client wait 8 to 99 s.
+        allowed = max(2.0, 10 * baseline)
+        rss_before = self.server.rss_bytes()
+        bad_requests = (
+            ("60 MB of unclosed [", "/generate", b"[" * (60 << 20), LIMIT_TEXT),
+            ("100,000 prompts", "/generate",
+             json.dumps({"text": ["hi"] * 100000, "sampling_params": {"max_new_tokens": 1}}), "--max-batch-prompts"),
+            ("50 MB of chat content", "/v1/chat/completions",
+             json.dumps({"model": hh.MODEL_NAME, "messages": [{"role": "user", "content": "x " * (25 << 20)}]}),
+             "the chat (messages, tools and chat_template_kwargs) is"),
+            ("50 MB to /tokenize", "/tokenize", json.dumps({"text": "x " * (25 << 20)}), "text is"),
+        )
+        for name, path, data, needle in bad_requests:
+            with self.subTest(request=name):
+                answer = {}
+
+                def send_bad():
+                    start = time.monotonic()
+                    try:
+                        answer["reply"] = self.post_raw(path, data, timeout=20)
+                    except requests.RequestException as error:
+                        answer["error"] = error
+                    answer["seconds"] = time.monotonic() - start
+
+                bad = threading.Thread(target=send_bad)
+                bad.start()
+                latencies = []
+                while bad.is_alive() or len(latencies) < 3:
+                    latencies.append(self.small_request_seconds())
+                bad.join()
+                self.assertNotIn("error", answer, answer.get("error"))
+                self.expect_refused(answer["reply"], needle)
+                self.assertLess(answer["seconds"], 10, f"{name} took {answer['seconds']:.1f} s to refuse")
+                self.assertLess(max(latencies), allowed,
+                                f"during {name} a small request took {max(latencies):.2f} s "
+                                f"(baseline {baseline:.2f} s)")
+        # What the bad requests allocated is given back (60 MB of '[' kept 4.2 GB resident).
+        rss_after = self.server.rss_bytes()
+        self.assertLess(rss_after - rss_before, 256 << 20,
+                        f"resident memory grew from {rss_before >> 20} MiB to {rss_after >> 20} MiB")
 
 
 if __name__ == "__main__":

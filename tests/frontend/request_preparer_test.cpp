@@ -293,5 +293,35 @@ TEST_F(RequestPreparerTest, DeeplyNestedTemplateJsonIsRefusedNamingTheField) {
   EXPECT_FALSE(preparer.prepare(request).input_ids.empty());
 }
 
+// Every text that becomes a prompt has the byte limit `text` has (256 bytes a position: 48 positions,
+// 12288 bytes), checked before it is parsed, rendered or tokenized.
+TEST_F(RequestPreparerTest, ChatAndTokenizeTextsHaveThePromptByteLimit) {
+  const std::string dir = std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer";
+  RequestPreparer preparer(make().tokenizer(),
+                           PromptFormat{tokenizer::load_tokenizer_config(dir).chat_template, std::nullopt, std::nullopt},
+                           RequestLimits{151936, 64, 48, false, false});
+  EXPECT_EQ(preparer.max_prompt_bytes(), 12288u);
+  const std::string huge(12289, 'x');
+  msg::GenerateRequest request;
+  request.sampling.max_new_tokens = 4;
+  request.messages = std::vector<msg::ChatMessage>{{"user", huge}};
+  std::string refused = refusal(request, preparer);
+  EXPECT_NE(refused.find("the chat (messages, tools and chat_template_kwargs) is 12293 bytes"), std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("at most 12288 bytes"), std::string::npos) << refused;
+  request.messages = std::vector<msg::ChatMessage>{{"user", "hi"}};
+  request.tools = "[\"" + huge + "\"]";
+  EXPECT_NE(refusal(request, preparer).find("bytes"), std::string::npos);
+  try {
+    preparer.tokenize(huge, "text[1]");
+    ADD_FAILURE() << "tokenized";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("text[1] is 12289 bytes"), std::string::npos) << e.what();
+  }
+  std::string at_limit;
+  for (int i = 0; i < 6144; ++i) at_limit += " x";  // short words: quick to tokenize
+  EXPECT_FALSE(preparer.tokenize(at_limit, "text").empty());
+}
+
 }  // namespace
 }  // namespace moe
