@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/depth_limited_json.h"
+#include "common/bounded_json.h"
 #include "common/error.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer_config.h"
@@ -18,11 +18,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       moe::tokenizer::load_tokenizer_config(MOE_TEST_DATA_DIR "/qwen3-tokenizer").chat_template);
   nlohmann::ordered_json input;
   try {
-    input = moe::parse_depth_limited<nlohmann::ordered_json>(
+    input = moe::parse_bounded_json<nlohmann::ordered_json>(
         std::string_view(reinterpret_cast<const char*>(data), size), "input");
   } catch (const nlohmann::json::exception&) {
     return 0;
-  } catch (const moe::JsonTooDeep&) {
+  } catch (const moe::JsonOverLimit&) {
     return 0;
   }
   if (!input.is_object()) return 0;

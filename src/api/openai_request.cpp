@@ -9,7 +9,7 @@
 #include "api/api_error.h"
 #include "api/generation_call.h"
 #include "api/request_fields.h"
-#include "common/depth_limited_json.h"
+#include "common/bounded_json.h"
 
 namespace moe::api {
 namespace {
@@ -167,8 +167,8 @@ ordered_json template_tool_calls(const ordered_json& calls, const std::string& p
     if (!arguments.is_string()) continue;
     const std::string arguments_path = call_path + ".function.arguments";
     try {
-      arguments = parse_depth_limited<ordered_json>(arguments.get<std::string>(), arguments_path, /*allow_exceptions=*/false);
-    } catch (const JsonTooDeep& e) {
+      arguments = parse_bounded_json<ordered_json>(arguments.get<std::string>(), arguments_path, /*allow_exceptions=*/false);
+    } catch (const JsonOverLimit& e) {
       throw ApiError(400, e.what(), arguments_path);
     }
     if (arguments.is_discarded()) throw ApiError::invalid_field(arguments_path, "must be the text of a JSON object");

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/depth_limited_json.h"
+#include "common/bounded_json.h"
 
 namespace moe::api {
 namespace {
@@ -16,8 +16,8 @@ std::optional<ToolCall> parse_tool_call(std::string_view inside) {
   // ordered_json keeps the arguments' keys in the model's order.
   nlohmann::ordered_json call;
   try {
-    call = parse_depth_limited<nlohmann::ordered_json>(inside, "", /*allow_exceptions=*/false);
-  } catch (const JsonTooDeep&) {
+    call = parse_bounded_json<nlohmann::ordered_json>(inside, "", /*allow_exceptions=*/false);
+  } catch (const JsonOverLimit&) {
     return std::nullopt;  // kept as text, like any other block that is not a call
   }
   if (!call.is_object()) return std::nullopt;

@@ -1,7 +1,7 @@
 #include "frontend/request_preparer.h"
 
 #include "capture/routing_encoding.h"
-#include "common/depth_limited_json.h"
+#include "common/bounded_json.h"
 #include "common/error.h"
 #include "frontend/request_ids.h"
 #include "sampling/sampler.h"
@@ -33,7 +33,7 @@ void check_stops(const msg::SamplingParams& s) {
 // JSON of the type `is_type` checks.
 nlohmann::ordered_json template_json(const std::string& text, const std::string& what,
                                      bool (nlohmann::ordered_json::*is_type)() const noexcept, const char* type) {
-  nlohmann::ordered_json value = parse_depth_limited<nlohmann::ordered_json>(text, what, /*allow_exceptions=*/false);
+  nlohmann::ordered_json value = parse_bounded_json<nlohmann::ordered_json>(text, what, /*allow_exceptions=*/false);
   if (!(value.*is_type)()) throw Error(what + " must be the text of a JSON " + type);
   return value;
 }

@@ -6,7 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "common/depth_limited_json.h"
+#include "common/bounded_json.h"
 #include "jinja/python_text.h"
 
 namespace moe::jinja {

@@ -7,7 +7,7 @@
 #include "api/generation_call.h"
 #include "api/json_error_path.h"
 #include "api_test_support.h"
-#include "common/depth_limited_json.h"
+#include "common/bounded_json.h"
 
 namespace moe::api {
 namespace {
@@ -56,9 +56,28 @@ TEST(JsonBody, UnclosedNestingIsRefusedAtTheLimit) {
   expect_api_error([&] { parse_json_body(unclosed); }, 400, "input_ids[0][0][0]...", "deeper than 128 levels");
 }
 
-TEST(DepthLimitedJson, NamesTheTextAndItsFirstLevels) {
+// Every object, array and string is an allocation of its own: a body of millions of them is refused
+// as soon as it passes the bound, before the parser has allocated the rest (12 million "[1]" held the
+// front door for 40 s and left 1.4 GB resident).
+TEST(JsonBody, MoreStringsAndContainersThanTheLimitAreRefused) {
+  std::string lists = R"({"input_ids": [)";
+  for (size_t i = 0; i < kMaxJsonStringsAndContainers; ++i) lists += "[1],";
+  lists += "[1]]}";
+  expect_api_error([&] { parse_json_body(lists); }, 400, "input_ids[262141]", "is past 262144 objects, arrays and strings");
+  std::string strings = R"({"text": [)";
+  for (size_t i = 0; i < kMaxJsonStringsAndContainers; ++i) strings += R"("hi",)";
+  strings += R"("hi"]})";
+  expect_api_error([&] { parse_json_body(strings); }, 400, "text[262141]", "262144");
+  // Numbers are not counted: a batch of long token-id prompts parses.
+  std::string ids = R"({"input_ids": [)";
+  for (size_t i = 0; i < kMaxJsonStringsAndContainers; ++i) ids += "1,";
+  ids += "1]}";
+  EXPECT_EQ(parse_json_body(ids)["input_ids"].size(), kMaxJsonStringsAndContainers + 1);
+}
+
+TEST(BoundedJson, NamesTheTextAndItsFirstLevels) {
   try {
-    parse_depth_limited<nlohmann::ordered_json>(R"({"function": {"parameters": )" + std::string(200, '[') + "}}",
+    parse_bounded_json<nlohmann::ordered_json>(R"({"function": {"parameters": )" + std::string(200, '[') + "}}",
                                                 "tools[2]");
     ADD_FAILURE() << "accepted";
   } catch (const JsonTooDeep& e) {
@@ -67,8 +86,8 @@ TEST(DepthLimitedJson, NamesTheTextAndItsFirstLevels) {
                                      "128 levels (the most this server accepts)");
   }
   // A malformed text within the limit is what it was: a parse error, or a discarded value.
-  EXPECT_THROW(parse_depth_limited<nlohmann::json>("[[1", "x"), nlohmann::json::parse_error);
-  EXPECT_TRUE(parse_depth_limited<nlohmann::json>("[[1", "x", /*allow_exceptions=*/false).is_discarded());
+  EXPECT_THROW(parse_bounded_json<nlohmann::json>("[[1", "x"), nlohmann::json::parse_error);
+  EXPECT_TRUE(parse_bounded_json<nlohmann::json>("[[1", "x", /*allow_exceptions=*/false).is_discarded());
 }
 
 }  // namespace

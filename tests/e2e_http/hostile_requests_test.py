@@ -1,7 +1,7 @@
 """No one client can crash or stall the server: JSON nested 20,000 deep (in `tools`, `chat_template_kwargs`, a chat
 turn's tool call over HTTP, a turn's `extra_fields` over ZeroMQ) is a 400 naming the field and the limit of 128 levels,
 where it used to overflow the tokenizer thread's stack; and requests too large to be useful (60 MB of unclosed '[',
-100,000 prompts, 50 MB of chat content or of /tokenize text) are refused at once while a second client's requests
+12 million "[1]", 100,000 prompts, 50 MB of chat content or of /tokenize text) are refused at once while a second client's requests
 keep their latency, and the memory the bad request took is given back.
 Usage: hostile_requests_test.py PATH/TO/moe-serve"""
 import json
@@ -96,6 +96,8 @@ class HostileRequests(hh.ServerTest):
         rss_before = self.server.rss_bytes()
         bad_requests = (
             ("60 MB of unclosed [", "/generate", b"[" * (60 << 20), LIMIT_TEXT),
+            ("12 million [1] (48 MB)", "/generate", '{"input_ids": [' + "[1]," * 12000000 + '[1]]}',
+             "objects, arrays and strings"),
             ("100,000 prompts", "/generate",
              json.dumps({"text": ["hi"] * 100000, "sampling_params": {"max_new_tokens": 1}}), "--max-batch-prompts"),
             ("50 MB of chat content", "/v1/chat/completions",
