@@ -94,6 +94,7 @@ class HttpSession final : public ResponseChannel, public std::enable_shared_from
   std::deque<std::string> outbox_;
   bool writing_ = false;
   bool answering_ = false;     // a request was read and its answer is not fully written yet
+  size_t body_bytes_ = 0;      // the body size of the request last read
   bool answer_queued_ = false; // the answer's last bytes are in the outbox
   bool keep_alive_ = true;
   bool chunked_ = true;        // HTTP/1.1 streams in chunks; 1.0 streams until the close
