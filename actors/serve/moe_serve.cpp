@@ -39,6 +39,8 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("api-key", po::value(&o.api_key), "HTTP clients must send Authorization: Bearer KEY (not /health, /metrics)")
       ("max-batch-prompts", po::value(&o.max_batch_prompts)->default_value(o.max_batch_prompts),
        "the most prompts one HTTP request may bring (a /generate or /v1/completions list, /tokenize's texts); more get 400")
+      ("max-request-bytes", po::value(&o.max_request_bytes)->default_value(o.max_request_bytes),
+       "the largest HTTP request body (larger: 413) and ZeroMQ client frame (larger: the connection drops)")
       ("random-seed", po::value<uint64_t>()->notifier([&o](uint64_t seed) { o.random_seed = seed; }),
        "seeds the seed of every request that brings none, so a restarted server samples alike")
       ("tool-call-parser", po::value(&o.tool_call_parser),
@@ -123,6 +125,7 @@ int main(int argc, char** argv) {
       throw po::error("--log-level must be trace, debug, info, warn, error, critical or off, got '" + log_level + "'");
     spdlog::set_level(level);
     if (options.max_batch_prompts < 1) throw po::error("--max-batch-prompts must be at least 1");
+    if (options.max_request_bytes < 1024) throw po::error("--max-request-bytes must be at least 1024");
     if (role == "worker") {
       moe::actors::run_worker_process(options);
       return 0;
