@@ -47,8 +47,9 @@ class EngineFrontend {
   virtual void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) = 0;
   // POST /flush_cache: evicts the prefix cache; returns the cached tokens evicted.
   virtual int64_t flush_cache() = 0;
-  // POST /tokenize: the ids /generate gives `text`.
-  virtual std::vector<int32_t> tokenize(const std::string& text) const = 0;
+  // POST /tokenize: the ids /generate gives `text`; a text longer than a prompt may be is an
+  // api::ApiError (400) naming `field`.
+  virtual std::vector<int32_t> tokenize(const std::string& text, const std::string& field) const = 0;
   // POST /detokenize: the text of `ids`, special tokens kept; an id outside the vocabulary is an
   // api::ApiError (400) naming `field`.
   virtual std::string detokenize(const std::vector<int32_t>& ids, const std::string& field) const = 0;

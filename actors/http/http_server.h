@@ -19,11 +19,20 @@ namespace moe::http {
 
 class EngineFrontend;
 
+// The most prompts one request may bring (a /generate or /v1/completions list, /tokenize's and
+// /detokenize's lists). They share the front door's thread with every other client: 10,000 prompts
+// held it for 11 s.
+inline constexpr size_t kDefaultMaxBatchPrompts = 1024;
+// The largest request body (HTTP) or frame (ZeroMQ clients) taken. A body is parsed on the front
+// door's thread, so its size bounds how long one request can hold everyone else: about 1 s for 64 MiB.
+inline constexpr size_t kDefaultMaxRequestBytes = 64u << 20;
+
 // Where to listen and the limits that protect the server from slow, idle or greedy clients.
 struct HttpServerConfig {
   std::string host = "127.0.0.1";
   uint16_t port = 30000;                   // 0 = a free port, see HttpServer::port()
-  size_t max_body_bytes = 64u << 20;       // larger bodies get 413
+  size_t max_body_bytes = kDefaultMaxRequestBytes;  // larger bodies get 413
+  size_t max_batch_prompts = kDefaultMaxBatchPrompts;  // more prompts in one request get 400
   std::chrono::milliseconds idle_timeout{60'000};     // a kept-alive connection waiting for its next request
   std::chrono::milliseconds request_timeout{60'000};  // to receive a request's body
   std::chrono::milliseconds write_timeout{60'000};    // for a client to take one write of the answer

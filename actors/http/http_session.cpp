@@ -9,6 +9,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include "http/http_replies.h"
+#include "http/memory_release.h"
 
 namespace moe::http {
 namespace {
@@ -125,6 +126,7 @@ void HttpSession::dispatch() {
   auto& message = parser_->get();
   const HttpRequest request{std::string(message.method_string()), std::string(message.target()),
                             std::move(message.body()), std::string(message[beast_http::field::authorization])};
+  body_bytes_ = request.body.size();
   parser_.reset();
   answering_ = true;
   answer_queued_ = false;
@@ -222,6 +224,7 @@ void HttpSession::write_next() {
 void HttpSession::answer_written() {
   answering_ = false;
   exchange_.reset();
+  release_memory_after_request(body_bytes_);  // the request, its parse and its exchange are freed by now
   if (!keep_alive_) return linger_then_close();
   if (watching_) {
     socket_.cancel();  // on_watch then reads the next request

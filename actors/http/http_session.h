@@ -27,7 +27,8 @@ class HttpSession;
 // What every connection of one server shares; kept alive by the connections' pending operations.
 struct ServerShared {
   ServerShared(EngineFrontend& engine, HttpServerConfig server_config)
-      : config(std::move(server_config)), router(engine, config.api_key, config.output_parsers) {}
+      : config(std::move(server_config)),
+        router(engine, config.api_key, config.output_parsers, config.max_batch_prompts) {}
   HttpServerConfig config;
   RequestRouter router;
   std::unordered_map<HttpSession*, std::weak_ptr<HttpSession>> sessions;  // open connections, for stop()
@@ -93,6 +94,7 @@ class HttpSession final : public ResponseChannel, public std::enable_shared_from
   std::deque<std::string> outbox_;
   bool writing_ = false;
   bool answering_ = false;     // a request was read and its answer is not fully written yet
+  size_t body_bytes_ = 0;      // the body size of the request last read
   bool answer_queued_ = false; // the answer's last bytes are in the outbox
   bool keep_alive_ = true;
   bool chunked_ = true;        // HTTP/1.1 streams in chunks; 1.0 streams until the close

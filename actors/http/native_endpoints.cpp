@@ -42,13 +42,15 @@ std::shared_ptr<PendingAnswer> RequestRouter::health_generate(const std::shared_
 
 HttpReply RequestRouter::tokenize(const HttpRequest& request) const {
   const api::TokenizeCall call = api::parse_tokenize(api::parse_json_body(request.body));
+  check_batch_size(call.texts.size());
   std::vector<std::vector<int32_t>> tokens;
-  for (const std::string& text : call.texts) tokens.push_back(engine_.tokenize(text));
+  for (size_t i = 0; i < call.texts.size(); ++i) tokens.push_back(engine_.tokenize(call.texts[i], call.fields[i]));
   return json_reply(200, api::tokenize_json(tokens, call.batched, engine_.model_info().max_model_len));
 }
 
 HttpReply RequestRouter::detokenize(const HttpRequest& request) const {
   const api::DetokenizeCall call = api::parse_detokenize(api::parse_json_body(request.body));
+  check_batch_size(call.tokens.size());
   std::vector<std::string> texts;
   for (size_t i = 0; i < call.tokens.size(); ++i)
     texts.push_back(engine_.detokenize(call.tokens[i], call.fields[i]));

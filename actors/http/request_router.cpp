@@ -62,10 +62,12 @@ constexpr std::array kRoutes = {
 
 }  // namespace
 
-RequestRouter::RequestRouter(EngineFrontend& engine, std::string api_key, api::OutputParsers parsers)
+RequestRouter::RequestRouter(EngineFrontend& engine, std::string api_key, api::OutputParsers parsers,
+                             size_t max_batch_prompts)
     : engine_(engine),
       api_key_(std::move(api_key)),
       parsers_(parsers),
+      max_batch_prompts_(max_batch_prompts),
       started_(static_cast<int64_t>(std::time(nullptr))) {}
 
 std::optional<HttpReply> RequestRouter::refuse_without_key(const std::string& path, const HttpRequest& request) const {
@@ -146,6 +148,7 @@ std::shared_ptr<PendingAnswer> RequestRouter::generate(api::ApiKind api, const H
       call = api::parse_chat_completion(api::parse_ordered_json_body(request.body), engine_.model_name(), parsers_);
       break;
   }
+  check_batch_size(call.requests.size());
   auto exchange = std::make_shared<GenerationExchange>(std::move(call), engine_, channel);
   exchange->start();
   return exchange;
@@ -153,6 +156,12 @@ std::shared_ptr<PendingAnswer> RequestRouter::generate(api::ApiKind api, const H
 
 void RequestRouter::refuse_when_shutting_down() const {
   if (engine_.shutting_down()) throw api::ApiError(503, "the server is shutting down");
+}
+
+void RequestRouter::check_batch_size(size_t prompts) const {
+  if (prompts > max_batch_prompts_)
+    throw api::ApiError::bad_request("the request brings " + std::to_string(prompts) + " prompts; this server takes at most " +
+                                     std::to_string(max_batch_prompts_) + " in one request (--max-batch-prompts)");
 }
 
 HttpReply RequestRouter::health() const {

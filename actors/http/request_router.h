@@ -12,6 +12,7 @@
 #include "http/engine_frontend.h"
 #include "http/generation_exchange.h"
 #include "http/http_exchange.h"
+#include "http/http_server.h"
 
 namespace moe::http {
 
@@ -20,8 +21,10 @@ class RequestRouter {
  public:
   // `engine` must outlive the router. A non-empty `api_key` is required as a Bearer token by every
   // endpoint but /health and /metrics (which load balancers and Prometheus probe without one).
-  // `parsers`: the chat output parsers (--tool-call-parser, --reasoning-parser).
-  RequestRouter(EngineFrontend& engine, std::string api_key = {}, api::OutputParsers parsers = {});
+  // `parsers`: the chat output parsers (--tool-call-parser, --reasoning-parser). A request bringing
+  // more than `max_batch_prompts` prompts (or texts or id lists) is refused before any is submitted.
+  RequestRouter(EngineFrontend& engine, std::string api_key = {}, api::OutputParsers parsers = {},
+                size_t max_batch_prompts = kDefaultMaxBatchPrompts);
 
   // Answers `request` through `channel` now, or later: then it returns what the session must
   // cancel when the client leaves (a generation, a health probe), or null when nothing needs to be
@@ -46,6 +49,8 @@ class RequestRouter {
   HttpReply health() const;
   // What generation calls, /health and weight updates get once the engine stops taking requests.
   void refuse_when_shutting_down() const;
+  // A 400 when one request brings more than max_batch_prompts_ `prompts`.
+  void check_batch_size(size_t prompts) const;
   // Prometheus text.
   HttpReply metrics() const;
 
@@ -55,6 +60,7 @@ class RequestRouter {
   EngineFrontend& engine_;
   std::string api_key_;
   api::OutputParsers parsers_;
+  size_t max_batch_prompts_;
   int64_t started_;  // Unix time, the `created` of the model list
 };
 

@@ -183,7 +183,9 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
       std::make_unique<RequestPreparer>(
           tok, PromptFormat{tok_config.chat_template, optional_token(tok_config.bos_token), optional_token(tok_config.eos_token)},
           sizing.limits),
-      TokenizerActorEndpoints{endpoints.tokenizer, endpoints.scheduler, options.zmq_endpoint}, read_expert_load);
+      TokenizerActorEndpoints{endpoints.tokenizer, endpoints.scheduler, options.zmq_endpoint,
+                              static_cast<int64_t>(options.max_request_bytes)},
+      read_expert_load);
   // Set on the actors' own loops, which may already be running.
   a.tokenizer_loop->post([&a, on = options.log_requests] { a.tokenizer->log_requests(on); });
   a.scheduler = std::make_unique<SchedulerActor>(
@@ -216,6 +218,8 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     http_config.host = options.host;
     http_config.port = static_cast<uint16_t>(options.port);
     http_config.api_key = options.api_key;
+    http_config.max_batch_prompts = options.max_batch_prompts;
+    http_config.max_body_bytes = options.max_request_bytes;
     http_config.output_parsers = output_parsers;
     a.http_server = std::make_unique<http::HttpServer>(a.tokenizer_loop->io(), *a.http_frontend, http_config);
   }

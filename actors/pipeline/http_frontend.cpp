@@ -24,7 +24,13 @@ void HttpFrontend::update_weights(msg::UpdateWeights update, WeightsUpdatedHandl
   tokenizer_.update_weights(std::move(update), std::move(on_done));
 }
 
-std::vector<int32_t> HttpFrontend::tokenize(const std::string& text) const { return tokenizer_.preparer().tokenize(text); }
+std::vector<int32_t> HttpFrontend::tokenize(const std::string& text, const std::string& field) const {
+  try {
+    return tokenizer_.preparer().tokenize(text, field);
+  } catch (const Error& e) {
+    throw api::ApiError(400, e.what(), field);
+  }
+}
 
 std::string HttpFrontend::detokenize(const std::vector<int32_t>& ids, const std::string& field) const {
   try {

@@ -30,7 +30,7 @@ class HttpFrontend final : public http::EngineFrontend {
   size_t abort_request(const std::string& rid) override;
   void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) override;
   int64_t flush_cache() override { return queries_.flush_cache(); }
-  std::vector<int32_t> tokenize(const std::string& text) const override;
+  std::vector<int32_t> tokenize(const std::string& text, const std::string& field) const override;
   std::string detokenize(const std::vector<int32_t>& ids, const std::string& field) const override;
   std::string model_name() const override { return model_name_; }
   api::ModelInfo model_info() const override { return queries_.model_info(); }

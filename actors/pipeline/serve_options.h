@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "http/http_server.h"
 #include "moe/engine_options.h"
 
 namespace moe::actors {
@@ -26,6 +27,8 @@ struct ServeOptions : EngineOptions {
   int pp_rank = 0;
   std::string pp_next_endpoint;
   std::string api_key;                 // HTTP clients must send it as a Bearer token; empty = no key
+  size_t max_batch_prompts = http::kDefaultMaxBatchPrompts;  // prompts one HTTP request may bring
+  size_t max_request_bytes = http::kDefaultMaxRequestBytes;  // an HTTP body or a ZeroMQ client's frame
   bool log_requests = false;           // log each finished request: rid, lengths, timings, finish reason
   int decode_log_interval = 40;        // log the stats line every this many generating steps; 0 = never
   std::optional<uint64_t> random_seed;  // seeds the seeds of requests that bring none; none = the OS's

@@ -37,6 +37,8 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"chat_template", options.chat_template},
       {"random_seed", options.random_seed ? nlohmann::json(*options.random_seed) : nlohmann::json()},
       {"api_key_required", !options.api_key.empty()},  // never the key itself
+      {"max_batch_prompts", options.max_batch_prompts},
+      {"max_request_bytes", options.max_request_bytes},
       {"tool_call_parser", options.tool_call_parser},
       {"reasoning_parser", options.reasoning_parser},
       // What the engine derived from them.

@@ -16,7 +16,7 @@ TokenizerActor::TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<Reque
   loop.make<transport::Inbox>(endpoints.inbox, [this](msg::Message&& message) { on_message(std::move(message)); });
   if (!endpoints.clients.empty()) {
     transport::SocketOptions options;
-    options.max_message_bytes = 64 << 20;  // a public socket: refuse absurd frames
+    options.max_message_bytes = endpoints.max_client_frame_bytes;
     router_ = &loop.make<transport::RouterEndpoint>(
         endpoints.clients,
         [this](transport::ClientAddress address, std::string payload) { on_zmq_request(std::move(address), std::move(payload)); },

@@ -35,6 +35,7 @@ struct TrafficTotals {
 struct TokenizerActorEndpoints {
   std::string inbox, scheduler;
   std::string clients;  // ROUTER endpoint for ZeroMQ clients; empty = none
+  int64_t max_client_frame_bytes = 64 << 20;  // larger client frames drop the connection (a public socket)
 };
 
 class TokenizerActor {

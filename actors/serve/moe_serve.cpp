@@ -37,6 +37,10 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("log-requests", po::bool_switch(&o.log_requests),
        "log every finished request: rid, prompt and output lengths, time to first output, total time, finish reason")
       ("api-key", po::value(&o.api_key), "HTTP clients must send Authorization: Bearer KEY (not /health, /metrics)")
+      ("max-batch-prompts", po::value(&o.max_batch_prompts)->default_value(o.max_batch_prompts),
+       "the most prompts one HTTP request may bring (a /generate or /v1/completions list, /tokenize's texts); more get 400")
+      ("max-request-bytes", po::value(&o.max_request_bytes)->default_value(o.max_request_bytes),
+       "the largest HTTP request body (larger: 413) and ZeroMQ client frame (larger: the connection drops)")
       ("random-seed", po::value<uint64_t>()->notifier([&o](uint64_t seed) { o.random_seed = seed; }),
        "seeds the seed of every request that brings none, so a restarted server samples alike")
       ("tool-call-parser", po::value(&o.tool_call_parser),
@@ -120,6 +124,8 @@ int main(int argc, char** argv) {
     if (level == spdlog::level::off && log_level != "off")
       throw po::error("--log-level must be trace, debug, info, warn, error, critical or off, got '" + log_level + "'");
     spdlog::set_level(level);
+    if (options.max_batch_prompts < 1) throw po::error("--max-batch-prompts must be at least 1");
+    if (options.max_request_bytes < 1024) throw po::error("--max-request-bytes must be at least 1024");
     if (role == "worker") {
       moe::actors::run_worker_process(options);
       return 0;

@@ -65,7 +65,9 @@ TokenizeCall parse_tokenize(const json& body) {
   if ((text != nullptr) == (prompt != nullptr)) throw ApiError::bad_request("give one of `text` and `prompt`");
   const json& value = text != nullptr ? *text : *prompt;
   TokenizeCall call;
-  call.texts = one_or_list<std::string>(value, text != nullptr ? "text" : "prompt", value.is_array(), call.batched);
+  const std::string name = text != nullptr ? "text" : "prompt";
+  call.texts = one_or_list<std::string>(value, name, value.is_array(), call.batched);
+  for (size_t i = 0; i < call.texts.size(); ++i) call.fields.push_back(call.batched ? element_path(name, i) : name);
   return call;
 }
 

@@ -33,6 +33,7 @@ AbortCall parse_abort_request(const nlohmann::json& body);
 // tokenizes `text`. Answer: {"tokens", "count", "max_model_len"}, lists for a list.
 struct TokenizeCall {
   std::vector<std::string> texts;
+  std::vector<std::string> fields;  // the JSON path of each text, for errors: "text", "prompt[1]"
   bool batched = false;
 };
 TokenizeCall parse_tokenize(const nlohmann::json& body);

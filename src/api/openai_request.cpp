@@ -9,6 +9,7 @@
 #include "api/api_error.h"
 #include "api/generation_call.h"
 #include "api/request_fields.h"
+#include "common/bounded_json.h"
 
 namespace moe::api {
 namespace {
@@ -164,9 +165,13 @@ ordered_json template_tool_calls(const ordered_json& calls, const std::string& p
       throw ApiError::invalid_field(call_path + ".function", "must be an object with the function's name and arguments");
     ordered_json& arguments = call["function"]["arguments"];
     if (!arguments.is_string()) continue;
-    arguments = ordered_json::parse(arguments.get<std::string>(), nullptr, /*allow_exceptions=*/false);
-    if (arguments.is_discarded())
-      throw ApiError::invalid_field(call_path + ".function.arguments", "must be the text of a JSON object");
+    const std::string arguments_path = call_path + ".function.arguments";
+    try {
+      arguments = parse_bounded_json<ordered_json>(arguments.get<std::string>(), arguments_path, /*allow_exceptions=*/false);
+    } catch (const JsonOverLimit& e) {
+      throw ApiError(400, e.what(), arguments_path);
+    }
+    if (arguments.is_discarded()) throw ApiError::invalid_field(arguments_path, "must be the text of a JSON object");
   }
   return result;
 }

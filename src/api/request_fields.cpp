@@ -9,6 +9,7 @@
 #include "api/api_error.h"
 #include "api/json_error_path.h"
 #include "capture/routing_encoding.h"
+#include "common/bounded_json.h"
 #include "moe/message_fields.h"
 #include "sampling/sampler.h"
 
@@ -162,7 +163,9 @@ namespace {
 template <class Json>
 Json parse_body(std::string_view body) {
   try {
-    return Json::parse(body);
+    return parse_bounded_json<Json>(body, "");
+  } catch (const JsonOverLimit& e) {
+    throw ApiError(400, e.what(), e.path());
   } catch (const nlohmann::json::parse_error& e) {
     throw ApiError::bad_request(std::string("the request body is not valid JSON: ") + e.what());
   } catch (const nlohmann::json::out_of_range&) {  // valid JSON text, but a number beyond a double (1e999)

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.h"
+
 namespace moe::api {
 namespace {
 constexpr std::string_view kOpen = "<tool_call>";
@@ -12,7 +14,12 @@ constexpr std::string_view kClose = "</tool_call>";
 
 std::optional<ToolCall> parse_tool_call(std::string_view inside) {
   // ordered_json keeps the arguments' keys in the model's order.
-  const nlohmann::ordered_json call = nlohmann::ordered_json::parse(inside, nullptr, /*allow_exceptions=*/false);
+  nlohmann::ordered_json call;
+  try {
+    call = parse_bounded_json<nlohmann::ordered_json>(inside, "", /*allow_exceptions=*/false);
+  } catch (const JsonOverLimit&) {
+    return std::nullopt;  // kept as text, like any other block that is not a call
+  }
   if (!call.is_object()) return std::nullopt;
   const auto name = call.find("name");
   const auto arguments = call.find("arguments");

@@ -1,16 +1,13 @@
 #include "frontend/request_preparer.h"
 
 #include "capture/routing_encoding.h"
+#include "common/bounded_json.h"
 #include "common/error.h"
 #include "frontend/request_ids.h"
 #include "sampling/sampler.h"
 
 namespace moe {
 namespace {
-
-// No byte-level BPE token of the supported tokenizers spans more bytes than this, so a text longer
-// than max_sequence_len of them cannot fit.
-constexpr size_t kMaxBytesPerToken = 256;
 
 // Every stop string and stop token is checked against every generated token of the request, so
 // their number is what one request can make the detokenizer and sampler spend per token.
@@ -32,10 +29,11 @@ void check_stops(const msg::SamplingParams& s) {
 }
 
 // JSON text a request carries for the template (chat_template_kwargs, tools, a message's extra
-// fields), parsed in its key order; `what` names it when it is not JSON of the type `is_type` checks.
+// fields), parsed in its key order with its depth bounded; `what` names it when it is too deep or not
+// JSON of the type `is_type` checks.
 nlohmann::ordered_json template_json(const std::string& text, const std::string& what,
                                      bool (nlohmann::ordered_json::*is_type)() const noexcept, const char* type) {
-  nlohmann::ordered_json value = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::ordered_json value = parse_bounded_json<nlohmann::ordered_json>(text, what, /*allow_exceptions=*/false);
   if (!(value.*is_type)()) throw Error(what + " must be the text of a JSON " + type);
   return value;
 }
@@ -79,17 +77,9 @@ std::vector<int32_t> RequestPreparer::prompt_ids(const msg::GenerateRequest& req
     check_token_ids(*request.input_ids, "input_ids");
     return *request.input_ids;
   }
-  if (request.text) {
-    // Checked before tokenizing: a 50 MB prompt would otherwise hold the front door for seconds only to
-    // be refused for its length afterwards.
-    const auto limit = static_cast<size_t>(limits_.max_sequence_len) * kMaxBytesPerToken;
-    if (request.text->size() > limit)
-      throw Error("text is " + std::to_string(request.text->size()) + " bytes; a prompt this server can take (" +
-                  std::to_string(limits_.max_sequence_len) + " tokens) is at most " + std::to_string(limit) +
-                  " bytes");
-    return tokenizer_.encode(*request.text);
-  }
+  if (request.text) return tokenize(*request.text, "text");
   if (!chat_template_) throw Error("messages: this model's tokenizer has no chat template");
+  check_chat_bytes(request);
   tokenizer::ChatTemplateInputs inputs;
   inputs.messages = template_messages(*request.messages);
   if (!request.tools.empty()) inputs.tools = template_json(request.tools, "tools", &nlohmann::ordered_json::is_array, "array");
@@ -100,7 +90,25 @@ std::vector<int32_t> RequestPreparer::prompt_ids(const msg::GenerateRequest& req
   inputs.bos_token = bos_token_;
   inputs.eos_token = eos_token_;
   inputs.extra_variables = template_kwargs(request.chat_template_kwargs);
-  return tokenizer_.encode(chat_template_->render(inputs));
+  return tokenize(chat_template_->render(inputs), "the chat template's output");
+}
+
+void RequestPreparer::check_prompt_bytes(size_t bytes, const std::string& field) const {
+  const size_t limit = max_prompt_bytes();
+  if (bytes > limit)
+    throw Error(field + " is " + std::to_string(bytes) + " bytes; a prompt this server can take (" +
+                std::to_string(limits_.max_sequence_len) + " tokens) is at most " + std::to_string(limit) + " bytes");
+}
+
+void RequestPreparer::check_chat_bytes(const msg::GenerateRequest& request) const {
+  size_t bytes = request.tools.size() + request.chat_template_kwargs.size();
+  for (const msg::ChatMessage& m : *request.messages) bytes += m.role.size() + m.content.size() + m.extra_fields.size();
+  check_prompt_bytes(bytes, "the chat (messages, tools and chat_template_kwargs)");
+}
+
+std::vector<int32_t> RequestPreparer::tokenize(const std::string& text, const std::string& field) const {
+  check_prompt_bytes(text.size(), field);
+  return tokenizer_.encode(text);
 }
 
 void RequestPreparer::check_token_ids(const std::vector<int32_t>& ids, const std::string& field) const {

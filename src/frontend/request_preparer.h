@@ -34,12 +34,20 @@ struct RequestLimits {
 
 class RequestPreparer {
  public:
+  // No byte-level BPE token of the supported tokenizers spans more bytes than this, so a text longer
+  // than max_sequence_len of them cannot fit.
+  static constexpr size_t kMaxBytesPerToken = 256;
+
   RequestPreparer(tokenizer::Tokenizer tokenizer, const PromptFormat& format, const RequestLimits& limits);
 
   msg::TokenizedRequest prepare(const msg::GenerateRequest& request);
   const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
-  // The ids a request's `text` becomes (the /tokenize endpoint).
-  std::vector<int32_t> tokenize(const std::string& text) const { return tokenizer_.encode(text); }
+  // The ids `text` becomes (a request's text, the /tokenize endpoint). A text longer than any prompt
+  // this server can take (max_prompt_bytes) is a moe::Error naming `field`, made before tokenizing:
+  // 50 MB would otherwise hold the front door (and every client behind it) for seconds.
+  std::vector<int32_t> tokenize(const std::string& text, const std::string& field = "text") const;
+  // The most bytes a prompt's text may have: kMaxBytesPerToken for each position of max_sequence_len.
+  size_t max_prompt_bytes() const { return static_cast<size_t>(limits_.max_sequence_len) * kMaxBytesPerToken; }
   // The text of `ids`, special tokens kept (the /detokenize endpoint); an id outside the model's
   // vocabulary is a moe::Error naming `field`, as it is in a request's input_ids.
   std::string detokenize(const std::vector<int32_t>& ids, const std::string& field) const;
@@ -48,6 +56,11 @@ class RequestPreparer {
 
  private:
   void check_token_ids(const std::vector<int32_t>& ids, const std::string& field) const;
+  // A moe::Error naming `field` when `bytes` is more than max_prompt_bytes().
+  void check_prompt_bytes(size_t bytes, const std::string& field) const;
+  // The chat's text (its messages, tools and template kwargs) within max_prompt_bytes(), checked before
+  // it is parsed and rendered.
+  void check_chat_bytes(const msg::GenerateRequest& request) const;
   std::vector<int32_t> prompt_ids(const msg::GenerateRequest& request) const;
   // The checks that need the prompt's length; `max_new_tokens_field` names a limit the client gave.
   void check_length(const msg::TokenizedRequest& request, const std::string& max_new_tokens_field) const;

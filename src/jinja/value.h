@@ -197,7 +197,9 @@ struct JsonDumpOptions {
   bool ensure_ascii = false;
 };
 
-// The value of a JSON document; objects keep their key order (hence ordered_json).
+// The value of a JSON document; objects keep their key order (hence ordered_json). Converting recurses
+// once per level, so a document nesting deeper than kMaxJsonDepth is a RenderFailure (client JSON is
+// bounded when it is parsed; this keeps any other caller off the end of the stack).
 Value value_from_json(const nlohmann::ordered_json& json);
 
 // json.dumps(value, ...). Throws RenderFailure for values JSON cannot hold (Undefined, callables,

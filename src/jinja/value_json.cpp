@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.h"
 #include "jinja/python_text.h"
 
 namespace moe::jinja {
@@ -165,9 +166,15 @@ class JsonWriter {
   std::string out_;
 };
 
-}  // namespace
+// `depth` is the level of a container being converted (the top-level value's is 1).
+void check_depth(size_t depth) {
+  if (depth > kMaxJsonDepth)
+    throw RenderFailure("objects and arrays nest deeper than " + std::to_string(kMaxJsonDepth) +
+                        " levels (the most this server accepts)");
+}
 
-Value value_from_json(const nlohmann::ordered_json& json) {
+// The value of `json`, which sits inside depth - 1 objects and arrays.
+Value value_at_depth(const nlohmann::ordered_json& json, size_t depth) {
   switch (json.type()) {
     case nlohmann::ordered_json::value_t::null:
       return Value::none();
@@ -186,20 +193,26 @@ Value value_from_json(const nlohmann::ordered_json& json) {
     case nlohmann::ordered_json::value_t::string:
       return Value::string(json.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
+      check_depth(depth);
       std::vector<Value> items;
       items.reserve(json.size());
-      for (const auto& item : json) items.push_back(value_from_json(item));
+      for (const auto& item : json) items.push_back(value_at_depth(item, depth + 1));
       return Value::list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
+      check_depth(depth);
       Dict dict;
-      for (const auto& [key, item] : json.items()) dict.set(key, value_from_json(item));
+      for (const auto& [key, item] : json.items()) dict.set(key, value_at_depth(item, depth + 1));
       return Value::dict(std::move(dict));
     }
     default:
       throw RenderFailure("JSON binary values cannot be passed to a chat template");
   }
 }
+
+}  // namespace
+
+Value value_from_json(const nlohmann::ordered_json& json) { return value_at_depth(json, 1); }
 
 std::string dump_json(const Value& value, const JsonDumpOptions& options) { return JsonWriter(options).finish(value); }
 

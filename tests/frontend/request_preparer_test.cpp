@@ -257,5 +257,71 @@ TEST_F(RequestPreparerTest, MalformedToolTextIsRefused) {
   EXPECT_NE(refusal(request, preparer).find("tools"), std::string::npos);
 }
 
+// A JSON text whose value nests `levels` objects deep inside `{"a": ...}`: as deep as a client can
+// make it in a few kilobytes.
+std::string nested_object(size_t levels) {
+  std::string text;
+  for (size_t i = 0; i < levels; ++i) text += "{\"a\":";
+  text += "1";
+  text.append(levels, '}');
+  return text;
+}
+
+// The JSON texts a request carries for the template (ZeroMQ clients send them as they are) are refused
+// at any depth beyond the limit, naming the field and the limit; converting them recursed once per
+// level and 20,000 levels overflowed the tokenizer thread's stack.
+TEST_F(RequestPreparerTest, DeeplyNestedTemplateJsonIsRefusedNamingTheField) {
+  RequestPreparer preparer = qwen3_chat_preparer(make().tokenizer());
+  const std::string deep = nested_object(50000);
+  msg::GenerateRequest request;
+  request.sampling.max_new_tokens = 4;
+  request.messages = std::vector<msg::ChatMessage>{{"user", "hi", deep}};
+  std::string refused = refusal(request, preparer);
+  EXPECT_NE(refused.find("messages[0].extra_fields.a.a.a.a..."), std::string::npos) << refused;
+  EXPECT_NE(refused.find("deeper than 128 levels"), std::string::npos) << refused;
+  request.messages = std::vector<msg::ChatMessage>{{"user", "hi"}};
+  request.tools = "[" + deep + "]";
+  refused = refusal(request, preparer);
+  EXPECT_NE(refused.find("tools[0].a.a"), std::string::npos) << refused;
+  request.tools.clear();
+  request.chat_template_kwargs = deep;
+  refused = refusal(request, preparer);
+  EXPECT_NE(refused.find("chat_template_kwargs.a.a"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("128"), std::string::npos) << refused;
+  // Nesting within the limit reaches the template.
+  request.chat_template_kwargs = nested_object(100);
+  EXPECT_FALSE(preparer.prepare(request).input_ids.empty());
+}
+
+// Every text that becomes a prompt has the byte limit `text` has (256 bytes a position: 48 positions,
+// 12288 bytes), checked before it is parsed, rendered or tokenized.
+TEST_F(RequestPreparerTest, ChatAndTokenizeTextsHaveThePromptByteLimit) {
+  const std::string dir = std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer";
+  RequestPreparer preparer(make().tokenizer(),
+                           PromptFormat{tokenizer::load_tokenizer_config(dir).chat_template, std::nullopt, std::nullopt},
+                           RequestLimits{151936, 64, 48, false, false});
+  EXPECT_EQ(preparer.max_prompt_bytes(), 12288u);
+  const std::string huge(12289, 'x');
+  msg::GenerateRequest request;
+  request.sampling.max_new_tokens = 4;
+  request.messages = std::vector<msg::ChatMessage>{{"user", huge}};
+  std::string refused = refusal(request, preparer);
+  EXPECT_NE(refused.find("the chat (messages, tools and chat_template_kwargs) is 12293 bytes"), std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("at most 12288 bytes"), std::string::npos) << refused;
+  request.messages = std::vector<msg::ChatMessage>{{"user", "hi"}};
+  request.tools = "[\"" + huge + "\"]";
+  EXPECT_NE(refusal(request, preparer).find("bytes"), std::string::npos);
+  try {
+    preparer.tokenize(huge, "text[1]");
+    ADD_FAILURE() << "tokenized";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("text[1] is 12289 bytes"), std::string::npos) << e.what();
+  }
+  std::string at_limit;
+  for (int i = 0; i < 6144; ++i) at_limit += " x";  // short words: quick to tokenize
+  EXPECT_FALSE(preparer.tokenize(at_limit, "text").empty());
+}
+
 }  // namespace
 }  // namespace moe

@@ -101,6 +101,29 @@ TEST_F(ServerTest, TokenizeAndDetokenize) {
   EXPECT_EQ(reply_json(outside)["error"]["param"], "tokens[1]");
   EXPECT_EQ(c.request("POST", "/detokenize", R"({"tokens": [-1]})").status, 400);
   EXPECT_EQ(c.request("POST", "/tokenize", R"({"text": "a", "prompt": "b"})").status, 400);
+  // A text the engine refuses is a 400 naming it.
+  const TestResponse long_text = c.request("POST", "/tokenize", R"({"text": ["a", "this text is too long"]})");
+  EXPECT_EQ(long_text.status, 400);
+  EXPECT_EQ(reply_json(long_text)["error"]["param"], "text[1]");
+}
+
+// More prompts in one request than --max-batch-prompts (4 here) are refused before any reaches the
+// engine: 100,000 of them held the front door for 99 s.
+TEST_F(ServerTest, ListsBeyondMaxBatchPromptsAre400BeforeAnyPromptRuns) {
+  TestClient c = client();
+  const TestResponse generate = c.request("POST", "/generate", R"({"input_ids": [[1], [2], [3], [4], [5]]})");
+  EXPECT_EQ(generate.status, 400);
+  EXPECT_NE(reply_json(generate)["error"]["message"].get<std::string>().find(
+                "the request brings 5 prompts; this server takes at most 4 in one request (--max-batch-prompts)"),
+            std::string::npos);
+  EXPECT_TRUE(engine_->submitted().empty());
+  EXPECT_EQ(c.request("POST", "/v1/completions", R"({"prompt": ["a", "b", "c", "d", "e"]})").status, 400);
+  EXPECT_EQ(c.request("POST", "/tokenize", R"({"text": ["a", "b", "c", "d", "e"]})").status, 400);
+  EXPECT_EQ(c.request("POST", "/detokenize", R"({"tokens": [[1], [2], [3], [4], [5]]})").status, 400);
+  EXPECT_TRUE(engine_->submitted().empty());
+  EXPECT_EQ(c.request("POST", "/tokenize", R"({"text": ["a", "b", "c", "d"]})").status, 200);
+  EXPECT_EQ(c.request("POST", "/generate", R"({"input_ids": [[1], [2], [3], [4]], "sampling_params": {"max_new_tokens": 1}})").status,
+            200);
 }
 
 TEST_F(ServerTest, ModelAndServerInfo) {

@@ -152,7 +152,8 @@ void ScriptedEngine::update_weights(msg::UpdateWeights update, WeightsUpdatedHan
   });
 }
 
-std::vector<int32_t> ScriptedEngine::tokenize(const std::string& text) const {
+std::vector<int32_t> ScriptedEngine::tokenize(const std::string& text, const std::string& field) const {
+  if (text.size() > kMaxTokenizeBytes) throw api::ApiError(400, field + " is over the scripted limit", field);
   std::vector<int32_t> ids;
   for (unsigned char byte : text) ids.push_back(byte);
   return ids;

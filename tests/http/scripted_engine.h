@@ -31,6 +31,8 @@ class ScriptedEngine final : public EngineFrontend {
  public:
   static constexpr int kLayers = 2;
   static constexpr int kTopK = 2;
+  // Longer texts are refused by tokenize() as the real engine refuses texts longer than a prompt.
+  static constexpr size_t kMaxTokenizeBytes = 16;
   // The expert the script routes position `position` to (prompt rows are the same for every sample).
   static int32_t expert_at(int64_t position, int layer, int k, int sample, int64_t prompt_tokens);
 
@@ -41,7 +43,7 @@ class ScriptedEngine final : public EngineFrontend {
   size_t abort_request(const std::string& rid) override;
   void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) override;
   int64_t flush_cache() override { return ++flushes_; }
-  std::vector<int32_t> tokenize(const std::string& text) const override;
+  std::vector<int32_t> tokenize(const std::string& text, const std::string& field) const override;
   std::string detokenize(const std::vector<int32_t>& ids, const std::string& field) const override;
   std::string model_name() const override { return "test-model"; }
   api::ModelInfo model_info() const override;

@@ -11,6 +11,7 @@ HttpServerConfig ServerTest::test_config() {
   config.host = "127.0.0.1";
   config.port = 0;
   config.max_body_bytes = 4096;
+  config.max_batch_prompts = 4;
   config.idle_timeout = std::chrono::milliseconds(300);
   config.request_timeout = std::chrono::milliseconds(300);
   config.write_timeout = std::chrono::milliseconds(1000);

@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.h"
 #include "jinja/value.h"
 #include "jinja_test_helpers.h"
 
@@ -90,6 +91,22 @@ TEST(JinjaValues, JsonInputKeepsKeyOrderAndTypes) {
   EXPECT_EQ(value.as_dict().find("z")->kind(), Value::Kind::Int);
   EXPECT_EQ(value.as_dict().find("a")->kind(), Value::Kind::Float);
   EXPECT_EQ(to_repr(*value.as_dict().find("m")), "[True, None, 's']");
+}
+
+// Converting recurses once per level: a document deeper than the limit is a RenderFailure, not the end
+// of the stack (the parse leaves the value flat in memory, and its destructor does not recurse).
+TEST(JinjaValues, JsonDeeperThanTheLimitIsRefused) {
+  const auto nested_arrays = [](size_t levels) {
+    return nlohmann::ordered_json::parse(std::string(levels, '[') + std::string(levels, ']'));
+  };
+  EXPECT_EQ(value_from_json(nested_arrays(kMaxJsonDepth)).kind(), Value::Kind::List);
+  try {
+    value_from_json(nested_arrays(kMaxJsonDepth + 1));
+    ADD_FAILURE() << "accepted";
+  } catch (const RenderFailure& failure) {
+    EXPECT_NE(std::string(failure.what()).find("deeper than 128 levels"), std::string::npos) << failure.what();
+  }
+  EXPECT_THROW(value_from_json(nested_arrays(500000)), RenderFailure);
 }
 
 }  // namespace
