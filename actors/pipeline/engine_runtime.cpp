@@ -55,16 +55,9 @@ std::vector<LayerRange> stage_layers(const ServeOptions& options, const ModelCon
 std::unique_ptr<Model> load_served_model(const ServeOptions& options, const std::string& model_dir,
                                          std::optional<LayerRange> layers = std::nullopt,
                                          std::optional<Quantization> quantization = std::nullopt) {
-  ModelOptions mo;
+  ModelOptions mo = model_options(options);
   mo.layers = layers;
-  mo.device = parse_device(options.device);
-  mo.cuda_graphs = !options.disable_cuda_graph;
-  mo.moe_backend = parse_moe_backend(options.moe_runner_backend);
-  mo.ep_size = options.ep_size;
-  mo.expert_placement_file = options.expert_placement;
-  mo.quantization = quantization ? *quantization : parse_quantization(options.quantization);
-  mo.quantization_group_size = options.quantization_group_size;
-  mo.kernel_dtype = parse_kernel_dtype(options.kernel_dtype);
+  if (quantization) mo.quantization = *quantization;
   // The files are read front to back first, with progress, so that the load, which copies the
   // half-precision weights into the GEMM's tiled order, reads them from memory.
   int last_percent = -1;

@@ -24,16 +24,20 @@ constexpr int kDecodeContext = 512;  // tokens each decoding sequence already ho
 struct LayerWeights {
   ModelConfig config;
   Checkpoint checkpoint;
+  ModelPlan plan;
   AttentionLayer attention;
   WeightView router, lm_head;
   ExpertWeights experts;
 
   explicit LayerWeights(const std::string& dir)
-      : config(load_model_config(dir)), checkpoint(Checkpoint::open(dir)), attention(checkpoint, config, 0, 0) {
-    const MoeTensorNames names = find_architecture(config.architecture).moe_tensor_names(0);
+      : config(load_model_config(dir)),
+        checkpoint(Checkpoint::open(dir)),
+        plan(model_plan(config)),
+        attention(checkpoint, config, plan.layers[0].gqa, 0) {
+    const MoeTensorNames& names = plan.layers[0].moe;
     const int64_t H = config.hidden_size;
     router = checkpoint.matrix(names.router, config.num_experts, H);
-    lm_head = checkpoint.matrix("lm_head.weight", config.vocab_size, H);
+    lm_head = checkpoint.matrix(plan.lm_head, config.vocab_size, H);
     experts = load_routed_experts(checkpoint, config, names);
   }
 };

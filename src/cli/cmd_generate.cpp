@@ -20,12 +20,12 @@ namespace {
 namespace po = boost::program_options;
 
 struct GenerateArgs {
-  std::string model_path, tokenizer_path, prompt, prompt_ids, backend = "auto", device = "cpu", placement, stop_ids;
-  std::string quantization = "none", kernel_dtype = "float32";
-  int max_new_tokens = 16, ep_size = 1;
-  int64_t chunk = 0, group_size = 128;
+  std::string model_path, tokenizer_path, prompt, prompt_ids, stop_ids;
+  EngineOptions model;  // the flags that say how the model loads (model_options), named as moe-serve's
+  int max_new_tokens = 16;
+  int64_t chunk = 0;
   uint64_t seed = 0;
-  bool routed = false, include_last = false, json = false, ignore_eos = false, disable_cuda_graph = false;
+  bool routed = false, include_last = false, json = false, ignore_eos = false;
   msg::DrawSettings draw{0.0f, 1.0f, -1, 0.0f};
 };
 
@@ -63,16 +63,16 @@ int run_generate(int argc, char** argv) {
       ("return-routed-experts", po::bool_switch(&a.routed), "print the routed experts of every position")
       ("include-last", po::bool_switch(&a.include_last), "also route the last generated token")
       ("chunked-prefill-size", po::value(&a.chunk)->default_value(0), "tokens per step (0 = no limit)")
-      ("moe-runner-backend", po::value(&a.backend)->default_value("auto"), "auto | reference | grouped (CPU) | cuda (--device cuda)")
-      ("device", po::value(&a.device)->default_value("cpu"), "cpu | cuda (a build with -DMOE_CUDA=ON)")
-      ("disable-cuda-graph", po::bool_switch(&a.disable_cuda_graph), "cuda: no CUDA graphs for decode steps")
-      ("quantization", po::value(&a.quantization)->default_value("none"), "none | int8 | int4 (at load)")
-      ("quantization-group-size", po::value(&a.group_size)->default_value(128), "int4: input columns per scale")
-      ("kernel-dtype", po::value(&a.kernel_dtype)->default_value("float32"),
+      ("moe-runner-backend", po::value(&a.model.moe_runner_backend)->default_value("auto"), "auto | reference | grouped (CPU) | cuda (--device cuda)")
+      ("device", po::value(&a.model.device)->default_value("cpu"), "cpu | cuda (a build with -DMOE_CUDA=ON)")
+      ("disable-cuda-graph", po::bool_switch(&a.model.disable_cuda_graph), "cuda: no CUDA graphs for decode steps")
+      ("quantization", po::value(&a.model.quantization)->default_value("none"), "none | int8 | int4 (at load)")
+      ("quantization-group-size", po::value(&a.model.quantization_group_size)->default_value(128), "int4: input columns per scale")
+      ("kernel-dtype", po::value(&a.model.kernel_dtype)->default_value("float32"),
        "float32 | bf16: GEMM products of bf16-rounded activations (bf16 checkpoints, CPU) | int8: integer "
        "products of int8 activation blocks (int8/int4 weights, CPU)")
-      ("ep-size", po::value(&a.ep_size)->default_value(1), "expert-parallel shards")
-      ("expert-placement", po::value(&a.placement), "JSON file of device_expert_mapping")
+      ("ep-size", po::value(&a.model.ep_size)->default_value(1), "expert-parallel shards")
+      ("expert-placement", po::value(&a.model.expert_placement), "JSON file of device_expert_mapping")
       ("json", po::bool_switch(&a.json), "print one JSON object");
   if (!parse_command_line(argc, argv, desc)) return 0;
   if (a.prompt.empty() == a.prompt_ids.empty()) throw Error("give exactly one of --prompt and --prompt-ids");
@@ -96,15 +96,7 @@ int run_generate(int argc, char** argv) {
   request.routing.include_last = a.include_last;
   request.routing.raw = true;
 
-  ModelOptions mo;
-  mo.device = parse_device(a.device);
-  mo.cuda_graphs = !a.disable_cuda_graph;
-  mo.moe_backend = parse_moe_backend(a.backend);
-  mo.ep_size = a.ep_size;
-  mo.expert_placement_file = a.placement;
-  mo.quantization = parse_quantization(a.quantization);
-  mo.quantization_group_size = a.group_size;
-  mo.kernel_dtype = parse_kernel_dtype(a.kernel_dtype);
+  const ModelOptions mo = model_options(a.model);
   EngineCoreOptions options;
   options.settings.chunked_prefill_size = a.chunk;
   options.settings.enable_return_routed_experts = a.routed;

@@ -5,7 +5,8 @@
 
 namespace moe::cuda {
 
-CudaAttention::CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, int layer)
+CudaAttention::CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names,
+                             int layer)
     : layer_(layer),
       num_heads_(config.num_attention_heads),
       num_kv_heads_(config.num_key_value_heads),
@@ -13,14 +14,14 @@ CudaAttention::CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, 
       norm_eps_(static_cast<float>(config.rms_norm_eps)),
       inv_freq_(DeviceArray<float>::from_host(RotaryEmbedding(config.head_dim, config.rope_theta).inv_freq())),
       w_(AttentionWeights<DeviceMatrix, DeviceArray<float>>::load(
-          config, layer,
+          config, names,
           [&](const std::string& name, int64_t rows, int64_t cols) { return upload_matrix(ckpt, name, rows, cols); },
           [&](const std::string& name, int64_t n) { return upload_vector(ckpt, name, n); })) {}
 
 void CudaAttention::forward(const float* x, const StepContext& step, DeviceKvPool& kv, Scratch& scratch,
                             float* out) const {
   const int64_t T = step.batch.num_tokens();
-  const int64_t q_width = w_.q_proj.rows, kv_width = w_.k_proj.rows;
+  const int64_t q_width = w_.q_weight.rows, kv_width = w_.k_weight.rows;
   float* q = scratch.q.reserve(static_cast<size_t>(T * q_width));
   float* k = scratch.k.reserve(static_cast<size_t>(T * kv_width));
   float* v = scratch.v.reserve(static_cast<size_t>(T * kv_width));
@@ -30,7 +31,7 @@ void CudaAttention::forward(const float* x, const StepContext& step, DeviceKvPoo
   const size_t counters_size = attention_counters_size(T, num_heads_);
   const AttentionSplits split{partials_size ? scratch.split_partials.reserve(partials_size) : nullptr,
                               counters_size ? scratch.split_counters.reserve(counters_size) : nullptr};
-  const DeviceMatrix* projections[] = {&w_.q_proj, &w_.k_proj, &w_.v_proj};
+  const DeviceMatrix* projections[] = {&w_.q_weight, &w_.k_weight, &w_.v_weight};
   float* const projected[] = {q, k, v};
   step.blas.linears(x, T, projections, projected);
   if (!w_.q_bias.empty()) {
@@ -43,7 +44,7 @@ void CudaAttention::forward(const float* x, const StepContext& step, DeviceKvPoo
                     step.batch.own_slots(), kv.keys_of(layer_), kv.values_of(layer_), split.counters, step.stream);
   causal_attention(q, T, step.batch.attention_tables(), kv.keys_of(layer_), kv.values_of(layer_), num_heads_,
                    num_kv_heads_, head_dim_, split, attn, step.stream);
-  step.blas.linear(attn, T, w_.o_proj, out);
+  step.blas.linear(attn, T, w_.o_weight, out);
 }
 
 }  // namespace moe::cuda

@@ -23,7 +23,8 @@ class CudaAttention {
     DeviceArray<int32_t> split_counters;
   };
 
-  CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, int layer);
+  // `layer`: the layer's index in the K/V pool.
+  CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names, int layer);
   // out[T, H] = attention(x[T, H]) for the whole batch; writes this layer's K/V of every new token.
   void forward(const float* x, const StepContext& step, DeviceKvPool& kv, Scratch& scratch, float* out) const;
 

@@ -4,11 +4,9 @@
 
 namespace moe::cuda {
 
-CudaMlp CudaMlp::load(const Checkpoint& ckpt, const std::string& prefix, const std::string& gate_name,
-                      const std::string& up_name, const std::string& down_name, int64_t hidden, int64_t intermediate) {
-  return {upload_matrix(ckpt, prefix + gate_name + ".weight", intermediate, hidden),
-          upload_matrix(ckpt, prefix + up_name + ".weight", intermediate, hidden),
-          upload_matrix(ckpt, prefix + down_name + ".weight", hidden, intermediate)};
+CudaMlp CudaMlp::load(const Checkpoint& ckpt, const MlpTensorNames& names, int64_t hidden, int64_t intermediate) {
+  return {upload_matrix(ckpt, names.gate, intermediate, hidden), upload_matrix(ckpt, names.up, intermediate, hidden),
+          upload_matrix(ckpt, names.down, hidden, intermediate)};
 }
 
 void CudaMlp::forward(const float* x, int64_t rows, const Blas& blas, cudaStream_t stream, Scratch& scratch,

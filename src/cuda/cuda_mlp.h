@@ -1,10 +1,9 @@
 #pragma once
 // A SwiGLU MLP on the device, down(silu(gate(x)) * up(x)): dense decoder layers, every routed
 // expert (over the rows routed to it) and Qwen2-MoE's shared expert.
-#include <string>
-
 #include "cuda/blas.h"
 #include "cuda/device_weights.h"
+#include "model/model_plan.h"
 
 namespace moe {
 class Checkpoint;
@@ -20,9 +19,8 @@ struct CudaMlp {
 
   DeviceMatrix gate, up, down;
 
-  // PREFIX + gate + ".weight" etc., of width `intermediate` over `hidden`.
-  static CudaMlp load(const Checkpoint& ckpt, const std::string& prefix, const std::string& gate_name,
-                      const std::string& up_name, const std::string& down_name, int64_t hidden, int64_t intermediate);
+  // The matrices `names` names, of width `intermediate` over `hidden`.
+  static CudaMlp load(const Checkpoint& ckpt, const MlpTensorNames& names, int64_t hidden, int64_t intermediate);
   // out[rows, H] = mlp(x[rows, H]); out is overwritten.
   void forward(const float* x, int64_t rows, const Blas& blas, cudaStream_t stream, Scratch& scratch,
                float* out) const;

@@ -45,27 +45,28 @@ CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
       use_graphs_(options.cuda_graphs) {
   // The checkpoint is read here and unmapped when the constructor returns: the device holds the weights.
   const Checkpoint checkpoint = Checkpoint::open(model_dir);
-  const Architecture& arch = find_architecture(config_.architecture);
+  const ModelPlan plan = model_plan(config_);
   const int64_t H = config_.hidden_size;
-  embed_ = upload_matrix(checkpoint, "model.embed_tokens.weight", config_.vocab_size, H);
+  embed_ = upload_matrix(checkpoint, plan.embedding, config_.vocab_size, H);
   if (options.kernel_dtype == KernelDType::BF16 && !embed_.is_bf16())
     throw Error("--kernel-dtype bf16 multiplies bf16 weights; " + model_dir + " does not store bf16");
-  if (!config_.tie_word_embeddings)
-    untied_lm_head_ = upload_matrix(checkpoint, "lm_head.weight", config_.vocab_size, H);
-  final_norm_ = upload_vector(checkpoint, "model.norm.weight", H);
+  if (!plan.lm_head.empty()) untied_lm_head_ = upload_matrix(checkpoint, plan.lm_head, config_.vocab_size, H);
+  final_norm_ = upload_vector(checkpoint, plan.final_norm, H);
   layers_.resize(config_.num_hidden_layers);
   for (int l = 0; l < config_.num_hidden_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const LayerPlan& names = plan.layers[l];
     DecoderLayer& layer = layers_[l];
-    layer.input_norm = upload_vector(checkpoint, p + "input_layernorm.weight", H);
-    layer.post_attention_norm = upload_vector(checkpoint, p + "post_attention_layernorm.weight", H);
-    layer.attention.emplace(checkpoint, config_, l);
-    if (config_.moe_index(l) >= 0) {
-      layer.moe.emplace(checkpoint, config_, arch, l, placement_);
-      last_moe_layer_ = l;
-    } else {
-      layer.mlp = CudaMlp::load(checkpoint, p + "mlp.", "gate_proj", "up_proj", "down_proj", H,
-                                config_.intermediate_size);
+    layer.input_norm = upload_vector(checkpoint, names.input_norm, H);
+    layer.post_attention_norm = upload_vector(checkpoint, names.post_attention_norm, H);
+    switch (names.attention) {
+      case AttentionKind::Gqa: layer.attention.emplace(checkpoint, config_, names.gqa, l); break;
+    }
+    switch (names.ffn) {
+      case FfnKind::Moe:
+        layer.moe.emplace(checkpoint, config_, names.moe, l, placement_);
+        last_moe_layer_ = l;
+        break;
+      case FfnKind::Dense: layer.mlp = CudaMlp::load(checkpoint, names.mlp, H, config_.intermediate_size); break;
     }
   }
 }

@@ -5,11 +5,10 @@
 
 #include "common/error.h"
 #include "cuda/kernels.h"
-#include "model/architecture.h"
 
 namespace moe::cuda {
 
-CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer,
+CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int layer,
                            const ExpertPlacement& placement)
     : moe_index_(config.moe_index(layer)),
       num_experts_(config.num_experts),
@@ -17,11 +16,9 @@ CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, co
       normalize_top_k_(config.norm_topk_prob),
       hidden_(config.hidden_size),
       expert_width_(config.moe_intermediate_size) {
-  const MoeTensorNames names = arch.moe_tensor_names(layer);
   router_ = upload_matrix(ckpt, names.router, num_experts_, hidden_);
-  for (int e = 0; e < num_experts_; ++e)
-    experts_.push_back(CudaMlp::load(ckpt, names.expert_prefix + std::to_string(e) + ".", names.gate, names.up,
-                                     names.down, hidden_, expert_width_));
+  for (const MlpTensorNames& expert : names.experts)
+    experts_.push_back(CudaMlp::load(ckpt, expert, hidden_, expert_width_));
   std::vector<const void*> gates, ups, downs;
   for (const CudaMlp& expert : experts_) {
     if (expert.gate.is_bf16() != experts_[0].gate.is_bf16() || expert.up.is_bf16() != expert.gate.is_bf16() ||
@@ -42,10 +39,9 @@ CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, co
     shard_tables_ = tables_;
     shard_tables_.num_experts = num_experts_ / placement.ep_size();
   }
-  if (!names.shared_expert_prefix.empty() && config.shared_expert_intermediate_size > 0) {
-    shared_expert_ = CudaMlp::load(ckpt, names.shared_expert_prefix, "gate_proj", "up_proj", "down_proj", hidden_,
-                                   config.shared_expert_intermediate_size);
-    shared_expert_gate_ = upload_matrix(ckpt, names.shared_expert_gate, 1, hidden_);
+  if (names.shared_expert) {
+    shared_expert_ = CudaMlp::load(ckpt, *names.shared_expert, hidden_, config.shared_expert_intermediate_size);
+    shared_gate_ = upload_matrix(ckpt, names.shared_gate, 1, hidden_);
   }
 }
 
@@ -99,7 +95,7 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
   float* shared = scratch.shared.reserve(static_cast<size_t>(T * H));
   float* gate = scratch.shared_gate.reserve(static_cast<size_t>(T));
   shared_expert_->forward(x, T, step.blas, stream, mlp_scratch, shared);
-  step.blas.linear(x, T, shared_expert_gate_, gate);
+  step.blas.linear(x, T, shared_gate_, gate);
   add_sigmoid_gated(out, gate, shared, T, H, stream);
 }
 

@@ -21,13 +21,13 @@
 #include "cuda/kernels.h"
 #include "cuda/step_context.h"
 #include "model/model_config.h"
+#include "model/model_plan.h"
 #include "moe/expert_placement.h"
 #include "moe/routing_capture.h"
 
 namespace moe {
-class Architecture;
 class Checkpoint;
-}  // namespace moe
+}
 
 namespace moe::cuda {
 
@@ -58,7 +58,7 @@ class CudaMoeBlock {
   static constexpr int64_t kFusedRoutingTokens = 16;
 
   // `placement`: which experts each shard holds (ExpertPlacement::uniform(E, 1): no sharding).
-  CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer,
+  CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int layer,
                const ExpertPlacement& placement);
   // out[T, H] = moe(x[T, H]); out is overwritten. With `capture`, the router also writes the layer's
   // rows into the capture's device buffer (no copy to the host here). Above kGroupedOnDeviceTokens,
@@ -99,7 +99,7 @@ class CudaMoeBlock {
   DeviceArray<int32_t> expert_owner_;  // [E]
   ExpertTables shard_tables_{};
   std::optional<CudaMlp> shared_expert_;
-  DeviceMatrix shared_expert_gate_;  // [1, H]
+  DeviceMatrix shared_gate_;  // [1, H]
 };
 
 }  // namespace moe::cuda

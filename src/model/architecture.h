@@ -1,22 +1,15 @@
 #pragma once
-// What differs between the supported model families: config fields and tensor names. Each family
-// lives in its own file (qwen3_moe.cpp, mixtral.cpp, qwen2_moe.cpp); architecture_registry.cpp lists them.
+// What differs between the supported model families: the config fields each reads and its plan
+// (model/model_plan.h: tensor names and layer sequence). Each family lives in its own file under
+// model/architectures/; architecture_registry.cpp lists them.
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
 #include "model/model_config.h"
+#include "model/model_plan.h"
 
 namespace moe {
-
-// Checkpoint tensor names of one decoder layer's MoE block.
-struct MoeTensorNames {
-  std::string router;                        // [E, H]
-  std::string expert_prefix;                 // + "<e>." + gate/up/down + ".weight"
-  std::string gate, up, down;                // per-expert projection names
-  std::string shared_expert_prefix;          // empty when there is no shared expert
-  std::string shared_expert_gate;            // [1, H] sigmoid gate of the shared expert
-};
 
 class Architecture {
  public:
@@ -25,12 +18,16 @@ class Architecture {
   virtual const char* name() const = 0;
   // Fills what is specific to this family (the common fields are already read).
   virtual void read_config(const nlohmann::json& config, ModelConfig& out) const = 0;
-  virtual MoeTensorNames moe_tensor_names(int layer) const = 0;
+  // The tensors and layers of a model of this family, from a config read_config filled.
+  virtual ModelPlan plan(const ModelConfig& config) const = 0;
 };
 
 // The architecture named `name`, or a moe::Error listing the supported ones.
 const Architecture& find_architecture(const std::string& name);
 std::vector<const Architecture*> supported_architectures();
+
+// The plan of config's architecture.
+ModelPlan model_plan(const ModelConfig& config);
 
 // Qwen-style MoE layer selection shared by Qwen2-MoE and Qwen3-MoE: layer l is MoE unless it is in
 // mlp_only_layers, and only every decoder_sparse_step-th layer ((l + 1) % step == 0) is.

@@ -24,6 +24,8 @@ const Architecture& find_architecture(const std::string& name) {
   throw Error("unsupported architecture '" + name + "'; supported: " + supported);
 }
 
+ModelPlan model_plan(const ModelConfig& config) { return find_architecture(config.architecture).plan(config); }
+
 std::vector<int> sparse_step_moe_layers(const nlohmann::json& config, int num_layers) {
   const int step = config.value("decoder_sparse_step", 1);
   if (step < 1) throw Error("config.json: decoder_sparse_step must be >= 1");

@@ -9,20 +9,21 @@
 
 namespace moe {
 
-AttentionLayer::AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, int layer, int kv_layer)
+AttentionLayer::AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names,
+                               int kv_layer)
     : kv_layer_(kv_layer),
       shape_{config.num_attention_heads, config.num_key_value_heads, config.head_dim},
       norm_eps_(static_cast<float>(config.rms_norm_eps)),
       rotary_(config.head_dim, config.rope_theta),
       w_(AttentionWeights<WeightView, VectorParam>::load(
-          config, layer,
+          config, names,
           [&](const std::string& name, int64_t rows, int64_t cols) { return ckpt.projection(name, rows, cols); },
           [&](const std::string& name, int64_t n) { return ckpt.vector(name, n); })) {}
 
 void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache& kv, float* out) const {
   const int64_t T = batch.num_tokens();
   const int hd = shape_.head_dim;
-  const int64_t q_width = w_.q_proj.rows, kv_width = w_.k_proj.rows;
+  const int64_t q_width = w_.q_weight.rows, kv_width = w_.k_weight.rows;
   // Kept per thread from call to call, as the model's other activations (see CausalLm's scratch):
   // fresh zeroed vectors cost a memset (and, for a prefill, page faults) per layer.
   thread_local std::vector<float> q, k, v, attn;
@@ -30,9 +31,9 @@ void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache&
   k.resize(static_cast<size_t>(T * kv_width));
   v.resize(k.size());
   attn.resize(q.size());
-  linear(x, T, w_.q_proj, q.data(), w_.q_bias.empty() ? nullptr : w_.q_bias.data());
-  linear(x, T, w_.k_proj, k.data(), w_.k_bias.empty() ? nullptr : w_.k_bias.data());
-  linear(x, T, w_.v_proj, v.data(), w_.v_bias.empty() ? nullptr : w_.v_bias.data());
+  linear(x, T, w_.q_weight, q.data(), w_.q_bias.empty() ? nullptr : w_.q_bias.data());
+  linear(x, T, w_.k_weight, k.data(), w_.k_bias.empty() ? nullptr : w_.k_bias.data());
+  linear(x, T, w_.v_weight, v.data(), w_.v_bias.empty() ? nullptr : w_.v_bias.data());
   if (!w_.q_norm.empty()) {
     rms_norm(q.data(), T * shape_.num_heads, hd, hd, w_.q_norm.data(), norm_eps_, q.data());
     rms_norm(k.data(), T * shape_.num_kv_heads, hd, hd, w_.k_norm.data(), norm_eps_, k.data());
@@ -64,7 +65,7 @@ void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache&
     }
   }
   causal_attention(q.data(), sequences, kv.key(kv_layer_, 0), kv.value(kv_layer_, 0), kv.row_size(), shape_, attn.data());
-  linear(attn.data(), T, w_.o_proj, out);
+  linear(attn.data(), T, w_.o_weight, out);
 }
 
 }  // namespace moe

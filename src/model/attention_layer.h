@@ -18,7 +18,7 @@ class Checkpoint;
 class AttentionLayer {
  public:
   // `kv_layer` is the layer's index in its KV cache (a pipeline stage's cache holds only its layers).
-  AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, int layer, int kv_layer);
+  AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names, int kv_layer);
   // out[T, H] = attention(x[T, H]) for the whole batch; writes this layer's K/V of every new token.
   void forward(const float* x, const ForwardBatch& batch, KvCache& kv, float* out) const;
 

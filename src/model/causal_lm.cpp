@@ -37,28 +37,31 @@ class CausalLm final : public Model {
     if (layers_range_.begin < 0 || layers_range_.end > config_.num_hidden_layers || layers_range_.size() < 1)
       throw Error(dir + ": layers [" + std::to_string(layers_range_.begin) + ", " + std::to_string(layers_range_.end) +
                   ") are not a stage of a model of " + std::to_string(config_.num_hidden_layers) + " layers");
-    const Architecture& arch = find_architecture(config_.architecture);
+    const ModelPlan plan = model_plan(config_);
     const int64_t H = config_.hidden_size;
     // Only the tensors this stage runs are read (and tiled) from the checkpoint.
-    if (is_first_stage()) embed_ = checkpoint_.matrix("model.embed_tokens.weight", config_.vocab_size, H);
+    if (is_first_stage()) embed_ = checkpoint_.matrix(plan.embedding, config_.vocab_size, H);
     if (is_last_stage()) {
       // A tied lm_head is the embedding matrix: shared as it is, or quantized into a copy of its own.
-      lm_head_ = checkpoint_.projection(config_.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight",
-                                        config_.vocab_size, H);
-      final_norm_ = checkpoint_.vector("model.norm.weight", H);
+      lm_head_ = checkpoint_.projection(plan.lm_head.empty() ? plan.embedding : plan.lm_head, config_.vocab_size, H);
+      final_norm_ = checkpoint_.vector(plan.final_norm, H);
     }
     layers_.resize(layers_range_.size());
     for (int l = layers_range_.begin; l < layers_range_.end; ++l) {
-      const std::string p = "model.layers." + std::to_string(l) + ".";
+      const LayerPlan& names = plan.layers[l];
       const int local = l - layers_range_.begin;
       DecoderLayer& layer = layers_[local];
-      layer.input_norm = checkpoint_.vector(p + "input_layernorm.weight", H);
-      layer.post_attention_norm = checkpoint_.vector(p + "post_attention_layernorm.weight", H);
-      layer.attention.emplace(checkpoint_, config_, l, local);
-      if (config_.moe_index(l) >= 0)
-        layer.moe.emplace(checkpoint_, config_, arch, l, config_.moe_index(l) - moe_range_.begin);
-      else
-        layer.mlp = DenseMlp::load(checkpoint_, p + "mlp.", H, config_.intermediate_size);
+      layer.input_norm = checkpoint_.vector(names.input_norm, H);
+      layer.post_attention_norm = checkpoint_.vector(names.post_attention_norm, H);
+      switch (names.attention) {
+        case AttentionKind::Gqa: layer.attention.emplace(checkpoint_, config_, names.gqa, local); break;
+      }
+      switch (names.ffn) {
+        case FfnKind::Moe:
+          layer.moe.emplace(checkpoint_, config_, names.moe, config_.moe_index(l) - moe_range_.begin);
+          break;
+        case FfnKind::Dense: layer.mlp = DenseMlp::load(checkpoint_, names.mlp, H, config_.intermediate_size); break;
+      }
     }
     runner_ = MoeRunner::create(options.moe_backend, expert_placement_for(config_, options));
   }

@@ -8,10 +8,9 @@
 
 namespace moe {
 
-DenseMlp DenseMlp::load(const Checkpoint& ckpt, const std::string& prefix, int64_t hidden, int64_t intermediate) {
-  return {ckpt.projection(prefix + "gate_proj.weight", intermediate, hidden),
-          ckpt.projection(prefix + "up_proj.weight", intermediate, hidden),
-          ckpt.projection(prefix + "down_proj.weight", hidden, intermediate)};
+DenseMlp DenseMlp::load(const Checkpoint& ckpt, const MlpTensorNames& names, int64_t hidden, int64_t intermediate) {
+  return {ckpt.projection(names.gate, intermediate, hidden), ckpt.projection(names.up, intermediate, hidden),
+          ckpt.projection(names.down, hidden, intermediate)};
 }
 
 void DenseMlp::forward(const float* x, int64_t num_tokens, float* out) const {

@@ -1,8 +1,7 @@
 #pragma once
 // A SwiGLU MLP: down(silu(gate(x)) * up(x)). Dense decoder layers and Qwen2-MoE's shared expert.
-#include <string>
-
 #include "kernels/weight.h"
+#include "model/model_plan.h"
 
 namespace moe {
 
@@ -11,8 +10,8 @@ class Checkpoint;
 struct DenseMlp {
   WeightView gate, up, down;
 
-  // Loads PREFIX + {gate,up,down}_proj.weight with width `intermediate` over `hidden`.
-  static DenseMlp load(const Checkpoint& ckpt, const std::string& prefix, int64_t hidden, int64_t intermediate);
+  // The matrices `names` names, of width `intermediate` over `hidden`.
+  static DenseMlp load(const Checkpoint& ckpt, const MlpTensorNames& names, int64_t hidden, int64_t intermediate);
   // out[T, H] = mlp(x[T, H]); out is overwritten.
   void forward(const float* x, int64_t num_tokens, float* out) const;
 };

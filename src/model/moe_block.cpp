@@ -4,7 +4,6 @@
 
 #include "kernels/activation.h"
 #include "kernels/linear.h"
-#include "model/architecture.h"
 #include "model/safetensors.h"
 
 namespace moe {
@@ -14,27 +13,24 @@ ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& con
   ExpertWeights experts;
   experts.hidden_size = hidden;
   experts.intermediate_size = width;
-  for (int e = 0; e < config.num_experts; ++e) {
-    const std::string p = names.expert_prefix + std::to_string(e) + ".";
-    experts.gate.push_back(ckpt.projection(p + names.gate + ".weight", width, hidden));
-    experts.up.push_back(ckpt.projection(p + names.up + ".weight", width, hidden));
-    experts.down.push_back(ckpt.projection(p + names.down + ".weight", hidden, width));
+  for (const MlpTensorNames& expert : names.experts) {
+    experts.gate.push_back(ckpt.projection(expert.gate, width, hidden));
+    experts.up.push_back(ckpt.projection(expert.up, width, hidden));
+    experts.down.push_back(ckpt.projection(expert.down, hidden, width));
   }
   return experts;
 }
 
-MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer,
-                   int capture_index)
+MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int capture_index)
     : capture_index_(capture_index),
       top_k_(config.num_experts_per_tok),
       normalize_top_k_(config.norm_topk_prob) {
-  const MoeTensorNames names = arch.moe_tensor_names(layer);
   const int64_t hidden = config.hidden_size;
   router_ = ckpt.matrix(names.router, config.num_experts, hidden);
   experts_ = load_routed_experts(ckpt, config, names);
-  if (!names.shared_expert_prefix.empty() && config.shared_expert_intermediate_size > 0) {
-    shared_expert_ = DenseMlp::load(ckpt, names.shared_expert_prefix, hidden, config.shared_expert_intermediate_size);
-    shared_expert_gate_ = ckpt.matrix(names.shared_expert_gate, 1, hidden);
+  if (names.shared_expert) {
+    shared_expert_ = DenseMlp::load(ckpt, *names.shared_expert, hidden, config.shared_expert_intermediate_size);
+    shared_gate_ = ckpt.matrix(names.shared_gate, 1, hidden);
   }
 }
 
@@ -51,7 +47,7 @@ void MoeBlock::forward(const float* x, int64_t num_tokens, MoeRunner& runner, Ro
   shared.resize(static_cast<size_t>(num_tokens * hidden));
   gate.resize(static_cast<size_t>(num_tokens));
   shared_expert_->forward(x, num_tokens, shared.data());
-  linear(x, num_tokens, shared_expert_gate_, gate.data());
+  linear(x, num_tokens, shared_gate_, gate.data());
   for (int64_t t = 0; t < num_tokens; ++t) {
     const float g = sigmoid(gate[t]);
     for (int64_t i = 0; i < hidden; ++i) out[t * hidden + i] += g * shared[t * hidden + i];

@@ -6,14 +6,13 @@
 #include "kernels/weight.h"
 #include "model/dense_mlp.h"
 #include "model/model_config.h"
+#include "model/model_plan.h"
 #include "moe/moe_runner.h"
 #include "moe/routing_capture.h"
 
 namespace moe {
 
-class Architecture;
 class Checkpoint;
-struct MoeTensorNames;
 
 // The routed experts of one MoE layer, named by `names`, as views into the checkpoint.
 ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names);
@@ -22,7 +21,7 @@ class MoeBlock {
  public:
   // `capture_index`: the layer's index among the MoE layers its capture buffer holds (a pipeline
   // stage captures only its own).
-  MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const Architecture& arch, int layer, int capture_index);
+  MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int capture_index);
   // out[T, H] = moe(x[T, H]); out is overwritten. `limit` restricts a verify pass's tokens to a
   // shared pool of experts (off by default); the capture hook sees the routing actually used.
   void forward(const float* x, int64_t num_tokens, MoeRunner& runner, RoutingCapture* capture, float* out,
@@ -35,7 +34,7 @@ class MoeBlock {
   WeightView router_;
   ExpertWeights experts_;
   std::optional<DenseMlp> shared_expert_;
-  WeightView shared_expert_gate_;  // [1, H]
+  WeightView shared_gate_;  // [1, H]
 };
 
 }  // namespace moe

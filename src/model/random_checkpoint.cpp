@@ -222,7 +222,7 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
 
 std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
   using Init = TensorSpec::Init;
-  const Architecture& arch = find_architecture(c.architecture);
+  const ModelPlan model = model_plan(c);
   const int64_t H = c.hidden_size;
   const int64_t q_width = static_cast<int64_t>(c.num_attention_heads) * c.head_dim;
   const int64_t kv_width = static_cast<int64_t>(c.num_key_value_heads) * c.head_dim;
@@ -230,43 +230,46 @@ std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
   auto add = [&](std::string name, std::vector<int64_t> shape, Init init, bool projection = false) {
     specs.push_back({std::move(name), std::move(shape), init, projection});
   };
-  auto add_mlp = [&](const std::string& prefix, const std::string& gate, const std::string& up,
-                     const std::string& down, int64_t width) {
-    add(prefix + gate + ".weight", {width, H}, Init::Projection, true);
-    add(prefix + up + ".weight", {width, H}, Init::Projection, true);
-    add(prefix + down + ".weight", {H, width}, Init::Projection, true);
+  auto add_mlp = [&](const MlpTensorNames& mlp, int64_t width) {
+    add(mlp.gate, {width, H}, Init::Projection, true);
+    add(mlp.up, {width, H}, Init::Projection, true);
+    add(mlp.down, {H, width}, Init::Projection, true);
   };
-  add("model.embed_tokens.weight", {c.vocab_size, H}, Init::Embedding);
-  add("model.norm.weight", {H}, Init::NormScale);
-  if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, H}, Init::Router);
-  for (int l = 0; l < c.num_hidden_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    add(p + "input_layernorm.weight", {H}, Init::NormScale);
-    add(p + "post_attention_layernorm.weight", {H}, Init::NormScale);
-    add(p + "self_attn.q_proj.weight", {q_width, H}, Init::Projection, true);
-    add(p + "self_attn.k_proj.weight", {kv_width, H}, Init::Projection, true);
-    add(p + "self_attn.v_proj.weight", {kv_width, H}, Init::Projection, true);
-    add(p + "self_attn.o_proj.weight", {H, q_width}, Init::Projection, true);
-    if (c.attention_bias) {
-      add(p + "self_attn.q_proj.bias", {q_width}, Init::Bias);
-      add(p + "self_attn.k_proj.bias", {kv_width}, Init::Bias);
-      add(p + "self_attn.v_proj.bias", {kv_width}, Init::Bias);
+  auto add_gqa = [&](const AttentionTensorNames& n) {
+    add(n.q_weight, {q_width, H}, Init::Projection, true);
+    add(n.k_weight, {kv_width, H}, Init::Projection, true);
+    add(n.v_weight, {kv_width, H}, Init::Projection, true);
+    add(n.o_weight, {H, q_width}, Init::Projection, true);
+    if (!n.q_bias.empty()) {
+      add(n.q_bias, {q_width}, Init::Bias);
+      add(n.k_bias, {kv_width}, Init::Bias);
+      add(n.v_bias, {kv_width}, Init::Bias);
     }
-    if (c.qk_norm) {
-      add(p + "self_attn.q_norm.weight", {c.head_dim}, Init::NormScale);
-      add(p + "self_attn.k_norm.weight", {c.head_dim}, Init::NormScale);
+    if (!n.q_norm.empty()) {
+      add(n.q_norm, {c.head_dim}, Init::NormScale);
+      add(n.k_norm, {c.head_dim}, Init::NormScale);
     }
-    if (c.moe_index(l) < 0) {
-      add_mlp(p + "mlp.", "gate_proj", "up_proj", "down_proj", c.intermediate_size);
-      continue;
-    }
-    const MoeTensorNames n = arch.moe_tensor_names(l);
+  };
+  auto add_moe = [&](const MoeTensorNames& n) {
     add(n.router, {c.num_experts, H}, Init::Router);
-    for (int e = 0; e < c.num_experts; ++e)
-      add_mlp(n.expert_prefix + std::to_string(e) + ".", n.gate, n.up, n.down, c.moe_intermediate_size);
-    if (!n.shared_expert_prefix.empty() && c.shared_expert_intermediate_size > 0) {
-      add_mlp(n.shared_expert_prefix, "gate_proj", "up_proj", "down_proj", c.shared_expert_intermediate_size);
-      add(n.shared_expert_gate, {1, H}, Init::Projection);
+    for (const MlpTensorNames& expert : n.experts) add_mlp(expert, c.moe_intermediate_size);
+    if (n.shared_expert) {
+      add_mlp(*n.shared_expert, c.shared_expert_intermediate_size);
+      add(n.shared_gate, {1, H}, Init::Projection);
+    }
+  };
+  add(model.embedding, {c.vocab_size, H}, Init::Embedding);
+  add(model.final_norm, {H}, Init::NormScale);
+  if (!model.lm_head.empty()) add(model.lm_head, {c.vocab_size, H}, Init::Router);
+  for (const LayerPlan& layer : model.layers) {
+    add(layer.input_norm, {H}, Init::NormScale);
+    add(layer.post_attention_norm, {H}, Init::NormScale);
+    switch (layer.attention) {
+      case AttentionKind::Gqa: add_gqa(layer.gqa); break;
+    }
+    switch (layer.ffn) {
+      case FfnKind::Dense: add_mlp(layer.mlp, c.intermediate_size); break;
+      case FfnKind::Moe: add_moe(layer.moe); break;
     }
   }
   return specs;

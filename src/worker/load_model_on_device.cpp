@@ -24,4 +24,17 @@ std::unique_ptr<Model> load_model_on_device(const std::string& model_dir, const 
 #endif
 }
 
+ModelOptions model_options(const EngineOptions& options) {
+  ModelOptions mo;
+  mo.device = parse_device(options.device);
+  mo.cuda_graphs = !options.disable_cuda_graph;
+  mo.moe_backend = parse_moe_backend(options.moe_runner_backend);
+  mo.ep_size = options.ep_size;
+  mo.expert_placement_file = options.expert_placement;
+  mo.quantization = parse_quantization(options.quantization);
+  mo.quantization_group_size = options.quantization_group_size;
+  mo.kernel_dtype = parse_kernel_dtype(options.kernel_dtype);
+  return mo;
+}
+
 }  // namespace moe

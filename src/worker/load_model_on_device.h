@@ -5,10 +5,15 @@
 #include <string>
 
 #include "model/model.h"
+#include "moe/engine_options.h"
 
 namespace moe {
 
 // A device this build lacks is a moe::Error that says how to get it.
 std::unique_ptr<Model> load_model_on_device(const std::string& model_dir, const ModelOptions& options);
+
+// The model options that the engine's flags (moe-serve's, moe-cli generate's, an embedded engine's)
+// ask for: the whole model, quantized as --quantization says. A flag's unknown value is a moe::Error.
+ModelOptions model_options(const EngineOptions& options);
 
 }  // namespace moe

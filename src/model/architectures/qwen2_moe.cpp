@@ -1,7 +1,9 @@
-// Qwen2-MoE: qkv bias, a shared expert beside the routed ones, scaled by a sigmoid gate.
+// Qwen2-MoE: qkv bias, a shared expert beside the routed ones, scaled by a sigmoid gate; the
+// Llama-style decoder's names with the MoE block under "mlp." and the shared expert beside it.
 #include <nlohmann/json.hpp>
 
 #include "model/architecture.h"
+#include "model/architectures/llama_style.h"
 
 namespace moe {
 namespace {
@@ -17,10 +19,15 @@ class Qwen2Moe final : public Architecture {
     out.moe_layer_ids = sparse_step_moe_layers(config, out.num_hidden_layers);
   }
 
-  MoeTensorNames moe_tensor_names(int layer) const override {
-    const std::string mlp = "model.layers." + std::to_string(layer) + ".mlp.";
-    return {mlp + "gate.weight", mlp + "experts.", "gate_proj", "up_proj", "down_proj",
-            mlp + "shared_expert.", mlp + "shared_expert_gate.weight"};
+  ModelPlan plan(const ModelConfig& config) const override {
+    return llama_style::decoder_plan(config, [&](const std::string& layer_prefix) {
+      MoeTensorNames names = llama_style::mlp_moe_names(layer_prefix, config.num_experts);
+      if (config.shared_expert_intermediate_size > 0) {
+        names.shared_expert = llama_style::mlp_names(layer_prefix + "mlp.shared_expert.");
+        names.shared_gate = layer_prefix + "mlp.shared_expert_gate.weight";
+      }
+      return names;
+    });
   }
 };
 

@@ -1,7 +1,9 @@
-// Qwen3-MoE (Qwen3-30B-A3B and family): q/k RMSNorm per head, no qkv bias, norm_topk_prob per config.
+// Qwen3-MoE (Qwen3-30B-A3B and family): q/k RMSNorm per head, no qkv bias, norm_topk_prob per config;
+// the Llama-style decoder's names with the MoE block under "mlp.".
 #include <nlohmann/json.hpp>
 
 #include "model/architecture.h"
+#include "model/architectures/llama_style.h"
 
 namespace moe {
 namespace {
@@ -17,9 +19,10 @@ class Qwen3Moe final : public Architecture {
     out.moe_layer_ids = sparse_step_moe_layers(config, out.num_hidden_layers);
   }
 
-  MoeTensorNames moe_tensor_names(int layer) const override {
-    const std::string mlp = "model.layers." + std::to_string(layer) + ".mlp.";
-    return {mlp + "gate.weight", mlp + "experts.", "gate_proj", "up_proj", "down_proj", "", ""};
+  ModelPlan plan(const ModelConfig& config) const override {
+    return llama_style::decoder_plan(config, [&](const std::string& layer_prefix) {
+      return llama_style::mlp_moe_names(layer_prefix, config.num_experts);
+    });
   }
 };
 

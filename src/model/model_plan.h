@@ -1,0 +1,58 @@
+#pragma once
+// An architecture's description of one model (Architecture::plan): every tensor's name in the
+// checkpoint and, per decoder layer, which kind of attention and of feed-forward block it runs. The
+// CPU model, the CUDA model and the random-checkpoint manifest all build from it, so a family's
+// names are spelled once, in its file under model/architectures/. An empty name is a tensor the
+// model does not have. A new kind of attention or feed-forward block is a new enum value with its
+// names in a field of its own; each backend's switch over the kinds is where it gets run.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace moe {
+
+enum class AttentionKind {
+  Gqa,  // grouped-query attention with rotary embeddings (AttentionTensorNames)
+};
+
+enum class FfnKind {
+  Dense,  // one SwiGLU MLP of width intermediate_size
+  Moe,    // router, routed experts and an optional gated shared expert
+};
+
+// Shapes in terms of the config: q = num_attention_heads · head_dim, kv = num_key_value_heads · head_dim.
+struct AttentionTensorNames {
+  std::string q_weight, k_weight, v_weight, o_weight;  // [q, H], [kv, H], [kv, H], [H, q]
+  std::string q_bias, k_bias, v_bias;                  // [q], [kv], [kv]; empty without attention bias
+  std::string q_norm, k_norm;                          // [head_dim] per-head RMSNorm; empty without it
+};
+
+// A SwiGLU MLP, down(silu(gate(x)) * up(x)), of width I: [I, H], [I, H], [H, I].
+struct MlpTensorNames {
+  std::string gate, up, down;
+};
+
+struct MoeTensorNames {
+  std::string router;                           // [E, H]
+  std::vector<MlpTensorNames> experts;          // E routed experts of width moe_intermediate_size
+  std::optional<MlpTensorNames> shared_expert;  // width shared_expert_intermediate_size
+  std::string shared_gate;                      // [1, H]: the shared expert's sigmoid gate
+};
+
+struct LayerPlan {
+  std::string input_norm, post_attention_norm;  // [H]: the RMSNorms before attention and before the FFN
+  AttentionKind attention = AttentionKind::Gqa;
+  AttentionTensorNames gqa;  // AttentionKind::Gqa
+  FfnKind ffn = FfnKind::Dense;
+  MlpTensorNames mlp;  // FfnKind::Dense
+  MoeTensorNames moe;  // FfnKind::Moe
+};
+
+struct ModelPlan {
+  std::string embedding;   // [V, H]
+  std::string final_norm;  // [H]
+  std::string lm_head;     // [V, H]; empty when tied to the embedding
+  std::vector<LayerPlan> layers;
+};
+
+}  // namespace moe
