@@ -396,7 +396,7 @@ struct Ready {
 // What a model worker serves. The scheduler compares a worker's settings with its own before it
 // sends the worker any step, and refuses a worker that differs (naming the setting).
 struct WorkerSettings {
-  uint64_t model_fingerprint = 0;  // config.json and the weight files' names and sizes
+  uint64_t model_fingerprint = 0;  // config.json, the safetensors headers and samples of every tensor's bytes
   int64_t kv_slots = 0;            // the KV cache's token slots, padding slot included
   int64_t max_batch_tokens = 0;    // tokens one step may hold (the capture buffer's rows)
   bool capture_routing = false;

@@ -5,14 +5,8 @@
 // with another STANDALONE draft model (or none) is refused too.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <unistd.h>
-
-#include "model/model_fingerprint.h"
 #include "scheduler_service_support.h"
 #include "serving/worker_settings.h"
-#include "common/error.h"
 
 namespace moe {
 namespace {
@@ -212,25 +206,6 @@ TEST(WorkerSettings, EveryMismatchNamesItsSetting) {
   named([](msg::WorkerSettings& s) { s.capture_routing = true; }, "--enable-return-routed-experts");
   named([](msg::WorkerSettings& s) { s.capture_router_weights = true; }, "--enable-return-router-weights");
   named([](msg::WorkerSettings& s) { s.ep_size = 2; }, "--ep-size");
-}
-
-TEST(WorkerSettings, TheFingerprintFollowsConfigAndWeightFiles) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("moe_fingerprint_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  std::ofstream(dir / "config.json") << R"({"hidden_size": 64})";
-  std::ofstream(dir / "model.safetensors") << "0123456789";
-  const uint64_t first = model_fingerprint(dir.string());
-  EXPECT_EQ(model_fingerprint(dir.string()), first);
-  std::ofstream(dir / "notes.txt") << "not a weight file";
-  EXPECT_EQ(model_fingerprint(dir.string()), first);
-  std::ofstream(dir / "model.safetensors") << "01234567890";
-  const uint64_t bigger_weights = model_fingerprint(dir.string());
-  EXPECT_NE(bigger_weights, first);
-  std::ofstream(dir / "config.json") << R"({"hidden_size": 65})";
-  EXPECT_NE(model_fingerprint(dir.string()), bigger_weights);
-  fs::remove_all(dir);
-  EXPECT_THROW(model_fingerprint(dir.string()), Error);
 }
 
 }  // namespace
