@@ -15,6 +15,7 @@
 #include "common/json_file.h"
 #include "engine/engine_sizing.h"
 #include "model/safetensors.h"
+#include "engine/compute_settings.h"
 #include "model/model_fingerprint.h"
 #include "http/http_server.h"
 #include "kernels/half_gemm.h"
@@ -85,7 +86,8 @@ std::unique_ptr<Model> load_model(const ServeOptions& options, const std::string
 
 // What a worker and its scheduler must agree on besides their sizes.
 ModelIdentity identity_of(const ServeOptions& options, const ModelConfig& config) {
-  return {model_fingerprint(options.model_path), options.ep_size, stage_layers(options, config)};
+  return {model_fingerprint(options.model_path), options.ep_size, stage_layers(options, config),
+          compute_settings_of(options)};
 }
 
 // The layers a stage's model loads: none (the whole model) without pipeline parallelism.

@@ -155,7 +155,7 @@ std::vector<msg::ErrorReply> SchedulerService::on_heartbeat(const msg::Heartbeat
   const msg::WorkerSettings& expected = options_.expected_stages[rank];
   if (heartbeat.instance == stage.accepted || heartbeat.instance == stage.refused) return {};
   std::vector<msg::ErrorReply> errors = forget_worker_kv();
-  if (std::optional<std::string> mismatch = settings_mismatch(expected, heartbeat.settings)) {
+  if (std::optional<std::string> mismatch = settings_mismatch(expected, heartbeat.settings, weights_)) {
     stage.accepted = 0;
     stage.refused = heartbeat.instance;
     stage.refusal = *mismatch;

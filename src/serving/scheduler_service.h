@@ -13,6 +13,7 @@
 #include "moe/messages.h"
 #include "scheduler/scheduler.h"
 #include "serving/routing_rows_tracker.h"
+#include "serving/worker_settings.h"
 
 namespace moe {
 
@@ -21,14 +22,6 @@ struct ServingModelInfo {
   int num_moe_layers = 0;
   int top_k = 0;
   int num_experts = 0;
-};
-
-// The weights being served: where they were loaded from and their label (SGLang's weight_version),
-// which every reply carries. Weight updates change both.
-struct ServingWeights {
-  std::string model_path;
-  std::string weight_version = "default";
-  bool operator==(const ServingWeights&) const = default;
 };
 
 struct SchedulerServiceOptions {
