@@ -210,7 +210,10 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
           now.weight_version = weights.weight_version;
           return now;
         },
-        [snapshot, options, sizing] { return server_info_json(options, sizing, snapshot().weights); }};
+        [snapshot, options, sizing] {
+          const SchedulerSnapshot now = snapshot();
+          return server_info_json(options, sizing, now.weights, now.worker_settings);
+        }};
     a.http_frontend = std::make_unique<HttpFrontend>(
         *a.tokenizer, options.served_model_name.empty() ? options.model_path : options.served_model_name,
         std::move(queries));

@@ -160,7 +160,7 @@ std::vector<msg::ErrorReply> SchedulerService::on_heartbeat(const msg::Heartbeat
     stage.refused = heartbeat.instance;
     stage.refusal = *mismatch;
   } else {
-    stage = {heartbeat.instance, 0, {}};
+    stage = {heartbeat.instance, 0, {}, heartbeat.settings};
   }
   return errors;
 }
@@ -190,6 +190,11 @@ std::string SchedulerService::worker_refusal() const {
                              : "pipeline stage " + std::to_string(rank) + ": " + stages_[rank].refusal;
   }
   return {};
+}
+
+std::optional<msg::WorkerSettings> SchedulerService::accepted_settings() const {
+  if (stages_.front().accepted == 0) return std::nullopt;
+  return stages_.front().settings;
 }
 
 std::vector<msg::ErrorReply> SchedulerService::forget_worker_kv() {

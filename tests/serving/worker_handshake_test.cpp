@@ -250,5 +250,16 @@ TEST(WorkerSettings, OtherWeightsNameTheServingOnes) {
       << refusal;
 }
 
+TEST_F(WorkerHandshake, TheAcceptedWorkersSettingsAreKnown) {
+  EXPECT_FALSE(service_.accepted_settings());
+  msg::WorkerSettings int8 = expected_settings();
+  int8.quantization = "int8";
+  service_.on_heartbeat({1, int8});
+  EXPECT_FALSE(service_.accepted_settings());  // refused
+  service_.on_heartbeat({2, expected_settings()});
+  ASSERT_TRUE(service_.accepted_settings());
+  EXPECT_EQ(*service_.accepted_settings(), expected_settings());
+}
+
 }  // namespace
 }  // namespace moe
