@@ -23,7 +23,7 @@ PREFIX="$PWD/.deps/prefix"
 PACKAGES=(
   libzmq3-dev libzmq5 cppzmq-dev libmsgpack-cxx-dev
   libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3
-  libutf8proc-dev libutf8proc2
+  libutf8proc-dev libutf8proc2 libxxhash-dev
   libsodium23 libpgm-5.3-0 libnorm1 libbsd0 libmd0
   libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1 libssl3
   libboost1.74-dev libboost-program-options1.74-dev libboost-program-options1.74.0

@@ -15,6 +15,7 @@
 #include "common/json_file.h"
 #include "engine/engine_sizing.h"
 #include "model/safetensors.h"
+#include "engine/compute_settings.h"
 #include "model/model_fingerprint.h"
 #include "http/http_server.h"
 #include "kernels/half_gemm.h"
@@ -78,7 +79,8 @@ std::unique_ptr<Model> load_served_model(const ServeOptions& options, const std:
 
 // What a worker and its scheduler must agree on besides their sizes.
 ModelIdentity identity_of(const ServeOptions& options, const ModelConfig& config) {
-  return {model_fingerprint(options.model_path), options.ep_size, stage_layers(options, config)};
+  return {model_fingerprint(options.model_path), options.ep_size, stage_layers(options, config),
+          compute_settings_of(options)};
 }
 
 // The layers a stage's model loads: none (the whole model) without pipeline parallelism.
@@ -203,7 +205,10 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
           now.weight_version = weights.weight_version;
           return now;
         },
-        [snapshot, options, sizing] { return server_info_json(options, sizing, snapshot().weights); }};
+        [snapshot, options, sizing] {
+          const SchedulerSnapshot now = snapshot();
+          return server_info_json(options, sizing, now.weights, now.worker_settings);
+        }};
     a.http_frontend = std::make_unique<HttpFrontend>(
         *a.tokenizer, options.served_model_name.empty() ? options.model_path : options.served_model_name,
         std::move(queries));

@@ -134,7 +134,7 @@ void SchedulerActor::count_capture_bytes(const std::vector<msg::StepRouting>& ro
 
 SchedulerSnapshot SchedulerActor::snapshot() const {
   return {service_->stats(), step_time_seconds_, capture_bytes_total_, service_->host_cache_bytes(), worker_problem(),
-          service_->weights()};
+          service_->weights(), service_->accepted_settings()};
 }
 
 void SchedulerActor::count_for_stats(size_t tokens) {

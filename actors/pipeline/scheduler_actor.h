@@ -30,6 +30,7 @@ struct SchedulerSnapshot {
   int64_t capture_host_cache_bytes = 0;
   std::string worker_problem;  // why no step can run now; empty when a worker is accepted and answering
   ServingWeights weights;      // what the worker serves (changed by weight updates)
+  std::optional<msg::WorkerSettings> worker_settings;  // what the accepted worker reported; none without one
 };
 
 struct SchedulerActorEndpoints {

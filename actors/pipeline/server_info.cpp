@@ -4,8 +4,12 @@
 
 namespace moe::actors {
 
-nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing& sizing, const ServingWeights& weights) {
+nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing& sizing, const ServingWeights& weights,
+                                const std::optional<msg::WorkerSettings>& worker) {
   const SchedulerConfig& scheduler = sizing.service.scheduler;
+  // The accepted worker's own account of how it computes (the handshake refuses any other than
+  // the expected one, which stands in while no worker is accepted).
+  const msg::WorkerSettings& computing = worker ? *worker : sizing.worker.settings;
   return {
       // The flags as given (0 and empty mean the defaults the sizes below resolve).
       {"model_path", weights.model_path},
@@ -17,9 +21,9 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"zmq_endpoint", options.zmq_endpoint},
       {"device", options.device},
       {"moe_runner_backend", options.moe_runner_backend},
-      {"quantization", options.quantization},
+      {"quantization", computing.quantization},
       {"quantization_group_size", options.quantization_group_size},
-      {"kernel_dtype", options.kernel_dtype},
+      {"kernel_dtype", computing.kernel_dtype},
       {"ep_size", options.ep_size},
       {"expert_placement", options.expert_placement},
       {"max_running_requests", options.max_running_requests},

@@ -295,6 +295,17 @@ void visit_fields(M& m, Visit&& visit) {
   visit("layer_begin", m.layer_begin);
   visit("layer_end", m.layer_end);
   visit("draft_fingerprint", m.draft_fingerprint);
+  visit("device", m.device);
+  visit("moe_backend", m.moe_backend);
+  visit("quantization", m.quantization);
+  visit("quantization_group_size", m.quantization_group_size);
+  visit("kernel_dtype", m.kernel_dtype);
+  visit("speculative_algorithm", m.speculative_algorithm);
+  visit("speculative_num_steps", m.speculative_num_steps);
+  visit("speculative_eagle_topk", m.speculative_eagle_topk);
+  visit("speculative_num_draft_tokens", m.speculative_num_draft_tokens);
+  visit("max_tree_experts", m.max_tree_experts);
+  visit("draft_quantization", m.draft_quantization);
 }
 
 template <StructOf<Heartbeat> M, class Visit>

@@ -17,7 +17,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 13;
+inline constexpr uint32_t kProtocolVersion = 14;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -396,7 +396,7 @@ struct Ready {
 // What a model worker serves. The scheduler compares a worker's settings with its own before it
 // sends the worker any step, and refuses a worker that differs (naming the setting).
 struct WorkerSettings {
-  uint64_t model_fingerprint = 0;  // config.json and the weight files' names and sizes
+  uint64_t model_fingerprint = 0;  // config.json, the safetensors headers and samples of every tensor's bytes
   int64_t kv_slots = 0;            // the KV cache's token slots, padding slot included
   int64_t max_batch_tokens = 0;    // tokens one step may hold (the capture buffer's rows)
   bool capture_routing = false;
@@ -407,6 +407,19 @@ struct WorkerSettings {
   int32_t layer_begin = 0;  // its decoder layers [layer_begin, layer_end)
   int32_t layer_end = 0;
   uint64_t draft_fingerprint = 0;  // the STANDALONE draft's checkpoint (model_fingerprint); 0: no draft
+  // How it computes (each changes its tokens or routing rows), as the flags name them, resolved:
+  std::string device = "cpu";          // --device
+  std::string moe_backend = "grouped";  // --moe-runner-backend, "auto" resolved: reference | grouped | cuda
+  std::string quantization = "none";   // --quantization: none | int8 | int4
+  int64_t quantization_group_size = 0;  // --quantization-group-size where int4 quantizes at load; else 0
+  std::string kernel_dtype = "float32";  // --kernel-dtype: float32 | bf16 | int8
+  // Speculative decoding: "" (off) | NGRAM | STANDALONE; with it, the tree's limits (0 without).
+  std::string speculative_algorithm{};
+  int32_t speculative_num_steps = 0;
+  int32_t speculative_eagle_topk = 0;
+  int32_t speculative_num_draft_tokens = 0;
+  int32_t max_tree_experts = 0;
+  std::string draft_quantization{};  // STANDALONE: the draft's own, resolved (none | int8 | int4); "" otherwise
   bool operator==(const WorkerSettings&) const = default;
 };
 

@@ -91,6 +91,7 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
   worker.ep_size = identity.ep_size;
   worker.pp_size = static_cast<int32_t>(stages.size());
   worker.draft_fingerprint = draft_fingerprint;
+  describe_computation(identity.compute, service.scheduler.speculative, worker);
   for (size_t rank = 0; rank < stages.size(); ++rank) {
     msg::WorkerSettings stage = worker;
     stage.pp_rank = static_cast<int32_t>(rank);

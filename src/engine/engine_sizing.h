@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/compute_settings.h"
 #include "frontend/request_preparer.h"
 #include "model/layer_range.h"
 #include "model/model_config.h"
@@ -15,12 +16,13 @@
 
 namespace moe {
 
-// Which model a worker serves and how it is split: part of what a worker must agree on with its
-// scheduler (the fingerprint stays 0 where both run in one process over one loaded model).
+// Which model a worker serves, how it is split and how it computes: part of what a worker must agree
+// on with its scheduler (the fingerprint stays 0 where both run in one process over one loaded model).
 struct ModelIdentity {
   uint64_t fingerprint = 0;
   int ep_size = 1;
   std::vector<LayerRange> stages;  // the pipeline stages' layers; empty = one stage, the whole model
+  ComputeSettings compute;
 };
 
 struct EngineSizing {

@@ -155,12 +155,12 @@ std::vector<msg::ErrorReply> SchedulerService::on_heartbeat(const msg::Heartbeat
   const msg::WorkerSettings& expected = options_.expected_stages[rank];
   if (heartbeat.instance == stage.accepted || heartbeat.instance == stage.refused) return {};
   std::vector<msg::ErrorReply> errors = forget_worker_kv();
-  if (std::optional<std::string> mismatch = settings_mismatch(expected, heartbeat.settings)) {
+  if (std::optional<std::string> mismatch = settings_mismatch(expected, heartbeat.settings, weights_)) {
     stage.accepted = 0;
     stage.refused = heartbeat.instance;
     stage.refusal = *mismatch;
   } else {
-    stage = {heartbeat.instance, 0, {}};
+    stage = {heartbeat.instance, 0, {}, heartbeat.settings};
   }
   return errors;
 }
@@ -190,6 +190,11 @@ std::string SchedulerService::worker_refusal() const {
                              : "pipeline stage " + std::to_string(rank) + ": " + stages_[rank].refusal;
   }
   return {};
+}
+
+std::optional<msg::WorkerSettings> SchedulerService::accepted_settings() const {
+  if (stages_.front().accepted == 0) return std::nullopt;
+  return stages_.front().settings;
 }
 
 std::vector<msg::ErrorReply> SchedulerService::forget_worker_kv() {

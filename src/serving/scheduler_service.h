@@ -13,6 +13,7 @@
 #include "moe/messages.h"
 #include "scheduler/scheduler.h"
 #include "serving/routing_rows_tracker.h"
+#include "serving/worker_settings.h"
 
 namespace moe {
 
@@ -21,14 +22,6 @@ struct ServingModelInfo {
   int num_moe_layers = 0;
   int top_k = 0;
   int num_experts = 0;
-};
-
-// The weights being served: where they were loaded from and their label (SGLang's weight_version),
-// which every reply carries. Weight updates change both.
-struct ServingWeights {
-  std::string model_path;
-  std::string weight_version = "default";
-  bool operator==(const ServingWeights&) const = default;
 };
 
 struct SchedulerServiceOptions {
@@ -92,6 +85,8 @@ class SchedulerService {
   int num_stages() const { return static_cast<int>(stages_.size()); }
   // Why a connected worker was refused; empty when none was.
   std::string worker_refusal() const;
+  // What the accepted worker (pipeline stage 0's) reported of itself; none while none is accepted.
+  std::optional<msg::WorkerSettings> accepted_settings() const;
 
   // --- Weight updates (update_weights_from_disk). An update is queued; from then on no step is
   // planned. Once no step is in flight it goes to the worker, which loads the new weights and
@@ -182,6 +177,7 @@ class SchedulerService {
     uint64_t accepted = 0;  // the instance that gets steps; 0 = none yet, or it went away
     uint64_t refused = 0;
     std::string refusal;
+    msg::WorkerSettings settings;  // the accepted instance's
   };
   std::vector<StageWorker> stages_;  // one per pipeline stage
   bool steps_sent_ = false;  // since the last worker was accepted: the KV cache holds their work

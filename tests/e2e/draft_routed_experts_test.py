@@ -3,8 +3,9 @@ return_draft_routed_experts over ZeroMQ, HTTP /generate and /v1/completions: the
 the golden ones, the draft's rows come apart (draft_routed_experts, with its own shape and dtype),
 one per position of routed_experts; with the target as its own draft they equal the golden rows (also
 as examples/zmq_client.py --draft-routed-experts prints them).
-Requests the server cannot serve are refused with the field named (400 over HTTP). A remote worker's
---speculative-draft-model-quantization decides its draft's weights.
+Requests the server cannot serve are refused with the field named (400 over HTTP). A remote worker
+drafts with the --speculative-draft-model-quantization it and its front agree on (the handshake
+refuses one that differs).
 Usage: draft_routed_experts_test.py PATH/TO/moe-serve"""
 import base64
 import json
@@ -153,7 +154,7 @@ class DraftRoutedExperts(unittest.TestCase):
         finally:
             server.stop(self)
 
-    def test_a_remote_worker_quantizes_its_draft_as_its_own_flags_say(self):
+    def test_a_remote_worker_quantizes_its_draft_as_the_flags_say(self):
         # The worker loads the draft, so its --speculative-draft-model-quantization int4 decides the
         # draft's weights (the front, given none, reads only the draft's config.json): its draft rows are
         # a one-process int4 draft's, which differ from a float draft's; the target's stay golden.
@@ -184,7 +185,7 @@ class DraftRoutedExperts(unittest.TestCase):
                  "--scheduler-endpoint", f"tcp://127.0.0.1:{sp.free_port()}"]
         worker = sp.start(MOE_SERVE, "--role", "worker", *links, *draft, *int4)
         try:
-            front = Serving(*draft, *links)
+            front = Serving(*draft, *int4, *links)
             try:
                 for remote, local in zip(draft_rows(front), one_process["int4"]):
                     np.testing.assert_array_equal(remote, local)

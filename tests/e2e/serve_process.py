@@ -43,12 +43,14 @@ def golden():
         return json.load(f)
 
 
-def start(moe_serve, *flags, log=subprocess.PIPE):
+def start(moe_serve, *flags, log=subprocess.PIPE, model=MODEL):
     # Without --port, moe-serve serves HTTP on SGLang's 30000; these servers speak ZeroMQ only, and
     # several may run at once. `log`: where its output goes (a pipe the caller reads at the end by
     # default; a long run that never reads it passes a file, or the full pipe would block the server).
+    # `model`: the --model-path.
     no_http = [] if "--port" in flags else ["--port", "0"]
-    return subprocess.Popen([moe_serve, *SHARED_FLAGS, *no_http, *flags], stdout=log,
+    shared = [model if flag == MODEL else flag for flag in SHARED_FLAGS]
+    return subprocess.Popen([moe_serve, *shared, *no_http, *flags], stdout=log,
                             stderr=subprocess.STDOUT, text=True)
 
 

@@ -106,7 +106,9 @@ TEST_F(WeightUpdateProtocol, TheHandshakeFollowsTheNewFingerprint) {
   // A worker restarted on the old checkpoint would serve other weights: refused.
   service_.on_heartbeat({2, settings(10)});
   EXPECT_FALSE(service_.worker_accepted());
-  EXPECT_NE(service_.worker_refusal().find("another model"), std::string::npos);
+  EXPECT_NE(service_.worker_refusal().find("other weights"), std::string::npos);
+  // It is told which weights serve now, so it can be started on them.
+  EXPECT_NE(service_.worker_refusal().find("/ckpt/b, weight version 'b'"), std::string::npos) << service_.worker_refusal();
   service_.on_heartbeat({3, settings(20)});
   EXPECT_TRUE(service_.worker_accepted());
 }

@@ -2,17 +2,12 @@
 // settings equal to the scheduler's; a refused worker gets none, and requests fail naming the
 // setting; a new worker instance (a restart: its KV cache is empty) fails every live request and
 // empties the prefix cache, so no reply is computed over KV the new worker does not have. A worker
-// with another STANDALONE draft model (or none) is refused too.
+// with another STANDALONE draft model (or none), other weights or another way of computing
+// (quantization, kernel dtype, device, speculative settings) is refused too.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <unistd.h>
-
-#include "model/model_fingerprint.h"
 #include "scheduler_service_support.h"
 #include "serving/worker_settings.h"
-#include "common/error.h"
 
 namespace moe {
 namespace {
@@ -196,41 +191,74 @@ TEST_F(StageHandshake, AStepAbandonedByARestartIsNoLongerInFlightBesideANewOne) 
   service_.on_worker_result(answer(*fresh, 21));
 }
 
+const ServingWeights kServing{"/ckpt/step-3", "step-3"};
+
 TEST(WorkerSettings, EveryMismatchNamesItsSetting) {
   const msg::WorkerSettings base = expected_settings();
-  EXPECT_FALSE(settings_mismatch(base, base));
+  EXPECT_FALSE(settings_mismatch(base, base, kServing));
   auto named = [&](auto change, const std::string& what) {
     msg::WorkerSettings other = base;
     change(other);
-    const auto mismatch = settings_mismatch(base, other);
+    const auto mismatch = settings_mismatch(base, other, kServing);
     ASSERT_TRUE(mismatch) << what;
     EXPECT_NE(mismatch->find(what), std::string::npos) << *mismatch;
   };
-  named([](msg::WorkerSettings& s) { s.model_fingerprint = 1; }, "another model");
+  named([](msg::WorkerSettings& s) { s.model_fingerprint = 1; }, "other weights (checkpoint fingerprint 1, the scheduler's 99");
   named([](msg::WorkerSettings& s) { s.kv_slots = 5; }, "--max-total-tokens");
   named([](msg::WorkerSettings& s) { s.max_batch_tokens = 5; }, "--chunked-prefill-size");
   named([](msg::WorkerSettings& s) { s.capture_routing = true; }, "--enable-return-routed-experts");
   named([](msg::WorkerSettings& s) { s.capture_router_weights = true; }, "--enable-return-router-weights");
-  named([](msg::WorkerSettings& s) { s.ep_size = 2; }, "--ep-size");
+  named([](msg::WorkerSettings& s) { s.ep_size = 2; }, "--ep-size is 2, the scheduler's 1");
+  named([](msg::WorkerSettings& s) { s.device = "cuda"; }, "--device is 'cuda', the scheduler's 'cpu'");
+  named([](msg::WorkerSettings& s) { s.moe_backend = "reference"; },
+        "--moe-runner-backend) is 'reference', the scheduler's 'grouped'");
+  named([](msg::WorkerSettings& s) { s.quantization = "int8"; }, "--quantization is 'int8', the scheduler's 'none'");
+  named([](msg::WorkerSettings& s) { s.quantization_group_size = 32; }, "--quantization-group-size");
+  named([](msg::WorkerSettings& s) { s.kernel_dtype = "bf16"; }, "--kernel-dtype is 'bf16', the scheduler's 'float32'");
+  named([](msg::WorkerSettings& s) { s.speculative_algorithm = "NGRAM"; },
+        "--speculative-algorithm is 'NGRAM', the scheduler's none");
+  named([](msg::WorkerSettings& s) { s.speculative_num_steps = 3; }, "--speculative-num-steps is 3");
+  named([](msg::WorkerSettings& s) { s.speculative_eagle_topk = 3; }, "--speculative-eagle-topk is 3");
+  named([](msg::WorkerSettings& s) { s.speculative_num_draft_tokens = 3; }, "--speculative-num-draft-tokens is 3");
+  named([](msg::WorkerSettings& s) { s.max_tree_experts = 3; }, "--max-tree-experts is 3");
+  named([](msg::WorkerSettings& s) { s.draft_quantization = "int4"; }, "--speculative-draft-model-quantization");
 }
 
-TEST(WorkerSettings, TheFingerprintFollowsConfigAndWeightFiles) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("moe_fingerprint_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  std::ofstream(dir / "config.json") << R"({"hidden_size": 64})";
-  std::ofstream(dir / "model.safetensors") << "0123456789";
-  const uint64_t first = model_fingerprint(dir.string());
-  EXPECT_EQ(model_fingerprint(dir.string()), first);
-  std::ofstream(dir / "notes.txt") << "not a weight file";
-  EXPECT_EQ(model_fingerprint(dir.string()), first);
-  std::ofstream(dir / "model.safetensors") << "01234567890";
-  const uint64_t bigger_weights = model_fingerprint(dir.string());
-  EXPECT_NE(bigger_weights, first);
-  std::ofstream(dir / "config.json") << R"({"hidden_size": 65})";
-  EXPECT_NE(model_fingerprint(dir.string()), bigger_weights);
-  fs::remove_all(dir);
-  EXPECT_THROW(model_fingerprint(dir.string()), Error);
+// Quantizing at load gives other token ids and rows, bf16 products other rows: a worker started with
+// either is refused, and the refusal names every difference with both values.
+TEST(WorkerSettings, AllDifferencesAreNamedTogether) {
+  const msg::WorkerSettings base = expected_settings();
+  msg::WorkerSettings worker = base;
+  worker.quantization = "int8";
+  worker.kernel_dtype = "bf16";
+  worker.kv_slots = 5;
+  const std::string refusal = settings_mismatch(base, worker, kServing).value_or("");
+  EXPECT_NE(refusal.find("KV slots (--max-total-tokens, plus one padding slot) is 5, the scheduler's 257; "), std::string::npos)
+      << refusal;
+  EXPECT_NE(refusal.find("--quantization is 'int8', the scheduler's 'none'; "), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("--kernel-dtype is 'bf16', the scheduler's 'float32'"), std::string::npos) << refusal;
+}
+
+// A worker on other weights is told which ones serve and how to start on them.
+TEST(WorkerSettings, OtherWeightsNameTheServingOnes) {
+  const msg::WorkerSettings base = expected_settings();
+  msg::WorkerSettings worker = base;
+  worker.model_fingerprint = 7;
+  const std::string refusal = settings_mismatch(base, worker, kServing).value_or("");
+  EXPECT_NE(refusal.find("/ckpt/step-3, weight version 'step-3'; start the worker with --model-path /ckpt/step-3"),
+            std::string::npos)
+      << refusal;
+}
+
+TEST_F(WorkerHandshake, TheAcceptedWorkersSettingsAreKnown) {
+  EXPECT_FALSE(service_.accepted_settings());
+  msg::WorkerSettings int8 = expected_settings();
+  int8.quantization = "int8";
+  service_.on_heartbeat({1, int8});
+  EXPECT_FALSE(service_.accepted_settings());  // refused
+  service_.on_heartbeat({2, expected_settings()});
+  ASSERT_TRUE(service_.accepted_settings());
+  EXPECT_EQ(*service_.accepted_settings(), expected_settings());
 }
 
 }  // namespace

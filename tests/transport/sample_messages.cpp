@@ -183,7 +183,18 @@ std::vector<msg::Message> sample_messages() {
                                                    .pp_rank = 2,
                                                    .layer_begin = 8,
                                                    .layer_end = 11,
-                                                   .draft_fingerprint = 3ull << 62}});
+                                                   .draft_fingerprint = 3ull << 62,
+                                                   .device = "cuda",
+                                                   .moe_backend = "cuda",
+                                                   .quantization = "int4",
+                                                   .quantization_group_size = 64,
+                                                   .kernel_dtype = "bf16",
+                                                   .speculative_algorithm = "STANDALONE",
+                                                   .speculative_num_steps = 3,
+                                                   .speculative_eagle_topk = 2,
+                                                   .speculative_num_draft_tokens = 6,
+                                                   .max_tree_experts = 12,
+                                                   .draft_quantization = "int8"}});
   const msg::UpdateWeights update{
       .id = 3, .model_path = "/ckpt/step-8", .weight_version = "step-8", .abort_all_requests = true, .worker_instance = 5};
   messages.emplace_back(update);
