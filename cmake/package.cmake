@@ -1,9 +1,9 @@
-# The installable embedding library: `cmake --install build --prefix P` puts the public headers of
+# The installable embedding library: `cmake --install build --prefix P` puts the programs under P/bin
+# (moe-serve, moe-cli, moe-bench: see where each is defined), the public headers of
 # moe::Engine (and moe::Client) under P/include/moe, one static library, libmoe-engine.a, holding
 # every object of the engine's components, and the CMake package moe_engine, so that a program
 # builds with find_package(moe_engine) and target_link_libraries(app PRIVATE moe::engine).
 # The library reuses the components' compiled objects: only the archive is written again.
-include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 # The headers a moe::Engine user compiles against: engine.h and what it includes, no more.
@@ -43,9 +43,6 @@ moe_internal_closure(moe_package_components moe_package_external moe_embed)
 # here and found in moe_engineConfig.cmake.in.
 set(moe_package_links spdlog::spdlog fmt::fmt Threads::Threads PkgConfig::PCRE2 PkgConfig::UTF8PROC cppzmq)
 set(moe_package_header_only Eigen3::Eigen nlohmann_json::nlohmann_json msgpackc-cxx Boost::headers)
-if(MOE_CUDA)
-  list(APPEND moe_package_links CUDA::cudart CUDA::cublas)
-endif()
 foreach(dependency IN LISTS moe_package_external)
   if(NOT dependency IN_LIST moe_package_links AND NOT dependency IN_LIST moe_package_header_only)
     message(FATAL_ERROR "the engine's components link ${dependency}, which the installed package does not: "
@@ -67,6 +64,18 @@ target_link_libraries(moe_package PUBLIC Boost::headers PRIVATE ${moe_package_li
 # A sanitized build's objects call into the sanitizers' runtimes, which only the final link adds.
 if(MOE_SANITIZE)
   target_link_options(moe_package INTERFACE -fsanitize=${MOE_SANITIZE})
+endif()
+
+# moe::engine_cuda (libmoe-engine-cuda.a, a build with the CUDA backend): moe::engine and the CUDA
+# backend, for programs that run --device cuda; moe::engine alone links no CUDA library.
+if(MOE_CUDA)
+  add_library(moe_package_cuda STATIC $<TARGET_OBJECTS:moe_cuda> $<TARGET_OBJECTS:moe_cuda_kernels>)
+  add_library(moe::engine_cuda ALIAS moe_package_cuda)
+  set_target_properties(moe_package_cuda PROPERTIES OUTPUT_NAME moe-engine-cuda EXPORT_NAME engine_cuda
+                                                    LINKER_LANGUAGE CXX)
+  target_link_libraries(moe_package_cuda PUBLIC moe_package PRIVATE CUDA::cudart CUDA::cublas)
+  target_link_options(moe_package_cuda INTERFACE "LINKER:--undefined=moe_cuda_backend_linked")
+  install(TARGETS moe_package_cuda EXPORT moe_engineTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 
 list(TRANSFORM moe_public_headers PREPEND ${PROJECT_SOURCE_DIR}/include/moe/)

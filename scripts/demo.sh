@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The README's main job: install packages, build, serve the bundled tiny Qwen3-MoE model with
-# routed-experts capture on, answer a real HTTP request (SGLang's /generate) and show the text and
-# the routed experts of every position, decoded from base64 with numpy.
+# The README's first command: install the packages the build needs, build moe-serve (and only what it
+# links), serve the bundled tiny Qwen3-MoE model with routed-experts capture on, answer a real HTTP
+# request (SGLang's /generate) and show the text and the routed experts of every position, decoded
+# from base64 with numpy. scripts/test.sh builds and runs everything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh
-scripts/build.sh
+scripts/install_deps.sh --build-only
+scripts/build.sh moe-serve
 
+MODEL=tests/data/qwen3-moe-tiny
 PORT="${MOE_DEMO_PORT:-30000}"
-build/actors/moe-serve --model-path tests/data/qwen3-moe-tiny --tokenizer-path tests/data/qwen3-tokenizer \
+build/actors/moe-serve --model-path "$MODEL" --tokenizer-path tests/data/qwen3-tokenizer \
   --port "$PORT" --enable-return-routed-experts >build/demo-server.log 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true' EXIT
@@ -18,6 +20,13 @@ for _ in $(seq 1 150); do
   sleep 0.2
 done
 
+/usr/bin/python3 - "$MODEL/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+print(f"Serving {sys.argv[1].rsplit('/', 1)[0]}: a tiny {c['architectures'][0]} ({c['num_hidden_layers']} layers, "
+      f"{c['num_experts']} experts, top-{c['num_experts_per_tok']}) with random, untrained weights, so its text "
+      "is noise; the routed experts are still the router's real choices for every token.")
+PY
 REQUEST='{"text": "The capital of France is", "sampling_params": {"max_new_tokens": 8, "temperature": 0},
           "return_routed_experts": true}'
 echo "POST http://127.0.0.1:$PORT/generate $REQUEST"
@@ -30,7 +39,7 @@ reply = json.load(open(sys.argv[1]))
 meta = reply["meta_info"]
 rows = np.frombuffer(base64.b64decode(meta["routed_experts"]), dtype=np.dtype(meta["routed_experts_dtype"]).newbyteorder("<"))
 rows = rows.reshape(meta["routed_experts_shape"])
-print("text:         ", repr(reply["text"]))
+print("text:         ", repr(reply["text"]), "(random weights: noise)")
 print("output_ids:   ", reply["output_ids"])
 print("finish_reason:", meta["finish_reason"])
 print(f"routed_experts: shape {list(rows.shape)} = [prompt {meta['prompt_tokens']} + generated "
@@ -38,3 +47,4 @@ print(f"routed_experts: shape {list(rows.shape)} = [prompt {meta['prompt_tokens'
 for position, layers in enumerate(rows):
     print(f"  position {position:2d}: " + "  ".join("[" + ",".join(f"{e:2d}" for e in layer) + "]" for layer in layers))
 PY
+echo "Next: a real checkpoint (docs/serving.md), the whole test suite (scripts/test.sh)."

@@ -42,7 +42,7 @@ ExpertLoad Engine::expert_load(bool reset) {
   try {
     return runtime_->expert_load(reset);
   } catch (const api::ApiError& e) {
-    throw RequestError(msg::ErrorReply{"", e.what(), e.status(), "engine"});
+    throw RequestError(msg::ErrorReply{"", e.what(), e.status(), "engine", e.param()});
   }
 }
 

@@ -13,6 +13,7 @@
 #include "api/api_error.h"
 #include "common/error.h"
 #include "common/json_file.h"
+#include "common/local_paths.h"
 #include "engine/engine_sizing.h"
 #include "model/safetensors.h"
 #include "engine/compute_settings.h"
@@ -35,11 +36,11 @@
 namespace moe::actors {
 namespace {
 
-std::string tokenizer_dir(const ServeOptions& options) {
-  const std::string dir = options.tokenizer_path.empty() ? options.model_path : options.tokenizer_path;
-  if (!file_exists(dir + "/tokenizer.json"))
-    throw Error(dir + " has no tokenizer.json: pass --tokenizer-path with the model's tokenizer directory");
-  return dir;
+// The directories this process reads, checked before anything is read from them.
+void check_model_directories(const ServeOptions& options) {
+  require_local_directory("--model-path", options.model_path);
+  if (!options.speculative_draft_model_path.empty())
+    require_local_directory("--speculative-draft-model-path", options.speculative_draft_model_path);
 }
 
 // The layers of each pipeline stage (one stage, the whole model, without --pp-size).
@@ -139,7 +140,8 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     : context_(std::make_unique<transport::Context>()), actors_(std::make_unique<Actors>()) {
   // Before anything loads: a misspelt parser stops the start naming its flag.
   const api::OutputParsers output_parsers = api::output_parsers_named(options.tool_call_parser, options.reasoning_parser);
-  const std::string tok_dir = tokenizer_dir(options);
+  check_model_directories(options);
+  const std::string tok_dir = tokenizer_directory(options.tokenizer_path, options.model_path);
   tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(tok_dir);
   tokenizer::TokenizerConfig tok_config = tokenizer::load_tokenizer_config(tok_dir);
   if (!options.chat_template.empty()) tok_config.chat_template = read_text_file(options.chat_template);
@@ -294,6 +296,7 @@ void EngineRuntime::drain(std::chrono::milliseconds timeout) {
 void run_worker_process(const ServeOptions& options) {
   if (options.scheduler_endpoint.empty() || options.worker_endpoint.empty())
     throw Error("a worker process needs --worker-endpoint (to bind) and --scheduler-endpoint (to connect)");
+  check_model_directories(options);
   const ModelConfig config = load_model_config(options.model_path);
   if (options.pp_rank < 0 || options.pp_rank >= options.pp_size)
     throw Error("--pp-rank must lie in [0, --pp-size), got " + std::to_string(options.pp_rank));

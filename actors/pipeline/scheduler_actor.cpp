@@ -120,7 +120,11 @@ void SchedulerActor::on_routing(const std::vector<msg::StepRouting>& routing) {
 
 void SchedulerActor::on_weights_updated(const msg::WeightsUpdated& answer) {
   service_->on_weights_updated(answer);
-  if (answer.success)
+  if (answer.success && !answer.request.weight_version)
+    spdlog::warn("scheduler: new weights from {} keep the old weight version label '{}': the update gave no "
+                 "weight_version, so replies cannot tell them from the weights before",
+                 service_->weights().model_path, service_->weights().weight_version);
+  else if (answer.success)
     spdlog::info("scheduler: serving weight version '{}' from {}", service_->weights().weight_version,
                  service_->weights().model_path);
   else

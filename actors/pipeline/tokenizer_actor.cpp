@@ -28,7 +28,7 @@ std::optional<std::string> TokenizerActor::submit(const msg::GenerateRequest& re
                                                   ErrorHandler on_error) {
   ++traffic_.requests;
   if (shutting_down_) {
-    on_error(msg::ErrorReply{request.rid, "the server is shutting down", 503, "tokenizer"});
+    on_error(msg::ErrorReply{request.rid, "the server is shutting down", 503, "tokenizer", {}});
     return std::nullopt;
   }
   const api::SteadyTime arrival = std::chrono::steady_clock::now();
@@ -37,7 +37,7 @@ std::optional<std::string> TokenizerActor::submit(const msg::GenerateRequest& re
     if (!request.rid.empty() && clients_.count(request.rid)) throw Error("rid '" + request.rid + "' is already in use");
     tokenized = preparer_->prepare(request);
   } catch (const Error& e) {
-    on_error(msg::ErrorReply{request.rid, e.what(), 400, "tokenizer"});
+    on_error(refusal_reply(request.rid, e, "tokenizer"));
     return std::nullopt;
   }
   OutputHandler counted = [this, on_output = std::move(on_output)](const msg::TextOutput& output) {
@@ -91,7 +91,7 @@ void TokenizerActor::fail_remaining(const std::string& message) {
   std::map<std::string, Client> clients = std::exchange(clients_, {});  // handlers may re-enter
   for (auto& [rid, client] : clients) {
     to_scheduler_->send(msg::Abort{rid, message});
-    client.on_error(msg::ErrorReply{rid, message, 503, "tokenizer"});
+    client.on_error(msg::ErrorReply{rid, message, 503, "tokenizer", {}});
   }
   // An update still loading may yet succeed: its requester is told it did not finish in time.
   for (auto& [id, on_done] : std::exchange(weight_updates_, {})) {
@@ -141,7 +141,7 @@ void TokenizerActor::on_zmq_request(transport::ClientAddress address, std::strin
   try {
     request = transport::parse_client_request(payload);
   } catch (const transport::ClientRequestError& e) {
-    router_->reply(address, transport::encode_client_error(msg::ErrorReply{e.rid(), e.what(), 400, "tokenizer"}));
+    router_->reply(address, transport::encode_client_error(msg::ErrorReply{e.rid(), e.what(), 400, "tokenizer", {}}));
     return;
   }
   if (auto* query = std::get_if<transport::ExpertLoadRequest>(&request)) {
@@ -172,7 +172,8 @@ void TokenizerActor::on_zmq_expert_load(const transport::ClientAddress& address,
   try {
     router_->reply(address, transport::encode_expert_load_reply({rid, read_expert_load_(reset)}));
   } catch (const api::ApiError& e) {
-    router_->reply(address, transport::encode_client_error(msg::ErrorReply{rid, e.what(), e.status(), "tokenizer"}));
+    router_->reply(address,
+                   transport::encode_client_error(msg::ErrorReply{rid, e.what(), e.status(), "tokenizer", e.param()}));
   }
 }
 

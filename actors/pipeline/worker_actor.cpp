@@ -60,7 +60,7 @@ void WorkerActor::on_batch(const msg::WorkerBatch& batch, std::optional<transpor
       run_stage(batch, std::move(activations));
   } catch (const std::exception& e) {
     spdlog::error("worker: step {} failed: {}", batch.step, e.what());
-    results_->send(msg::ErrorReply{"", std::string("model worker failed: ") + e.what(), 500, "worker"});
+    results_->send(msg::ErrorReply{"", std::string("model worker failed: ") + e.what(), 500, "worker", {}});
   }
 }
 

@@ -131,6 +131,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (role != "all") throw moe::Error("--role must be all or worker");
+    if (options.port == 0 && options.zmq_endpoint.empty())
+      throw moe::Error("--port 0 serves no HTTP and no --zmq-endpoint was given, so no client could reach this "
+                       "server: give a --port, a --zmq-endpoint (e.g. tcp://127.0.0.1:30001) or both");
     moe::actors::EngineRuntime runtime(options);
     if (!runtime.client_endpoint().empty()) spdlog::info("ZeroMQ clients: {}", runtime.client_endpoint());
     if (runtime.http_port()) spdlog::info("HTTP: http://{}:{}", options.host, runtime.http_port());

@@ -274,6 +274,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("message", m.message);
   visit("code", m.code);
   visit("source", m.source);
+  visit("param", m.param);
 }
 
 template <StructOf<Ready> M, class Visit>

@@ -382,6 +382,7 @@ struct ErrorReply {
   std::string message;
   int32_t code = 500;
   std::string source;  // the actor that reported it
+  std::string param;   // the request field at fault, as a JSON path (OpenAI's error.param); empty: none
   bool operator==(const ErrorReply&) const = default;
 };
 

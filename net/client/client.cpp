@@ -102,7 +102,7 @@ struct Client::Impl {
         pending_ops.erase(rid);
       });
       throw RequestError(msg::ErrorReply{rid, "no reply from the server within " + std::to_string(timeout.count()) + " ms",
-                                         504, "client"});
+                                         504, "client", {}});
     }
     done.get();
   }
@@ -151,7 +151,8 @@ std::string Client::submit(msg::GenerateRequest request, OutputHandler on_output
     auto [it, added] = impl->pending.try_emplace(request.rid, request.sampling.n, std::move(on_output), std::move(on_done));
     if (!added) {
       ReplySink(1, nullptr, std::move(on_done))
-          .fail(msg::ErrorReply{request.rid, "rid '" + request.rid + "' is already in flight on this client", 400, "client"});
+          .fail(msg::ErrorReply{request.rid, "rid '" + request.rid + "' is already in flight on this client", 400,
+                                "client", {}});
       return;
     }
     impl->dealer->send(transport::encode_client_request(request));

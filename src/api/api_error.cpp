@@ -38,7 +38,7 @@ nlohmann::json error_json(const ApiError& error) {
 
 ApiError from_error_reply(const msg::ErrorReply& reply) {
   const int status = reply.code >= 400 && reply.code <= 599 ? reply.code : 500;
-  return ApiError(status, reply.message);
+  return ApiError(status, reply.message, reply.param);
 }
 
 }  // namespace moe::api

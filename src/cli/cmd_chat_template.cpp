@@ -8,6 +8,7 @@
 #include "command_line/command_line.h"
 #include "common/error.h"
 #include "common/json_file.h"
+#include "common/local_paths.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer_config.h"
 
@@ -35,6 +36,7 @@ int run_chat_template(int argc, char** argv) {
       ("tools", po::value(&tools_path), "JSON file with an array of tool schemas");
   if (!parse_command_line(argc, argv, options)) return 0;
 
+  require_local_directory("--tokenizer-path", tokenizer_path);
   const tokenizer::TokenizerConfig config = tokenizer::load_tokenizer_config(tokenizer_path);
   if (config.chat_template.empty()) throw Error(tokenizer_path + " has no chat_template");
   tokenizer::ChatTemplateInputs inputs;

@@ -9,7 +9,9 @@
 #include "command_line/command_line.h"
 #include "common/error.h"
 #include "common/json_file.h"
+#include "common/local_paths.h"
 #include "engine/engine_core.h"
+#include "model/model_config.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_config.h"
 #include "worker/load_model_on_device.h"
@@ -76,10 +78,15 @@ int run_generate(int argc, char** argv) {
       ("json", po::bool_switch(&a.json), "print one JSON object");
   if (!parse_command_line(argc, argv, desc)) return 0;
   if (a.prompt.empty() == a.prompt_ids.empty()) throw Error("give exactly one of --prompt and --prompt-ids");
-  if (a.tokenizer_path.empty()) a.tokenizer_path = a.model_path;
-  if (!file_exists(a.tokenizer_path + "/tokenizer.json"))
-    throw Error(a.tokenizer_path + " has no tokenizer.json: pass --tokenizer-path with the model's tokenizer");
-  tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(a.tokenizer_path);
+  require_local_directory("--model-path", a.model_path);
+  // Token ids need no tokenizer: without one (none given, none in the model's directory) the reply
+  // has ids only, and generation ends at generation_config.json's end-of-sequence ids.
+  const bool has_tokenizer =
+      !a.prompt.empty() || !a.tokenizer_path.empty() || file_exists(a.model_path + "/tokenizer.json");
+  if (has_tokenizer) a.tokenizer_path = tokenizer_directory(a.tokenizer_path, a.model_path);
+  const auto model_vocab_size = static_cast<int32_t>(load_model_config(a.model_path).vocab_size);
+  tokenizer::Tokenizer tok = has_tokenizer ? tokenizer::Tokenizer::load(a.tokenizer_path)
+                                           : tokenizer::Tokenizer::without_vocabulary(model_vocab_size);
 
   msg::GenerateRequest request;
   if (a.prompt.empty())
@@ -100,8 +107,9 @@ int run_generate(int argc, char** argv) {
   EngineCoreOptions options;
   options.settings.chunked_prefill_size = a.chunk;
   options.settings.enable_return_routed_experts = a.routed;
-  options.eos_token_ids =
-      tokenizer::resolve_eos_token_ids(a.model_path, tokenizer::load_tokenizer_config(a.tokenizer_path), tok);
+  const tokenizer::TokenizerConfig tok_config =
+      has_tokenizer ? tokenizer::load_tokenizer_config(a.tokenizer_path) : tokenizer::TokenizerConfig{};
+  options.eos_token_ids = tokenizer::resolve_eos_token_ids(a.model_path, tok_config, tok);
   options.seed_source = a.seed;
   EngineCore engine(load_model_on_device(a.model_path, mo), tok, options);
   const std::vector<msg::TextOutput> outputs = engine.run({request});
@@ -111,8 +119,8 @@ int run_generate(int argc, char** argv) {
 
   nlohmann::json out = {{"prompt_ids", prompt_ids},
                         {"output_ids", reply.output_ids},
-                        {"output_logprobs", reply.output_logprobs},
-                        {"text", reply.text}};
+                        {"output_logprobs", reply.output_logprobs}};
+  if (has_tokenizer) out["text"] = reply.text;
   if (a.routed) {
     out["routed_experts_shape"] = reply.routed_experts->shape;
     out["routed_experts"] = routed_json(*reply.routed_experts);
@@ -124,7 +132,7 @@ int run_generate(int argc, char** argv) {
   std::cout << "prompt_ids:      " << out["prompt_ids"].dump() << "\n";
   std::cout << "output_ids:      " << out["output_ids"].dump() << "\n";
   std::cout << "output_logprobs: " << out["output_logprobs"].dump() << "\n";
-  std::cout << "text:            " << out["text"].dump() << "\n";
+  std::cout << "text:            " << (has_tokenizer ? out["text"].dump() : "(no tokenizer: ids only)") << "\n";
   if (a.routed) {
     const auto& shape = reply.routed_experts->shape;
     std::cout << "routed_experts [" << shape[0] << " rows][" << shape[1] << " MoE layers][top-" << shape[2]

@@ -7,12 +7,19 @@
 #include "command_line/command_line.h"
 #include "common/error.h"
 #include "common/json_file.h"
+#include "common/local_paths.h"
 #include "tokenizer/tokenizer.h"
 
 namespace moe::cli {
 namespace {
 
 namespace po = boost::program_options;
+
+// --tokenizer-path: a directory holding tokenizer.json, or the file itself.
+tokenizer::Tokenizer load_tokenizer_flag(const std::string& path) {
+  if (!file_exists(path)) require_local_directory("--tokenizer-path", path);
+  return tokenizer::Tokenizer::load(path);
+}
 
 int run_tokenize(int argc, char** argv) {
   std::string tokenizer_path, text, file;
@@ -27,7 +34,7 @@ int run_tokenize(int argc, char** argv) {
   if (!parse_command_line(argc, argv, options, "", &values)) return 0;
   if (values.count("text") == values.count("file")) throw Error("give exactly one of --text and --file");
   if (!file.empty()) text = read_text_file(file);
-  const auto tokenizer = tokenizer::Tokenizer::load(tokenizer_path);
+  const auto tokenizer = load_tokenizer_flag(tokenizer_path);
   std::cout << nlohmann::json(tokenizer.encode(text, !split_special)).dump() << "\n";
   return 0;
 }
@@ -42,7 +49,7 @@ int run_detokenize(int argc, char** argv) {
       ("skip-special-tokens", po::bool_switch(&skip_special), "leave special tokens out of the text");
   if (!parse_command_line(argc, argv, options)) return 0;
   const std::vector<int> parsed = parse_id_list(ids);
-  const auto tokenizer = tokenizer::Tokenizer::load(tokenizer_path);
+  const auto tokenizer = load_tokenizer_flag(tokenizer_path);
   std::cout << tokenizer.decode(std::vector<int32_t>(parsed.begin(), parsed.end()), skip_special) << "\n";
   return 0;
 }

@@ -3,12 +3,23 @@
 // a bad flag) is reported as a moe::Error whose message names what was wrong and where.
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace moe {
 
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// A refused request whose fault lies in one field; `field` is its JSON path (OpenAI's error.param).
+class FieldError : public Error {
+ public:
+  FieldError(std::string field, const std::string& what) : Error(what), field_(std::move(field)) {}
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
 };
 
 }  // namespace moe

@@ -31,7 +31,7 @@ DetokenizerState::Result DetokenizerState::apply(const msg::DetokenizeBatch& bat
                                                                       *item.options, num_experts_,
                                                                       draft_num_experts_)).first;
       } catch (const Error& e) {
-        result.errors.push_back({item.rid, e.what(), 400, "detokenizer"});
+        result.errors.push_back({item.rid, e.what(), 400, "detokenizer", {}});
         result.stopped.push_back(stop(key, "failed"));
         continue;
       }
@@ -40,7 +40,7 @@ DetokenizerState::Result DetokenizerState::apply(const msg::DetokenizeBatch& bat
     try {
       if (auto out = output.apply(item)) result.outputs.push_back(std::move(*out));
     } catch (const Error& e) {
-      result.errors.push_back({item.rid, e.what(), 500, "detokenizer"});
+      result.errors.push_back({item.rid, e.what(), 500, "detokenizer", {}});
       result.stopped.push_back(stop(key, "failed"));
       outputs_.erase(it);
       continue;

@@ -42,7 +42,7 @@ std::optional<msg::ErrorReply> EngineCore::submit(const msg::GenerateRequest& re
   try {
     error = service_.add_request(preparer_.prepare(request));
   } catch (const Error& e) {
-    error = msg::ErrorReply{request.rid, e.what(), 400, "engine"};
+    error = refusal_reply(request.rid, e, "engine");
   }
   if (error) errors_.push_back(*error);
   return error;

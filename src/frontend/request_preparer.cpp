@@ -123,6 +123,11 @@ std::string RequestPreparer::detokenize(const std::vector<int32_t>& ids, const s
   return tokenizer_.decode(ids);
 }
 
+msg::ErrorReply refusal_reply(const std::string& rid, const Error& error, const std::string& source) {
+  const auto* field = dynamic_cast<const FieldError*>(&error);
+  return {rid, error.what(), 400, source, field ? field->field() : std::string()};
+}
+
 void RequestPreparer::check_length(const msg::TokenizedRequest& request, const std::string& max_new_tokens_field) const {
   const auto prompt = static_cast<int64_t>(request.input_ids.size());
   if (prompt == 0) throw Error("the prompt is empty");
@@ -136,10 +141,11 @@ void RequestPreparer::check_length(const msg::TokenizedRequest& request, const s
   // clamped by the scheduler instead.
   const int64_t room = limits_.max_sequence_len - prompt;
   if (!max_new_tokens_field.empty() && request.sampling.max_new_tokens > room)
-    throw Error(max_new_tokens_field + " is " + std::to_string(request.sampling.max_new_tokens) +
-                ", but the prompt has " + std::to_string(prompt) + " tokens and the context holds " +
-                std::to_string(limits_.max_sequence_len) + " (max_model_len): at most " + std::to_string(room) +
-                " can be generated");
+    throw FieldError(max_new_tokens_field,
+                     max_new_tokens_field + " is " + std::to_string(request.sampling.max_new_tokens) +
+                         ", but the prompt has " + std::to_string(prompt) + " tokens and the context holds " +
+                         std::to_string(limits_.max_sequence_len) + " (max_model_len): at most " +
+                         std::to_string(room) + " can be generated");
   // The last output token is fed (and needs a position) only when the reply carries its routing.
   if (request.routing.routes_last_token() && prompt >= limits_.max_sequence_len)
     throw Error("the prompt fills the context and KV cache, leaving no room for the last token's routing");

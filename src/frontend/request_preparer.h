@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "common/error.h"
 #include "moe/messages.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -31,6 +32,9 @@ struct RequestLimits {
   // Capture is on and the STANDALONE draft is an MoE: return_draft_routed_experts can be served.
   bool draft_routed_experts = false;
 };
+
+// The 400 of a request prepare() refused: the error's message and, for a moe::FieldError, the field.
+msg::ErrorReply refusal_reply(const std::string& rid, const Error& error, const std::string& source);
 
 class RequestPreparer {
  public:

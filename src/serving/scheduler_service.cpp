@@ -26,9 +26,9 @@ SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const
 
 std::optional<msg::ErrorReply> SchedulerService::add_request(const msg::TokenizedRequest& request) {
   if (const std::string refusal = worker_refusal(); !refusal.empty())
-    return msg::ErrorReply{request.rid, "the model worker was refused: " + refusal, 503, "scheduler"};
+    return msg::ErrorReply{request.rid, "the model worker was refused: " + refusal, 503, "scheduler", {}};
   if (requests_.count(request.rid) || scheduler_.has_request(request.rid))
-    return msg::ErrorReply{request.rid, "rid '" + request.rid + "' is already in use", 409, "scheduler"};
+    return msg::ErrorReply{request.rid, "rid '" + request.rid + "' is already in use", 409, "scheduler", {}};
   Request queued;
   static_cast<msg::TokenizedRequest&>(queued) = request;
   scheduler_.add_request(std::move(queued));
@@ -141,7 +141,7 @@ std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& messa
   for (const auto& [rid, info] : requests_) rids.push_back(rid);
   for (const std::string& rid : rids) {
     scheduler_.abort(rid, message);
-    errors.push_back({rid, message, code, "scheduler"});
+    errors.push_back({rid, message, code, "scheduler", {}});
   }
   requests_.clear();
   completions_.clear();

@@ -34,8 +34,14 @@ void SchedulerService::on_weights_updated(msg::WeightsUpdated answer) {
     scheduler_.flush_cache();
     for (msg::WorkerSettings& stage : options_.expected_stages) stage.model_fingerprint = answer.model_fingerprint;
     weights_ = {answer.request.model_path, version};
-    answer.message = "loaded " + weights_.model_path + " as weight version '" + version + "'; " +
-                     std::to_string(ended.size()) + " request(s) ended, the prefix cache was flushed";
+    // SGLang's rule: an update that names no version keeps the label, which then no longer tells
+    // these weights from the ones before; the answer says so.
+    const std::string label = answer.request.weight_version
+                                  ? "as weight version '" + version + "'"
+                                  : "keeping the old weight version label '" + version +
+                                        "' (the update gave no weight_version)";
+    answer.message = "loaded " + weights_.model_path + " " + label + "; " + std::to_string(ended.size()) +
+                     " request(s) ended, the prefix cache was flushed";
   }
   answer.weight_version = weights_.weight_version;
   update_answers_.push_back(std::move(answer));

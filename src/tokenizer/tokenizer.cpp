@@ -156,6 +156,20 @@ Tokenizer Tokenizer::load(const std::string& dir_or_file) {
   }
 }
 
+Tokenizer Tokenizer::without_vocabulary(int32_t model_vocab_size) {
+  nlohmann::json bytes = nlohmann::json::object();
+  for (int byte = 0; byte < 256; ++byte) {
+    std::string character;
+    ByteLevelAlphabet::instance().encode(std::string(1, static_cast<char>(byte)), character);
+    bytes[character] = model_vocab_size + byte;
+  }
+  const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}};
+  const nlohmann::json file = {{"model", {{"type", "BPE"}, {"vocab", bytes}, {"merges", nlohmann::json::array()}}},
+                               {"pre_tokenizer", byte_level},
+                               {"decoder", {{"type", "ByteLevel"}}}};
+  return Tokenizer(build_parts(file, "(no tokenizer)"));
+}
+
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool parse_special) const {
   std::string repaired;
   if (!is_valid_utf8(text)) {

@@ -20,6 +20,10 @@ class Tokenizer {
   // when it is not JSON, or naming the unsupported model / normalizer / pre-tokenizer / decoder type
   // together with the supported ones.
   static Tokenizer load(const std::string& dir_or_file);
+  // A tokenizer that knows none of the ids [0, model_vocab_size): each decodes to nothing (it holds
+  // only the 256 byte tokens every byte-level BPE has, at ids from model_vocab_size on). For running
+  // on token ids alone (moe-cli generate --prompt-ids) where the model comes without a tokenizer.
+  static Tokenizer without_vocabulary(int32_t model_vocab_size);
 
   // The ids of `text` as tokenizers' encode(text, add_special_tokens=False) gives them. With
   // parse_special, special tokens written in the text become their ids; without, they are plain text

@@ -2,11 +2,15 @@
 
 #include "common/error.h"
 #include "model/model_config.h"
-#if MOE_HAVE_CUDA
-#include "cuda/cuda_model.h"
-#endif
 
 namespace moe {
+namespace {
+
+CudaModelLoader cuda_model_loader = nullptr;  // constant-initialized: set by registrations before main
+
+}  // namespace
+
+void register_cuda_model_loader(CudaModelLoader loader) { cuda_model_loader = loader; }
 
 std::unique_ptr<Model> load_model_on_device(const std::string& model_dir, const ModelOptions& options) {
   if (options.device == Device::Cpu) return Model::load(model_dir, options);
@@ -17,11 +21,10 @@ std::unique_ptr<Model> load_model_on_device(const std::string& model_dir, const 
     throw Error("--quantization runs on the CPU only (--device cpu); the CUDA backend reads bf16/f16/f32 weights");
   if (load_model_config(model_dir).gptq)
     throw Error(model_dir + " is a GPTQ checkpoint, which runs on the CPU only (--device cpu)");
-#if MOE_HAVE_CUDA
-  return cuda::load_cuda_model(model_dir, options);
-#else
-  throw Error("this build has no CUDA backend: configure with -DMOE_CUDA=ON on a machine with nvcc");
-#endif
+  if (!cuda_model_loader)
+    throw Error("this program has no CUDA backend: configure with -DMOE_CUDA=ON on a machine with nvcc (an "
+                "embedding program links moe::engine_cuda instead of moe::engine)");
+  return cuda_model_loader(model_dir, options);
 }
 
 ModelOptions model_options(const EngineOptions& options) {

@@ -1,5 +1,6 @@
 """Output limits against the context, end to end: a max_tokens / max_completion_tokens / max_new_tokens the
-client gives beyond what the context leaves beside the prompt is a 400 naming the field and the numbers, on
+client gives beyond what the context leaves beside the prompt is a 400 naming the field (in its message and
+`param`) and the numbers, on
 /generate, both OpenAI endpoints and ZeroMQ, while the endpoints' defaults stay clamped; --context-length
 above the model's max_position_embeddings stops the start unless --allow-long-context; /v1/models reports
 the max_model_len in effect.
@@ -27,6 +28,7 @@ class ContextLimits(hh.ServerTest):
     def expect_refusal(self, reply, field, asked):
         self.assertEqual(reply.status_code, 400, reply.text)
         error = reply.json()["error"]
+        self.assertEqual(error["param"], field)  # like every other field's 400
         self.assertEqual(error["message"],
                          f"{field} is {asked}, but the prompt has {len(PROMPT)} tokens and the context holds "
                          f"{CONTEXT} (max_model_len): at most {CONTEXT - len(PROMPT)} can be generated")
@@ -57,6 +59,7 @@ class ContextLimits(hh.ServerTest):
             with self.subTest(field=field):
                 reply = self.server.post("/v1/chat/completions", dict(chat, **{field: CONTEXT}))
                 self.assertEqual(reply.status_code, 400, reply.text)
+                self.assertEqual(reply.json()["error"]["param"], field)
                 self.assertEqual(reply.json()["error"]["message"],
                                  f"{field} is {CONTEXT}, but the prompt has {prompt_tokens} tokens and the context "
                                  f"holds {CONTEXT} (max_model_len): at most {CONTEXT - prompt_tokens} can be generated")

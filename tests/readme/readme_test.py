@@ -1,7 +1,9 @@
-"""Runs the README's shell blocks as written, against the tiny model and a built tree.
+"""Runs the shell blocks of the README and of the docs/ pages in PAGES as written, against the tiny model
+and a built tree.
 
-The README marks each fenced shell block with a word after the language:
-    ```sh test     run by this test, in README order, as one shell session (`set -euo pipefail`),
+Each page marks each fenced shell block with a word after the language:
+    ```sh test     run by this test, in PAGES order (the README first, whose server later pages'
+                   blocks use) and page order, as one shell session (`set -euo pipefail`),
                    from a directory that looks like the checkout (its top-level folders linked, `build`
                    the build directory); servers a block starts in the background keep running for
                    the later blocks and are stopped at the end
@@ -22,7 +24,9 @@ import tempfile
 import unittest
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-README = os.path.join(SOURCE, "README.md")
+# The pages whose shell blocks are checked, in the order their test blocks run.
+PAGES = ["README.md", "docs/serving.md", "docs/routing-capture.md", "docs/parallelism.md", "docs/embedding.md",
+         "docs/rl.md", "docs/http-api.md", "docs/gpu.md", "docs/development.md"]
 SHELLS = {"sh", "bash", "shell", "console"}
 SESSION_TIMEOUT_S = 300
 
@@ -84,15 +88,21 @@ def error_replies(output):
 class Readme(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        with open(README) as f:
-            cls.blocks = shell_blocks(f.read())
+        cls.blocks = []  # (page, line, words, text)
+        for page in PAGES:
+            with open(os.path.join(SOURCE, page)) as f:
+                cls.blocks += [(page, line, words, text) for line, words, text in shell_blocks(f.read())]
 
     def test_every_shell_block_is_marked_test_or_manual(self):
-        unmarked = [line for line, words, _ in self.blocks if not {"test", "manual"} & set(words)]
-        self.assertEqual(unmarked, [], "README shell blocks at these lines need ```sh test or ```sh manual")
+        unmarked = [f"{page}:{line}" for page, line, words, _ in self.blocks if not {"test", "manual"} & set(words)]
+        self.assertEqual(unmarked, [], "shell blocks at these lines need ```sh test or ```sh manual")
+
+    def test_the_readme_and_the_pages_have_test_blocks(self):
+        tested = {page for page, _, words, _ in self.blocks if "test" in words}
+        self.assertLessEqual({"README.md", "docs/serving.md", "docs/rl.md"}, tested)
 
     def test_the_test_blocks_run_as_written(self):
-        run = [(line, text) for line, words, text in self.blocks if "test" in words]
+        run = [(f"{page} line {line}", text) for page, line, words, text in self.blocks if "test" in words]
         self.assertGreater(len(run), 0)
         tmp = tempfile.mkdtemp(prefix="moe-readme-")
         try:
@@ -103,7 +113,7 @@ class Readme(unittest.TestCase):
             with open(script, "w") as f:
                 f.write("set -euo pipefail\n")
                 for line, text in run:
-                    f.write(f"echo '::: README line {line}'\n{text}\necho\n")
+                    f.write(f"echo '::: {line}'\n{text}\necho\n")
                 f.write("echo '::: all blocks ran'\n")
             log_path = os.path.join(tmp, "session.log")
             with open(log_path, "w") as log:
@@ -121,7 +131,7 @@ class Readme(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
         print(output)  # what a user would see, in ctest's log
         tail = output[-6000:]
-        self.assertEqual(code, 0, f"the README session exited {code}; its output ends:\n{tail}")
+        self.assertEqual(code, 0, f"the README and docs session exited {code}; its output ends:\n{tail}")
         self.assertIn("::: all blocks ran", output, tail)
         self.assertEqual(error_replies(output), [], tail)
 

@@ -257,7 +257,8 @@ TEST(ClientReply, FinishReasonsAsSGLangSpellsThem) {
 }
 
 TEST(ClientReply, ErrorsCarryMessageTypeCodeAndRid) {
-  const msg::ErrorReply error{.rid = "r9", .message = "request.text: expected a string", .code = 400, .source = ""};
+  const msg::ErrorReply error{
+      .rid = "r9", .message = "request.text: expected a string", .code = 400, .source = "", .param = ""};
   const json reply = unpack(encode_client_error(error));
   EXPECT_EQ(reply, json({{"error",
                           {{"message", "request.text: expected a string"},
@@ -265,7 +266,8 @@ TEST(ClientReply, ErrorsCarryMessageTypeCodeAndRid) {
                            {"code", 400},
                            {"rid", "r9"}}}}));
   EXPECT_EQ(std::get<msg::ErrorReply>(decode_client_reply(encode_client_error(error))), error);
-  const json server_error = unpack(encode_client_error({.rid = "", .message = "worker died", .code = 500, .source = ""}));
+  const json server_error =
+      unpack(encode_client_error({.rid = "", .message = "worker died", .code = 500, .source = "", .param = ""}));
   EXPECT_EQ(server_error["error"]["type"], "server_error");
   EXPECT_FALSE(server_error["error"].contains("rid"));
 }

@@ -170,7 +170,8 @@ std::vector<msg::Message> sample_messages() {
 
   messages.emplace_back(msg::Abort{.rid = "a", .reason = "client disconnected"});
   messages.emplace_back(msg::Abort{.rid = "b", .reason = "STOP", .index = 2, .stop_string = true});
-  messages.emplace_back(msg::ErrorReply{.rid = "r", .message = "prompt too long", .code = 400, .source = "tokenizer"});
+  messages.emplace_back(msg::ErrorReply{.rid = "r", .message = "prompt too long", .code = 400, .source = "tokenizer",
+                                        .param = "sampling_params.max_new_tokens"});
   messages.emplace_back(msg::Ready{.actor = "scheduler", .pid = 4242});
   messages.emplace_back(msg::Heartbeat{.instance = 0xfedcba9876543210ull,
                                       .settings = {.model_fingerprint = 1ull << 60,
