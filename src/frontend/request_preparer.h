@@ -28,8 +28,10 @@ struct RequestLimits {
   // The most completions one request may ask for (n): more than can run at once would only queue
   // behind themselves and hold every other client back.
   int32_t max_n = 256;
-  // Capture is on and the STANDALONE draft is an MoE: return_draft_routed_experts can be served.
-  bool draft_routed_experts = false;
+  // The STANDALONE draft's experts when capture is on and the draft is an MoE (then
+  // return_draft_routed_experts can be served); 0 = it cannot.
+  int32_t draft_num_experts = 0;
+  int32_t num_experts{};  // the model's: what routed_experts_dtype must hold
 };
 
 class RequestPreparer {
@@ -48,6 +50,8 @@ class RequestPreparer {
 
  private:
   void check_token_ids(const std::vector<int32_t>& ids, const std::string& field) const;
+  // What the request asks of routing against what the server captures and the models' expert counts.
+  void check_routing(const msg::RoutingOptions& routing) const;
   std::vector<int32_t> prompt_ids(const msg::GenerateRequest& request) const;
   // The checks that need the prompt's length; `max_new_tokens_field` names a limit the client gave.
   void check_length(const msg::TokenizedRequest& request, const std::string& max_new_tokens_field) const;
