@@ -164,6 +164,7 @@ msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& reque
   const msg::SamplingParams& s = request.sampling;
   validate(s);
   if (s.max_new_tokens < 1) throw Error("sampling_params.max_new_tokens must be >= 1");
+  if (s.min_new_tokens < 0) throw Error("sampling_params.min_new_tokens must be >= 0");
   if (s.n < 1) throw Error("sampling_params.n must be >= 1");
   if (s.n > limits_.max_n)
     throw Error("sampling_params.n is " + std::to_string(s.n) + "; this server runs at most " +

@@ -55,6 +55,9 @@ TEST_F(RequestPreparerTest, RejectsBadRequestsWithAClearError) {
   EXPECT_NE(refusal(with_ids({}), make()).find("empty"), std::string::npos);
   EXPECT_NE(refusal(with_ids(std::vector<int32_t>(49, 5)), make()).find("49 tokens"), std::string::npos);
   EXPECT_NE(refusal(with_ids({1, 2, 3}, 0), make()).find("max_new_tokens"), std::string::npos);
+  msg::GenerateRequest negative_min = with_ids({1, 2, 3});
+  negative_min.sampling.min_new_tokens = -1;
+  EXPECT_NE(refusal(negative_min, make()).find("min_new_tokens must be >= 0"), std::string::npos);
   msg::GenerateRequest no_n = with_ids({1, 2, 3});
   no_n.sampling.n = 0;
   EXPECT_NE(refusal(no_n, make()).find("n must be"), std::string::npos);
