@@ -4,6 +4,7 @@
 // Beast): the implementer includes it, the server calls it.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,15 +25,17 @@ class EngineFrontend {
 
   virtual ~EngineFrontend() = default;
 
-  // Starts `request` (its rid is set and unique; routing.raw is true when routing is asked).
+  // Starts `request` (routing.raw is true when routing is asked) and returns its rid: the one it
+  // carries, or, when it carries none, the one the front door minted; none when it was refused.
   // `on_output` gets each TextOutput of the rid, every sample index 0..n-1, each holding what is
   // new since that sample's previous one; a sample's last has finish_reason. `on_error` ends the
   // request instead (code = HTTP status: 400 bad request, 503 overloaded, 500 engine fault).
-  // After all n finals or one error, neither is called again; either may be called from within
-  // submit(). Each sample's routing rows start at position 0 unless routed_experts_start_len says
+  // After all n finals or one error, neither is called again; `on_error` may be called from within
+  // submit(), `on_output` never. Each sample's routing rows start at position 0 unless routed_experts_start_len says
   // otherwise, so its first prompt_tokens rows are the prompt's; TextOutput.prompt_tokens is set
   // on every output.
-  virtual void submit(msg::GenerateRequest request, OutputHandler on_output, ErrorHandler on_error) = 0;
+  virtual std::optional<std::string> submit(msg::GenerateRequest request, OutputHandler on_output,
+                                            ErrorHandler on_error) = 0;
 
   // The client of `rid` went away: stop it and free what it holds. Callbacks of `rid` may still
   // arrive and are ignored; aborting a finished or unknown rid does nothing.

@@ -3,7 +3,6 @@
 #include <ctime>
 
 #include "api/response_builder.h"
-#include "frontend/request_ids.h"
 #include "http/http_replies.h"
 
 namespace moe::http {
@@ -11,25 +10,25 @@ namespace moe::http {
 GenerationExchange::GenerationExchange(api::GenerationCall call, EngineFrontend& engine,
                                        std::weak_ptr<ResponseChannel> channel)
     : call_(std::move(call)), engine_(engine), channel_(std::move(channel)) {
-  for (msg::GenerateRequest& request : call_.requests) {
-    if (request.rid.empty()) request.rid = new_request_id();
-    rids_.push_back(request.rid);
-    unfinished_samples_.push_back(request.sampling.n);
-  }
-  builder_ = api::make_response_builder(call_, rids_.front(), static_cast<int64_t>(std::time(nullptr)));
+  rids_.resize(call_.requests.size());
+  for (const msg::GenerateRequest& request : call_.requests) unfinished_samples_.push_back(request.sampling.n);
 }
 
 void GenerationExchange::start() {
   const std::weak_ptr<GenerationExchange> weak = weak_from_this();
   for (size_t prompt = 0; prompt < call_.requests.size() && !done_; ++prompt) {
-    engine_.submit(
-        std::move(call_.requests[prompt]),
+    const std::optional<std::string> rid = engine_.submit(
+        call_.requests[prompt],  // a copy: the response builder reads the call
         [weak, prompt](const msg::TextOutput& output) {
           if (const auto self = weak.lock()) self->on_output(prompt, output);
         },
         [weak, prompt](const msg::ErrorReply& error) {
           if (const auto self = weak.lock()) self->fail_prompt(prompt, api::from_error_reply(error));
         });
+    if (!rid) return;  // refused: the exchange failed
+    rids_[prompt] = *rid;
+    // The answer is named after the first prompt's rid; outputs come only after submit() returns.
+    if (!builder_) builder_ = api::make_response_builder(call_, *rid, static_cast<int64_t>(std::time(nullptr)));
   }
 }
 
@@ -92,7 +91,7 @@ void GenerationExchange::finish() {
 
 void GenerationExchange::abort_unfinished() {
   for (size_t prompt = 0; prompt < rids_.size(); ++prompt) {
-    if (unfinished_samples_[prompt] > 0) engine_.abort(rids_[prompt]);
+    if (unfinished_samples_[prompt] > 0 && !rids_[prompt].empty()) engine_.abort(rids_[prompt]);
   }
 }
 

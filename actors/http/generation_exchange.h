@@ -15,7 +15,6 @@ namespace moe::http {
 
 class GenerationExchange final : public PendingAnswer, public std::enable_shared_from_this<GenerationExchange> {
  public:
-  // Requests without a rid get a new one (new_request_id).
   GenerationExchange(api::GenerationCall call, EngineFrontend& engine, std::weak_ptr<ResponseChannel> channel);
 
   // Submits every request; the answer may be complete before this returns.
@@ -43,7 +42,7 @@ class GenerationExchange final : public PendingAnswer, public std::enable_shared
   EngineFrontend& engine_;
   std::weak_ptr<ResponseChannel> channel_;
   std::unique_ptr<api::ResponseBuilder> builder_;
-  std::vector<std::string> rids_;            // per prompt
+  std::vector<std::string> rids_;            // per prompt, once submitted
   std::vector<int32_t> unfinished_samples_;  // per prompt
   bool stream_started_ = false;
   bool done_ = false;

@@ -1,23 +1,21 @@
 #include "http/health_probe.h"
 
 #include "api/api_error.h"
-#include "frontend/request_ids.h"
 #include "http/http_replies.h"
 
 namespace moe::http {
 
 HealthProbe::HealthProbe(EngineFrontend& engine, std::weak_ptr<ResponseChannel> channel)
-    : engine_(engine), channel_(std::move(channel)), rid_("health-generate-" + new_request_id()) {}
+    : engine_(engine), channel_(std::move(channel)) {}
 
 void HealthProbe::start() {
   msg::GenerateRequest request;
-  request.rid = rid_;
   request.input_ids = std::vector<int32_t>{0};  // every vocabulary has id 0
   request.sampling.max_new_tokens = 1;
   request.sampling.temperature = 0.0f;
   request.sampling.ignore_eos = true;
   const std::weak_ptr<HealthProbe> weak = weak_from_this();
-  engine_.submit(
+  const std::optional<std::string> rid = engine_.submit(
       std::move(request),
       [weak](const msg::TextOutput& output) {
         const auto self = weak.lock();
@@ -31,12 +29,13 @@ void HealthProbe::start() {
         if (const auto self = weak.lock())
           self->answer(error_reply(api::ApiError(503, "generation failed: " + error.message)));
       });
+  if (rid) rid_ = *rid;
 }
 
 void HealthProbe::cancel() {
   if (done_) return;
   done_ = true;
-  engine_.abort(rid_);
+  if (!rid_.empty()) engine_.abort(rid_);
 }
 
 void HealthProbe::answer(HttpReply reply) {

@@ -10,8 +10,9 @@ namespace moe::actors {
 HttpFrontend::HttpFrontend(TokenizerActor& tokenizer, std::string model_name, EngineQueries queries)
     : tokenizer_(tokenizer), model_name_(std::move(model_name)), queries_(std::move(queries)) {}
 
-void HttpFrontend::submit(msg::GenerateRequest request, OutputHandler on_output, ErrorHandler on_error) {
-  tokenizer_.submit(request, std::move(on_output), std::move(on_error));
+std::optional<std::string> HttpFrontend::submit(msg::GenerateRequest request, OutputHandler on_output,
+                                                ErrorHandler on_error) {
+  return tokenizer_.submit(request, std::move(on_output), std::move(on_error));
 }
 
 void HttpFrontend::abort(const std::string& rid) { tokenizer_.abort(rid, "client disconnected"); }

@@ -25,7 +25,8 @@ class HttpFrontend final : public http::EngineFrontend {
  public:
   HttpFrontend(TokenizerActor& tokenizer, std::string model_name, EngineQueries queries);
 
-  void submit(msg::GenerateRequest request, OutputHandler on_output, ErrorHandler on_error) override;
+  std::optional<std::string> submit(msg::GenerateRequest request, OutputHandler on_output,
+                                    ErrorHandler on_error) override;
   void abort(const std::string& rid) override;
   size_t abort_request(const std::string& rid) override;
   void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) override;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "capture/routing_encoding.h"
+#include "moe/enum_names.h"
 
 namespace moe {
 namespace {
@@ -51,7 +52,7 @@ void BM_PackRoutedExperts(benchmark::State& state) {
   const std::vector<int16_t> ids = random_ids(size_t{1024} * kLayers * kTopK);
   for (auto _ : state) benchmark::DoNotOptimize(pack_routed_experts(ids.data(), ids.size(), dtype));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(ids.size() * sizeof(int16_t)));
-  state.SetLabel(dtype_name(dtype));
+  state.SetLabel(std::string(msg::name_of(dtype)));
 }
 BENCHMARK(BM_PackRoutedExperts)->DenseRange(0, 2);
 

@@ -81,14 +81,20 @@ struct SamplingParams : DrawSettings {
   bool operator==(const SamplingParams&) const = default;
 };
 
+// The type routed-expert ids are returned in; Auto = the smallest that holds the model's ids (uint8
+// up to 256 experts, else int16). Clients name them as numpy does (moe/enum_names.h).
+enum class RoutedExpertsDtype : uint8_t { Int32 = 0, Int16 = 1, Uint8 = 2, Auto = 3 };
+// The type router weights are returned in.
+enum class RouterWeightsDtype : uint8_t { Float32 = 0, Float16 = 1 };
+
 // What a client asked for about routed experts, carried unchanged to the detokenizer.
 struct RoutingOptions {
   bool return_routed_experts = false;
   int32_t start_len = 0;                  // skip the first rows (multi-turn)
-  std::string dtype = "int32";            // int32 | int16 | uint8 | auto
+  RoutedExpertsDtype dtype = RoutedExpertsDtype::Int32;
   bool include_last = false;              // P+G rows instead of P+G-1
   bool return_router_weights = false;
-  std::string weights_dtype = "float32";  // float32 | float16
+  RouterWeightsDtype weights_dtype = RouterWeightsDtype::Float32;
   bool raw = false;                       // bytes instead of base64 (ZeroMQ clients and the HTTP front)
   // With return_routed_experts, on a server with an MoE STANDALONE draft: the draft model's routing
   // of the same positions (draft_routed_experts), never mixed into the target's rows.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "moe/enum_names.h"
 #include "moe/messages.h"
 #include "transport/client_protocol.h"
 #include "moe/message_fields.h"
@@ -134,6 +135,12 @@ template <class T>
 void read_client_value(const msgpack::object& object, T& out, const FieldPath& path) {
   if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
     read(object, out, path);
+  } else if constexpr (msg::NamedEnum<T>) {
+    std::string name;
+    read(object, name, path);
+    const std::optional<T> named = msg::enum_named<T>(name);
+    if (!named) fail(path, msg::not_a_name<T>(name));
+    out = *named;
   } else if constexpr (kIsOptional<T>) {
     read_client_value(object, out.emplace(), path);
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
@@ -195,6 +202,8 @@ template <class T>
 void write_client_value(Packer& packer, const T& value) {
   if constexpr (std::is_same_v<T, std::string>) {
     write_str(packer, value);
+  } else if constexpr (msg::NamedEnum<T>) {
+    write_str(packer, msg::name_of(value));
   } else if constexpr (std::is_arithmetic_v<T>) {
     packer.pack(value);
   } else if constexpr (kIsOptional<T>) {

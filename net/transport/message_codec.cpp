@@ -22,6 +22,10 @@ template <class E>
 constexpr E kLastEnumValue = E{};
 template <>
 constexpr msg::FinishKind kLastEnumValue<msg::FinishKind> = msg::FinishKind::Abort;
+template <>
+constexpr msg::RoutedExpertsDtype kLastEnumValue<msg::RoutedExpertsDtype> = msg::RoutedExpertsDtype::Auto;
+template <>
+constexpr msg::RouterWeightsDtype kLastEnumValue<msg::RouterWeightsDtype> = msg::RouterWeightsDtype::Float16;
 
 // How many fields a struct has, counted once by visiting a default instance.
 template <class T>

@@ -8,8 +8,8 @@
 
 #include "api/api_error.h"
 #include "api/json_error_path.h"
-#include "capture/routing_encoding.h"
 #include "common/bounded_json.h"
+#include "moe/enum_names.h"
 #include "moe/message_fields.h"
 #include "sampling/sampler.h"
 
@@ -68,14 +68,13 @@ void require_at_least(const FieldReader& reader, std::string_view name, int32_t 
   }
 }
 
-// A dtype name checked by the capture library's own parser, which lists the accepted names.
-template <class Parse>
-void check_dtype(const FieldReader& reader, std::string_view name, const std::string& value, Parse parse) {
-  try {
-    parse(value);
-  } catch (const Error& e) {
-    throw ApiError(400, e.what(), reader.path_of(name));
-  }
+template <msg::NamedEnum E>
+void read_name(const json& value, const std::string& path, E& out) {
+  if (!value.is_string()) wrong_type(value, path, "a string");
+  const std::string name = value.get<std::string>();
+  const std::optional<E> named = msg::enum_named<E>(name);
+  if (!named) throw ApiError::invalid_field(path, msg::not_a_name<E>(name));
+  out = *named;
 }
 
 }  // namespace
@@ -137,6 +136,14 @@ void read_value(const json& value, const std::string& path, std::vector<msg::Tok
     }
     read_value(bias, entry, token.bias);
   }
+}
+
+void read_value(const json& value, const std::string& path, msg::RoutedExpertsDtype& out) {
+  read_name(value, path, out);
+}
+
+void read_value(const json& value, const std::string& path, msg::RouterWeightsDtype& out) {
+  read_name(value, path, out);
 }
 
 std::string element_path(const std::string& path, size_t index) { return path + "[" + std::to_string(index) + "]"; }
@@ -219,13 +226,11 @@ void read_routing_fields(const FieldReader& reader, ApiKind api, msg::RoutingOpt
   reader.read("routed_experts_dtype", routing.dtype);
   reader.read("routed_experts_include_last", routing.include_last);
   reader.read("return_draft_routed_experts", routing.return_draft_routed_experts);
-  check_dtype(reader, "routed_experts_dtype", routing.dtype, parse_routed_experts_dtype);
   if (api == ApiKind::Generate) {
     reader.read("routed_experts_start_len", routing.start_len);
     require_at_least(reader, "routed_experts_start_len", routing.start_len, 0);
     reader.read("return_router_weights", routing.return_router_weights);
     reader.read("router_weights_dtype", routing.weights_dtype);
-    check_dtype(reader, "router_weights_dtype", routing.weights_dtype, parse_router_weights_dtype);
   }
   routing.raw = true;
 }

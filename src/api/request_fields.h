@@ -29,6 +29,9 @@ void read_value(const nlohmann::json& value, const std::string& path, std::vecto
 void read_value(const nlohmann::json& value, const std::string& path, std::vector<std::string>& out);
 // OpenAI's logit_bias: an object from token ids (decimal strings) to numbers.
 void read_value(const nlohmann::json& value, const std::string& path, std::vector<msg::TokenBias>& out);
+// A value's name (moe/enum_names.h): "int32", "float16".
+void read_value(const nlohmann::json& value, const std::string& path, msg::RoutedExpertsDtype& out);
+void read_value(const nlohmann::json& value, const std::string& path, msg::RouterWeightsDtype& out);
 
 template <class T>
 void read_value(const nlohmann::json& value, const std::string& path, std::optional<T>& out) {

@@ -10,20 +10,6 @@
 
 namespace moe {
 
-RoutedExpertsDtype parse_routed_experts_dtype(const std::string& name) {
-  if (name == "int32") return RoutedExpertsDtype::Int32;
-  if (name == "int16") return RoutedExpertsDtype::Int16;
-  if (name == "uint8") return RoutedExpertsDtype::Uint8;
-  if (name == "auto") return RoutedExpertsDtype::Auto;
-  throw Error("routed_experts_dtype '" + name + "' is not one of int32, int16, uint8, auto");
-}
-
-RouterWeightsDtype parse_router_weights_dtype(const std::string& name) {
-  if (name == "float32") return RouterWeightsDtype::Float32;
-  if (name == "float16") return RouterWeightsDtype::Float16;
-  throw Error("router_weights_dtype '" + name + "' is not one of float32, float16");
-}
-
 RoutedExpertsDtype resolve_routed_experts_dtype(RoutedExpertsDtype requested, int num_experts) {
   if (requested == RoutedExpertsDtype::Auto)
     return num_experts <= 256 ? RoutedExpertsDtype::Uint8 : RoutedExpertsDtype::Int16;
@@ -31,20 +17,6 @@ RoutedExpertsDtype resolve_routed_experts_dtype(RoutedExpertsDtype requested, in
     throw Error("routed_experts_dtype uint8 cannot hold the ids of a model with " + std::to_string(num_experts) +
                 " experts; use int16, int32 or auto");
   return requested;
-}
-
-const char* dtype_name(RoutedExpertsDtype dtype) {
-  switch (dtype) {
-    case RoutedExpertsDtype::Int32: return "int32";
-    case RoutedExpertsDtype::Int16: return "int16";
-    case RoutedExpertsDtype::Uint8: return "uint8";
-    case RoutedExpertsDtype::Auto: return "auto";
-  }
-  return "?";
-}
-
-const char* dtype_name(RouterWeightsDtype dtype) {
-  return dtype == RouterWeightsDtype::Float16 ? "float16" : "float32";
 }
 
 std::string pack_routed_experts(const int16_t* ids, size_t count, RoutedExpertsDtype dtype) {

@@ -6,19 +6,16 @@
 #include <string_view>
 #include <vector>
 
+#include "moe/messages.h"
+
 namespace moe {
 
-enum class RoutedExpertsDtype { Int32, Int16, Uint8, Auto };
-enum class RouterWeightsDtype { Float32, Float16 };
+using msg::RoutedExpertsDtype;
+using msg::RouterWeightsDtype;
 
-// "int32" | "int16" | "uint8" | "auto"; anything else is a moe::Error naming the choices.
-RoutedExpertsDtype parse_routed_experts_dtype(const std::string& name);
-RouterWeightsDtype parse_router_weights_dtype(const std::string& name);
 // The concrete dtype for a model of num_experts experts: auto = the smallest that fits; uint8 for
-// a model of more than 256 experts is a moe::Error.
+// a model of more than 256 experts is a moe::Error (the front door's check, RequestPreparer).
 RoutedExpertsDtype resolve_routed_experts_dtype(RoutedExpertsDtype requested, int num_experts);
-const char* dtype_name(RoutedExpertsDtype dtype);
-const char* dtype_name(RouterWeightsDtype dtype);
 
 // Packs ids into little-endian bytes of a concrete dtype (not Auto).
 std::string pack_routed_experts(const int16_t* ids, size_t count, RoutedExpertsDtype dtype);

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "capture/routing_encoding.h"
+#include "moe/enum_names.h"
 
 namespace moe {
 
@@ -17,12 +18,7 @@ CompletionOutput::CompletionOutput(std::string rid, int32_t index, const tokeniz
       num_experts_(num_experts),
       draft_num_experts_(draft_num_experts),
       detokenizer_(tokenizer, options.sampling.skip_special_tokens),
-      stops_(options.sampling.stop) {
-  resolve_routed_experts_dtype(parse_routed_experts_dtype(routing_.dtype), num_experts_);
-  if (routing_.return_draft_routed_experts)
-    resolve_routed_experts_dtype(parse_routed_experts_dtype(routing_.dtype), draft_num_experts_);
-  parse_router_weights_dtype(routing_.weights_dtype);
-}
+      stops_(options.sampling.stop) {}
 
 std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem& item) {
   if (finished_) return std::nullopt;  // e.g. tokens still in flight after a stop string
@@ -118,18 +114,18 @@ void CompletionOutput::append_rows(const msg::DetokenizeItem& item) {
   append_range(draft, draft.expert_ids, skip, n, draft_ids_);
 }
 
-msg::EncodedArray CompletionOutput::to_array(const std::string& bytes, size_t values, const char* dtype,
+msg::EncodedArray CompletionOutput::to_array(const std::string& bytes, size_t values, std::string_view dtype,
                                              int32_t layers, int32_t top_k) const {
   const int64_t row_size = int64_t{layers} * top_k;
   const int64_t rows = row_size ? static_cast<int64_t>(values) / row_size : 0;
-  return {routing_.raw ? bytes : base64_encode(bytes), routing_.raw, {rows, layers, top_k}, dtype};
+  return {routing_.raw ? bytes : base64_encode(bytes), routing_.raw, {rows, layers, top_k}, std::string(dtype)};
 }
 
 msg::EncodedArray CompletionOutput::encode_ids(std::vector<int16_t>& ids, int experts, int32_t layers,
                                                int32_t top_k) const {
-  const RoutedExpertsDtype dtype = resolve_routed_experts_dtype(parse_routed_experts_dtype(routing_.dtype), experts);
+  const RoutedExpertsDtype dtype = resolve_routed_experts_dtype(routing_.dtype, experts);
   msg::EncodedArray out =
-      to_array(pack_routed_experts(ids.data(), ids.size(), dtype), ids.size(), dtype_name(dtype), layers, top_k);
+      to_array(pack_routed_experts(ids.data(), ids.size(), dtype), ids.size(), msg::name_of(dtype), layers, top_k);
   ids.clear();
   return out;
 }
@@ -146,9 +142,9 @@ std::optional<msg::EncodedArray> CompletionOutput::encode_draft_ids() {
 
 std::optional<msg::EncodedArray> CompletionOutput::encode_weights() {
   if (!routing_.return_router_weights) return std::nullopt;
-  const RouterWeightsDtype dtype = parse_router_weights_dtype(routing_.weights_dtype);
+  const RouterWeightsDtype dtype = routing_.weights_dtype;
   msg::EncodedArray out = to_array(pack_router_weights(row_weights_.data(), row_weights_.size(), dtype),
-                                   row_weights_.size(), dtype_name(dtype), row_layers_, row_top_k_);
+                                   row_weights_.size(), msg::name_of(dtype), row_layers_, row_top_k_);
   row_weights_.clear();
   return out;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -15,8 +16,8 @@ namespace moe {
 
 class CompletionOutput {
  public:
-  // Throws moe::Error for routing options the model (or, for its rows, the STANDALONE draft of
-  // draft_num_experts experts) cannot satisfy (uint8 with > 256 experts).
+  // `options` passed the front door's checks: its routing dtype fits the model's num_experts (and,
+  // for its rows, the STANDALONE draft's draft_num_experts).
   CompletionOutput(std::string rid, int32_t index, const tokenizer::Tokenizer& tokenizer,
                    const msg::RequestOptions& options, int num_experts, int draft_num_experts = 0);
 
@@ -39,7 +40,7 @@ class CompletionOutput {
   // The item's rows (and the draft's rows of the same positions) the reply keeps.
   void append_rows(const msg::DetokenizeItem& item);
   // `values` packed into `bytes` as [rows, layers, K], base64 unless the client asked for raw bytes.
-  msg::EncodedArray to_array(const std::string& bytes, size_t values, const char* dtype, int32_t layers,
+  msg::EncodedArray to_array(const std::string& bytes, size_t values, std::string_view dtype, int32_t layers,
                              int32_t top_k) const;
   // `ids` packed in the request's dtype resolved for `experts`, and cleared.
   msg::EncodedArray encode_ids(std::vector<int16_t>& ids, int experts, int32_t layers, int32_t top_k) const;

@@ -26,15 +26,8 @@ DetokenizerState::Result DetokenizerState::apply(const msg::DetokenizeBatch& bat
     if (it == outputs_.end()) {
       // Items of a completion already ended by a stop string (still in flight) have nowhere to go.
       if (!item.options) continue;
-      try {
-        it = outputs_.emplace(key, std::make_unique<CompletionOutput>(item.rid, item.index, tokenizer_,
-                                                                      *item.options, num_experts_,
-                                                                      draft_num_experts_)).first;
-      } catch (const Error& e) {
-        result.errors.push_back({item.rid, e.what(), 400, "detokenizer", {}});
-        result.stopped.push_back(stop(key, "failed"));
-        continue;
-      }
+      it = outputs_.emplace(key, std::make_unique<CompletionOutput>(item.rid, item.index, tokenizer_, *item.options,
+                                                                    num_experts_, draft_num_experts_)).first;
     }
     CompletionOutput& output = *it->second;
     try {

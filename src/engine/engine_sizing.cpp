@@ -110,7 +110,8 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                                 settings.captures_routing(),
                                 settings.enable_return_router_weights,
                                 settings.max_running_requests,
-                                sizing.draft_num_experts > 0};
+                                sizing.draft_num_experts,
+                                model.num_experts};
   return sizing;
 }
 

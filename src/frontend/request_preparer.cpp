@@ -118,6 +118,29 @@ void RequestPreparer::check_token_ids(const std::vector<int32_t>& ids, const std
                   std::to_string(limits_.vocab_size) + ")");
 }
 
+void RequestPreparer::check_routing(const msg::RoutingOptions& routing) const {
+  if (routing.start_len < 0) throw Error("routed_experts_start_len must be >= 0");
+  if (routing.return_routed_experts && !limits_.routed_experts)
+    throw Error("return_routed_experts needs a server started with --enable-return-routed-experts");
+  if (routing.return_draft_routed_experts && !routing.return_routed_experts)
+    throw Error("return_draft_routed_experts needs return_routed_experts: the draft's rows are those of the same positions");
+  if (routing.return_draft_routed_experts && limits_.draft_num_experts == 0)
+    throw Error("return_draft_routed_experts needs a server started with --speculative-algorithm STANDALONE, an MoE "
+                "--speculative-draft-model-path and --enable-return-routed-experts");
+  if (routing.return_router_weights && !limits_.router_weights)
+    throw Error("return_router_weights needs a server started with --enable-return-router-weights");
+  if (!routing.return_routed_experts) return;
+  // The detokenizer packs the rows in this dtype after the request ran: refused here, before it does.
+  resolve_routed_experts_dtype(routing.dtype, limits_.num_experts);
+  if (routing.return_draft_routed_experts) {
+    try {
+      resolve_routed_experts_dtype(routing.dtype, limits_.draft_num_experts);
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + " (the STANDALONE draft's, for return_draft_routed_experts)");
+    }
+  }
+}
+
 std::string RequestPreparer::detokenize(const std::vector<int32_t>& ids, const std::string& field) const {
   check_token_ids(ids, field);
   return tokenizer_.decode(ids);
@@ -155,6 +178,7 @@ msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& reque
   const msg::SamplingParams& s = request.sampling;
   validate(s);
   if (s.max_new_tokens < 1) throw Error("sampling_params.max_new_tokens must be >= 1");
+  if (s.min_new_tokens < 0) throw Error("sampling_params.min_new_tokens must be >= 0");
   if (s.n < 1) throw Error("sampling_params.n must be >= 1");
   if (s.n > limits_.max_n)
     throw Error("sampling_params.n is " + std::to_string(s.n) + "; this server runs at most " +
@@ -170,18 +194,7 @@ msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& reque
   if (request.logprob_start_len < -1)
     throw Error("logprob_start_len must be -1 (no prompt logprobs) or a prompt position >= 0, got " +
                 std::to_string(request.logprob_start_len));
-  if (request.routing.start_len < 0) throw Error("routed_experts_start_len must be >= 0");
-  if (request.routing.return_routed_experts && !limits_.routed_experts)
-    throw Error("return_routed_experts needs a server started with --enable-return-routed-experts");
-  if (request.routing.return_draft_routed_experts && !request.routing.return_routed_experts)
-    throw Error("return_draft_routed_experts needs return_routed_experts: the draft's rows are those of the same positions");
-  if (request.routing.return_draft_routed_experts && !limits_.draft_routed_experts)
-    throw Error("return_draft_routed_experts needs a server started with --speculative-algorithm STANDALONE, an MoE "
-                "--speculative-draft-model-path and --enable-return-routed-experts");
-  if (request.routing.return_router_weights && !limits_.router_weights)
-    throw Error("return_router_weights needs a server started with --enable-return-router-weights");
-  parse_routed_experts_dtype(request.routing.dtype);
-  parse_router_weights_dtype(request.routing.weights_dtype);
+  check_routing(request.routing);
 
   msg::TokenizedRequest out;
   static_cast<msg::RequestOptions&>(out) = request;

@@ -29,8 +29,10 @@ struct RequestLimits {
   // The most completions one request may ask for (n): more than can run at once would only queue
   // behind themselves and hold every other client back.
   int32_t max_n = 256;
-  // Capture is on and the STANDALONE draft is an MoE: return_draft_routed_experts can be served.
-  bool draft_routed_experts = false;
+  // The STANDALONE draft's experts when capture is on and the draft is an MoE (then
+  // return_draft_routed_experts can be served); 0 = it cannot.
+  int32_t draft_num_experts = 0;
+  int32_t num_experts{};  // the model's: what routed_experts_dtype must hold
 };
 
 // The 400 of a request prepare() refused: the error's message and, for a moe::FieldError, the field.
@@ -65,6 +67,8 @@ class RequestPreparer {
   // The chat's text (its messages, tools and template kwargs) within max_prompt_bytes(), checked before
   // it is parsed and rendered.
   void check_chat_bytes(const msg::GenerateRequest& request) const;
+  // What the request asks of routing against what the server captures and the models' expert counts.
+  void check_routing(const msg::RoutingOptions& routing) const;
   std::vector<int32_t> prompt_ids(const msg::GenerateRequest& request) const;
   // The checks that need the prompt's length; `max_new_tokens_field` names a limit the client gave.
   void check_length(const msg::TokenizedRequest& request, const std::string& max_new_tokens_field) const;

@@ -77,10 +77,10 @@ TEST(GenerateRequest, ReadsEveryField) {
   expected.logprob_start_len = 2;
   expected.routing = {.return_routed_experts = true,
                       .start_len = 5,
-                      .dtype = "int16",
+                      .dtype = msg::RoutedExpertsDtype::Int16,
                       .include_last = true,
                       .return_router_weights = true,
-                      .weights_dtype = "float16",
+                      .weights_dtype = msg::RouterWeightsDtype::Float16,
                       .raw = true,
                       .return_draft_routed_experts = true};
   EXPECT_EQ(call.requests.front(), expected);
@@ -93,7 +93,7 @@ TEST(GenerateRequest, DefaultsAreSGLangsAndRoutingIsAskedRaw) {
   EXPECT_EQ(request.input_ids, (std::vector<int32_t>{1, 2, 3}));
   EXPECT_FALSE(request.text.has_value());
   EXPECT_EQ(request.sampling, msg::SamplingParams{});
-  EXPECT_EQ(request.routing.dtype, "int32");
+  EXPECT_EQ(request.routing.dtype, msg::RoutedExpertsDtype::Int32);
   EXPECT_TRUE(request.routing.raw);
   EXPECT_TRUE(request.rid.empty());
 }

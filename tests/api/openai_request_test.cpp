@@ -53,7 +53,7 @@ TEST(CompletionRequest, ReadsOpenAiFieldsWithOpenAiDefaults) {
   EXPECT_TRUE(request.return_logprob);
   EXPECT_TRUE(request.stream);
   EXPECT_TRUE(request.routing.return_routed_experts);
-  EXPECT_EQ(request.routing.dtype, "uint8");
+  EXPECT_EQ(request.routing.dtype, msg::RoutedExpertsDtype::Uint8);
   EXPECT_TRUE(request.routing.raw);
 }
 

@@ -16,10 +16,20 @@ namespace {
 class RequestPreparerTest : public ::testing::Test {
  protected:
   // A KV pool of 48 slots under a context of 64: prompts longer than 48 tokens cannot run.
-  RequestPreparer make(bool routed_experts = true, bool router_weights = false) {
-    static const tokenizer::Tokenizer qwen3 =
+  static const tokenizer::Tokenizer& qwen3() {
+    static const tokenizer::Tokenizer tokenizer =
         tokenizer::Tokenizer::load(std::string(MOE_TEST_DATA_DIR) + "/qwen3-tokenizer");
-    return RequestPreparer(qwen3, {}, RequestLimits{151936, 64, 48, routed_experts, router_weights});
+    return tokenizer;
+  }
+  RequestPreparer make(bool routed_experts = true, bool router_weights = false) {
+    return RequestPreparer(qwen3(), {}, RequestLimits{151936, 64, 48, routed_experts, router_weights});
+  }
+  // The same with routed-experts capture on, for a model (and a STANDALONE MoE draft) of these many experts.
+  static RequestPreparer with_experts(int32_t num_experts, int32_t draft_num_experts = 0) {
+    RequestLimits limits{151936, 64, 48, true, false};
+    limits.num_experts = num_experts;
+    limits.draft_num_experts = draft_num_experts;
+    return RequestPreparer(qwen3(), {}, limits);
   }
 
   static msg::GenerateRequest with_ids(std::vector<int32_t> ids, int max_new_tokens = 4) {
@@ -45,6 +55,9 @@ TEST_F(RequestPreparerTest, RejectsBadRequestsWithAClearError) {
   EXPECT_NE(refusal(with_ids({}), make()).find("empty"), std::string::npos);
   EXPECT_NE(refusal(with_ids(std::vector<int32_t>(49, 5)), make()).find("49 tokens"), std::string::npos);
   EXPECT_NE(refusal(with_ids({1, 2, 3}, 0), make()).find("max_new_tokens"), std::string::npos);
+  msg::GenerateRequest negative_min = with_ids({1, 2, 3});
+  negative_min.sampling.min_new_tokens = -1;
+  EXPECT_NE(refusal(negative_min, make()).find("min_new_tokens must be >= 0"), std::string::npos);
   msg::GenerateRequest no_n = with_ids({1, 2, 3});
   no_n.sampling.n = 0;
   EXPECT_NE(refusal(no_n, make()).find("n must be"), std::string::npos);
@@ -112,6 +125,38 @@ TEST_F(RequestPreparerTest, RoutingNeedsTheServerFlags) {
   routed.routing.return_router_weights = true;
   EXPECT_NE(refusal(routed, make(true, false)).find("--enable-return-router-weights"), std::string::npos);
   EXPECT_NO_THROW(make(true, true).prepare(routed));
+}
+
+// The detokenizer packs the rows after the request ran: a dtype that cannot hold the ids is refused
+// here, naming the field, the value and the model's expert count.
+TEST_F(RequestPreparerTest, Uint8ForAModelOfMoreThan256ExpertsIsRefusedBeforeItRuns) {
+  msg::GenerateRequest routed = with_ids({1, 2, 3});
+  routed.routing.return_routed_experts = true;
+  routed.routing.dtype = msg::RoutedExpertsDtype::Uint8;
+  const std::string why = refusal(routed, with_experts(512));
+  EXPECT_NE(why.find("routed_experts_dtype uint8"), std::string::npos) << why;
+  EXPECT_NE(why.find("512 experts"), std::string::npos) << why;
+  EXPECT_NO_THROW(with_experts(256).prepare(routed));
+  routed.routing.return_routed_experts = false;  // nothing to pack
+  EXPECT_NO_THROW(with_experts(512).prepare(routed));
+  routed.routing.return_routed_experts = true;
+  for (const auto dtype : {msg::RoutedExpertsDtype::Auto, msg::RoutedExpertsDtype::Int16, msg::RoutedExpertsDtype::Int32}) {
+    routed.routing.dtype = dtype;
+    EXPECT_NO_THROW(with_experts(512).prepare(routed));
+  }
+}
+
+TEST_F(RequestPreparerTest, Uint8MustHoldTheDraftsExpertsTooWhenItsRowsAreAsked) {
+  msg::GenerateRequest routed = with_ids({1, 2, 3});
+  routed.routing.return_routed_experts = true;
+  routed.routing.dtype = msg::RoutedExpertsDtype::Uint8;
+  EXPECT_NO_THROW(with_experts(64, 512).prepare(routed));
+  routed.routing.return_draft_routed_experts = true;
+  const std::string why = refusal(routed, with_experts(64, 512));
+  EXPECT_NE(why.find("512 experts"), std::string::npos) << why;
+  EXPECT_NE(why.find("return_draft_routed_experts"), std::string::npos) << why;
+  routed.routing.dtype = msg::RoutedExpertsDtype::Auto;
+  EXPECT_NO_THROW(with_experts(64, 512).prepare(routed));
 }
 
 TEST_F(RequestPreparerTest, APromptThatFillsThePoolLeavesNoRoomForTheLastTokensRow) {

@@ -12,7 +12,9 @@ int32_t ScriptedEngine::expert_at(int64_t position, int layer, int k, int sample
   return static_cast<int32_t>((position * 7 + layer * 3 + k + own) % 64);
 }
 
-void ScriptedEngine::submit(msg::GenerateRequest request, OutputHandler on_output, ErrorHandler on_error) {
+std::optional<std::string> ScriptedEngine::submit(msg::GenerateRequest request, OutputHandler on_output,
+                                                  ErrorHandler on_error) {
+  if (request.rid.empty()) request.rid = "scripted-" + std::to_string(++minted_);
   {
     std::lock_guard lock(mutex_);
     submitted_.push_back(request);
@@ -23,7 +25,7 @@ void ScriptedEngine::submit(msg::GenerateRequest request, OutputHandler on_outpu
     error.message = "scripted refusal";
     error.code = 400;
     on_error(error);
-    return;
+    return std::nullopt;
   }
   int32_t prompt_tokens = 0;
   if (request.text) prompt_tokens = static_cast<int32_t>(request.text->size());
@@ -39,6 +41,7 @@ void ScriptedEngine::submit(msg::GenerateRequest request, OutputHandler on_outpu
   running.prompt_tokens = prompt_tokens;
   running.timer = std::make_unique<boost::asio::steady_timer>(io_);
   schedule(rid);
+  return rid;
 }
 
 void ScriptedEngine::schedule(const std::string& rid) {

@@ -38,7 +38,9 @@ class ScriptedEngine final : public EngineFrontend {
 
   explicit ScriptedEngine(boost::asio::io_context& io) : io_(io) {}
 
-  void submit(msg::GenerateRequest request, OutputHandler on_output, ErrorHandler on_error) override;
+  // Names a request without a rid "scripted-<n>", as the front door would mint one.
+  std::optional<std::string> submit(msg::GenerateRequest request, OutputHandler on_output,
+                                    ErrorHandler on_error) override;
   void abort(const std::string& rid) override;
   size_t abort_request(const std::string& rid) override;
   void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) override;
@@ -96,6 +98,7 @@ class ScriptedEngine final : public EngineFrontend {
   api::ExpertLoad expert_load_{{{5, 0, 1}, {2, 2, 2}}, 3};  // only touched on the server's loop
   std::string weight_version_ = "default";                   // likewise
   int64_t flushes_ = 0;                                      // likewise
+  int64_t minted_ = 0;                                       // likewise
 };
 
 }  // namespace moe::http::test

@@ -108,7 +108,7 @@ TEST_F(EngineDraftRouting, DraftRowsComeApartShapedAsDocumentedAndOnlyWhenAsked)
 
   // The dtype asked for applies to both; streamed, each chunk has the rows of its positions.
   msg::GenerateRequest int16 = asking(2, "int16");
-  int16.routing.dtype = "int16";
+  int16.routing.dtype = msg::RoutedExpertsDtype::Int16;
   int16.routing.raw = true;
   const std::vector<msg::TextOutput> chunks = stream(engine, int16);
   ASSERT_EQ(chunks.size(), static_cast<size_t>(golden_->max_new_tokens));

@@ -152,7 +152,7 @@ TEST_P(PpGolden, RoutingOptionsAndExpertLoadAsWithOneStage) {
       request.routing.include_last = true;
       request.routing.start_len = 3;
       request.routing.return_router_weights = true;
-      request.routing.dtype = "int16";
+      request.routing.dtype = msg::RoutedExpertsDtype::Int16;
       request.stream = i % 2 == 1;
       replies.push_back(client.generate(request));
     }

@@ -35,7 +35,7 @@ TEST_F(PythonDecoder, DecodesARealReplyToTheGoldenRowsAndWeights) {
   auto request = greedy_request("py", golden_.cases[c].prompt_ids, golden_.max_new_tokens);
   request.routing.raw = false;
   request.routing.return_router_weights = true;
-  request.routing.weights_dtype = "float16";
+  request.routing.weights_dtype = msg::RouterWeightsDtype::Float16;
   const auto outputs = h->run({request});
   ASSERT_EQ(outputs.size(), 1u);
   const auto ids = encoded(*outputs[0].routed_experts), weights = encoded(*outputs[0].router_weights);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "golden_serving_test.h"
+#include "moe/enum_names.h"
 
 namespace moe::testing {
 namespace {
@@ -109,7 +110,7 @@ TEST_F(ServingInvariance, EveryDtypeRawAndBase64DecodesToTheGoldenRows) {
     for (const bool raw : {true, false}) {
       SCOPED_TRACE(dtype.asked + (raw ? " raw" : " base64"));
       auto r = greedy_request("d", golden_.cases[c].prompt_ids, golden_.max_new_tokens);
-      r.routing.dtype = dtype.asked;
+      r.routing.dtype = *msg::enum_named<msg::RoutedExpertsDtype>(dtype.asked);
       r.routing.raw = raw;
       const auto outputs = h->run({r});
       ASSERT_EQ(outputs.size(), 1u);

@@ -115,7 +115,7 @@ msg::GenerateRequest greedy_request(const std::string& rid, const std::vector<in
   r.return_logprob = true;
   r.routing.return_routed_experts = true;
   r.routing.raw = true;
-  r.routing.dtype = "int16";
+  r.routing.dtype = msg::RoutedExpertsDtype::Int16;
   return r;
 }
 

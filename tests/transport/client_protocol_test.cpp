@@ -74,8 +74,8 @@ TEST(ClientRequest, ParsesEverySGLangGenerateField) {
   expected.sampling.seed = 7;
   expected.stream = true;
   expected.return_logprob = true;
-  expected.routing = {.return_routed_experts = true, .start_len = 4, .dtype = "auto", .include_last = true,
-                      .return_router_weights = true, .weights_dtype = "float16", .raw = true};
+  expected.routing = {.return_routed_experts = true, .start_len = 4, .dtype = msg::RoutedExpertsDtype::Auto, .include_last = true,
+                      .return_router_weights = true, .weights_dtype = msg::RouterWeightsDtype::Float16, .raw = true};
   EXPECT_EQ(parsed, expected);
 }
 
@@ -86,7 +86,7 @@ TEST(ClientRequest, DefaultsFollowSGLang) {
   EXPECT_EQ(parsed.sampling, msg::SamplingParams{});
   EXPECT_EQ(parsed.sampling.max_new_tokens, 128);
   EXPECT_EQ(parsed.max_new_tokens_field, "");  // the default: clamped to the room the prompt leaves
-  EXPECT_EQ(parsed.routing.dtype, "int32");
+  EXPECT_EQ(parsed.routing.dtype, msg::RoutedExpertsDtype::Int32);
   EXPECT_FALSE(parsed.stream);
 }
 
@@ -136,6 +136,16 @@ TEST(ClientRequest, NamesTheFieldOfAWrongType) {
       {{{"messages", {{{"role", 1}, {"content", "x"}}}}}, "request.messages[0].role: expected a string"},
   };
   for (const auto& [request, needle] : cases) expect_request_error(pack(request), needle);
+}
+
+// A dtype is read into its enum where the frame is decoded: a name it does not know is refused there.
+TEST(ClientRequest, NamesTheFieldOfAnUnknownDtype) {
+  expect_request_error(pack({{"text", "x"}, {"routed_experts_dtype", "int64"}}),
+                       "request.routed_experts_dtype: must be one of int32, int16, uint8, auto, got \"int64\"");
+  expect_request_error(pack({{"text", "x"}, {"router_weights_dtype", "bf16"}}),
+                       "request.router_weights_dtype: must be one of float32, float16, got \"bf16\"");
+  expect_request_error(pack({{"text", "x"}, {"routed_experts_dtype", 2}}),
+                       "request.routed_experts_dtype: expected a string");
 }
 
 TEST(ClientRequest, RejectsFramesThatAreNotAMap) {

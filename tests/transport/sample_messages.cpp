@@ -27,10 +27,10 @@ msg::SamplingParams sample_sampling() {
 msg::RoutingOptions sample_routing_options() {
   return {.return_routed_experts = true,
           .start_len = 17,
-          .dtype = "uint8",
+          .dtype = msg::RoutedExpertsDtype::Uint8,
           .include_last = true,
           .return_router_weights = true,
-          .weights_dtype = "float16",
+          .weights_dtype = msg::RouterWeightsDtype::Float16,
           .raw = true};
 }
 
