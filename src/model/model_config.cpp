@@ -141,8 +141,10 @@ ModelConfig parse_model_config(const nlohmann::json& config, const std::string& 
   c.num_key_value_heads = optional_field<int>(config, "num_key_value_heads", c.num_attention_heads, path);
   check_bounds(path, "num_attention_heads", c.num_attention_heads, 1, kMaxLayersOrHeads);
   c.head_dim = optional_field<int>(config, "head_dim", static_cast<int>(c.hidden_size / c.num_attention_heads), path);
-  c.num_experts = config.contains("num_experts") ? required<int>(config, "num_experts", path)
-                                                 : required<int>(config, "num_local_experts", path);
+  const char* experts_key = config.contains("num_experts")         ? "num_experts"
+                            : config.contains("n_routed_experts") ? "n_routed_experts"
+                                                                  : "num_local_experts";
+  c.num_experts = required<int>(config, experts_key, path);
   c.num_experts_per_tok = required<int>(config, "num_experts_per_tok", path);
   c.moe_intermediate_size = optional_field<int64_t>(config, "moe_intermediate_size", c.intermediate_size, path);
   c.tie_word_embeddings = optional_field<bool>(config, "tie_word_embeddings", false, path);
@@ -187,7 +189,10 @@ std::vector<std::pair<const char*, std::string>> described_fields(const ModelCon
     return out.str();
   };
   std::string moe_layers;
-  for (int layer : c.moe_layer_ids) moe_layers += (moe_layers.empty() ? "" : ",") + std::to_string(layer);
+  for (int layer : c.moe_layer_ids) {
+    if (!moe_layers.empty()) moe_layers += ',';
+    moe_layers += std::to_string(layer);
+  }
   return {{"architectures", c.architecture},
           {"vocab_size", text(c.vocab_size)},
           {"hidden_size", text(c.hidden_size)},
@@ -201,6 +206,10 @@ std::vector<std::pair<const char*, std::string>> described_fields(const ModelCon
           {"num_experts", text(c.num_experts)},
           {"num_experts_per_tok", text(c.num_experts_per_tok)},
           {"norm_topk_prob", text(c.norm_topk_prob)},
+          {"routing", c.routing == RoutingKind::Softmax ? "softmax" : "sigmoid grouped"},
+          {"n_group", text(c.n_group)},
+          {"topk_group", text(c.topk_group)},
+          {"routed_scaling_factor", text(c.routed_scaling_factor)},
           {"attention_bias", text(c.attention_bias)},
           {"qk_norm", text(c.qk_norm)},
           {"tie_word_embeddings", text(c.tie_word_embeddings)},

@@ -10,9 +10,8 @@
 #include "kernels/activation.h"
 
 namespace moe {
-namespace {
 
-void check_rule(int64_t num_experts, int top_k, const GroupedSigmoidRule& rule) {
+void check_grouped_sigmoid_rule(int64_t num_experts, int top_k, const GroupedSigmoidRule& rule) {
   const bool groups_fit = rule.num_groups >= 1 && num_experts % rule.num_groups == 0 &&
                           num_experts / rule.num_groups >= 2 && rule.kept_groups >= 1 &&
                           rule.kept_groups <= rule.num_groups;
@@ -25,6 +24,8 @@ void check_rule(int64_t num_experts, int top_k, const GroupedSigmoidRule& rule) 
     throw Error("grouped sigmoid routing: top_k " + std::to_string(top_k) + " is outside [1, " +
                 std::to_string(kept_experts) + "] (the experts of the kept groups)");
 }
+
+namespace {
 
 // Sorts the first `count` of `order` by descending value (ties: lower index first).
 void sort_top(std::vector<int32_t>& order, int count, const float* values) {
@@ -63,7 +64,7 @@ void route_tokens_grouped_sigmoid(const float* hidden, int64_t num_tokens, const
                                   const float* correction_bias, int top_k, const GroupedSigmoidRule& rule,
                                   Routing& out) {
   const int64_t num_experts = router_weight.rows;
-  check_rule(num_experts, top_k, rule);
+  check_grouped_sigmoid_rule(num_experts, top_k, rule);
   std::vector<float> scores = router_logits(hidden, num_tokens, router_weight, top_k, out);
   std::vector<float> biased(static_cast<size_t>(num_experts));
   std::vector<float> group_scores(static_cast<size_t>(rule.num_groups));

@@ -18,10 +18,13 @@ struct GroupedSigmoidRule {
   float scaling_factor = 1.0f;    // routed_scaling_factor, applied after normalising
 };
 
+// A moe::Error where route_tokens_grouped_sigmoid could not route over num_experts experts by `rule`
+// (E not a multiple of num_groups, groups of fewer than two experts, fewer than top_k experts in the
+// kept groups): what a model checks at load.
+void check_grouped_sigmoid_rule(int64_t num_experts, int top_k, const GroupedSigmoidRule& rule);
+
 // logits = hidden[T,H] · router_weightᵀ, then the rule above; correction_bias holds E floats. out's ids
 // are in descending biased score (ties: lower id, for groups too), its weights the chosen experts'.
-// A rule the router's shape cannot satisfy (E not a multiple of num_groups, groups of fewer than two
-// experts, fewer than top_k experts in the kept groups) is a moe::Error.
 void route_tokens_grouped_sigmoid(const float* hidden, int64_t num_tokens, const WeightView& router_weight,
                                   const float* correction_bias, int top_k, const GroupedSigmoidRule& rule,
                                   Routing& out);

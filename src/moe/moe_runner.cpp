@@ -126,6 +126,10 @@ class GroupedMoeRunner final : public MoeRunner {
 
 }  // namespace
 
+bool ExpertLimit::active() const {
+  return max_experts > 0 && std::any_of(limited.begin(), limited.end(), [](uint8_t m) { return m != 0; });
+}
+
 std::vector<int32_t> expert_pool(const float* probs, int64_t num_tokens, int num_experts, const ExpertLimit& limit) {
   std::vector<double> mass(static_cast<size_t>(num_experts), 0.0);
   for (int64_t t = 0; t < num_tokens; ++t)
@@ -158,8 +162,7 @@ void route_tokens(const float* hidden, int64_t num_tokens, const WeightView& rou
   if (top_k < 1 || top_k > num_experts)
     throw Error("route_tokens: top_k " + std::to_string(top_k) + " is outside [1, " + std::to_string(num_experts) +
                 "] (the router has " + std::to_string(num_experts) + " experts)");
-  const bool limiting = limit.max_experts > 0 &&
-                        std::any_of(limit.limited.begin(), limit.limited.end(), [](uint8_t m) { return m != 0; });
+  const bool limiting = limit.active();
   if (limiting && (limit.max_experts < top_k || limit.limited.size() != static_cast<size_t>(num_tokens)))
     throw Error("route_tokens: an expert limit of " + std::to_string(limit.max_experts) +
                 " needs at least top_k = " + std::to_string(top_k) + " experts and a mark per token");

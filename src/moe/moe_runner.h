@@ -29,6 +29,9 @@ struct Routing {
 struct ExpertLimit {
   int max_experts = 0;
   std::span<const uint8_t> limited;
+
+  // Whether any token is limited.
+  bool active() const;
 };
 
 // logits = hidden[T,H] · router_weightᵀ, then softmax, top-k (ties broken by lower id), renormalise.
