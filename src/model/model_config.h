@@ -26,6 +26,7 @@ struct ModelConfig {
   int num_attention_heads = 0;
   int num_key_value_heads = 0;
   int head_dim = 0;
+  int rotary_dim = 0;  // the first rotary_dim of each head's dims rotate: head_dim · partial_rotary_factor
   int num_experts = 0;
   int num_experts_per_tok = 0;
   bool norm_topk_prob = true;
