@@ -39,7 +39,8 @@ TEST(GroupedSigmoidRouter, ExpertsOfDroppedGroupsAreNeverChosen) {
   const GroupedSigmoidRule rule{.num_groups = 4, .kept_groups = 2, .normalize_top_k = true, .scaling_factor = 2.5f};
   // Group sums of the two best scores: 1.0 (expert 0 is the best expert, its partner poor), 1.46,
   // 1.25, 0.54: groups 1 and 2 are kept, so expert 0 is out.
-  const Routing routing = route({3.0f, -3.0f, 1.0f, 1.0f, 0.5f, 0.5f, -1.0f, -1.0f}, std::vector<float>(8, 0.0f), 3, rule);
+  const Routing routing =
+      route({3.0f, -3.0f, 1.0f, 1.0f, 0.5f, 0.5f, -1.0f, -1.0f}, std::vector<float>(8, 0.0f), 3, rule);
   EXPECT_EQ(routing.ids, (std::vector<int32_t>{2, 3, 4}));
   const double sum = 2 * sigmoid_of(1.0) + sigmoid_of(0.5);
   EXPECT_NEAR(routing.weights[0], 2.5 * sigmoid_of(1.0) / sum, 1e-6);
@@ -56,11 +57,11 @@ TEST(GroupedSigmoidRouter, GroupsAreRankedByBiasedScores) {
 }
 
 TEST(GroupedSigmoidRouter, TiesGoToTheLowerIdForExpertsAndGroups) {
-  const GroupedSigmoidRule one_group{.num_groups = 1, .kept_groups = 1, .normalize_top_k = true, .scaling_factor = 1.0f};
+  const GroupedSigmoidRule one_group{.num_groups = 1, .kept_groups = 1};
   const Routing experts = route({0.0f, 0.0f, 0.0f, 0.0f}, std::vector<float>(4, 0.0f), 3, one_group);
   EXPECT_EQ(experts.ids, (std::vector<int32_t>{0, 1, 2}));
   for (float w : experts.weights) EXPECT_NEAR(w, 1.0 / 3.0, 1e-7);
-  const GroupedSigmoidRule two_groups{.num_groups = 2, .kept_groups = 1, .normalize_top_k = true, .scaling_factor = 1.0f};
+  const GroupedSigmoidRule two_groups{.num_groups = 2, .kept_groups = 1};
   // Both groups tie; group 0 is kept although expert 3 alone scores highest.
   const Routing groups = route({0.5f, -0.5f, -0.5f, 0.5f}, std::vector<float>(4, 0.0f), 2, two_groups);
   EXPECT_EQ(groups.ids, (std::vector<int32_t>{0, 1}));
