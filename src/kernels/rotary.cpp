@@ -4,17 +4,18 @@
 
 namespace moe {
 
-RotaryEmbedding::RotaryEmbedding(int head_dim, double theta) : head_dim_(head_dim) {
-  const int half = head_dim / 2;
+RotaryEmbedding::RotaryEmbedding(int head_dim, int rotary_dim, double theta)
+    : head_dim_(head_dim), rotary_dim_(rotary_dim) {
+  const int half = rotary_dim / 2;
   inv_freq_.resize(half);
   for (int i = 0; i < half; ++i) {
-    const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(rotary_dim);
     inv_freq_[i] = 1.0f / static_cast<float>(std::pow(theta, static_cast<double>(exponent)));
   }
 }
 
 void RotaryEmbedding::apply(float* heads, int num_heads, int64_t position) const {
-  const int half = head_dim_ / 2;
+  const int half = rotary_dim_ / 2;
   thread_local std::vector<float> cos_table, sin_table;
   cos_table.resize(half);
   sin_table.resize(half);
