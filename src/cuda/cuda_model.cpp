@@ -19,6 +19,10 @@ ModelConfig checked_config(const std::string& model_dir, const ModelOptions& opt
     throw Error("--moe-runner-backend " + std::string(options.moe_backend == MoeBackend::Reference ? "reference" : "grouped") +
                 " runs on the CPU only; --device cuda runs the cuda backend (auto or cuda)");
   ModelConfig config = load_model_config(model_dir);
+  for (const LayerPlan& layer : model_plan(config).layers)
+    if (layer.attention == AttentionKind::Mla)
+      throw Error(model_dir + ": " + config.architecture +
+                  "'s multi-head latent attention runs on --device cpu only for now");
   if (config.head_dim > kMaxHeadDim)
     throw Error(model_dir + ": head_dim " + std::to_string(config.head_dim) + " exceeds the CUDA attention's " +
                 std::to_string(kMaxHeadDim));
@@ -60,6 +64,7 @@ CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
     layer.post_attention_norm = upload_vector(checkpoint, names.post_attention_norm, H);
     switch (names.attention) {
       case AttentionKind::Gqa: layer.attention.emplace(checkpoint, config_, names.gqa, l); break;
+      case AttentionKind::Mla: break;  // refused by checked_config
     }
     switch (names.ffn) {
       case FfnKind::Moe:

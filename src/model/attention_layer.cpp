@@ -56,15 +56,17 @@ void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache&
       rotary_.apply(q.data() + t * q_width, shape_.num_heads, pos);
       rotary_.apply(k.data() + t * kv_width, shape_.num_kv_heads, pos);
       const int32_t slot = seq.new_token_slot(i);
-      std::memcpy(kv.key(kv_layer_, slot), k.data() + t * kv_width, kv_width * sizeof(float));
-      std::memcpy(kv.value(kv_layer_, slot), v.data() + t * kv_width, kv_width * sizeof(float));
+      float* row = kv.row(kv_layer_, slot);  // the key, then the value
+      std::memcpy(row, k.data() + t * kv_width, kv_width * sizeof(float));
+      std::memcpy(row + kv_width, v.data() + t * kv_width, kv_width * sizeof(float));
       if (seq.is_tree()) {
         const std::vector<int32_t>& visible = tree_views[view++];
         sequences.push_back({1, static_cast<int64_t>(visible.size()) - 1, visible.data()});
       }
     }
   }
-  causal_attention(q.data(), sequences, kv.key(kv_layer_, 0), kv.value(kv_layer_, 0), kv.row_size(), shape_, attn.data());
+  const float* rows = kv.row(kv_layer_, 0);
+  causal_attention(q.data(), sequences, rows, rows + kv_width, kv.row_size(kv_layer_), shape_, attn.data());
   linear(attn.data(), T, w_.o_weight, out);
 }
 
