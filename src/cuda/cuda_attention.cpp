@@ -12,7 +12,8 @@ CudaAttention::CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, 
       num_kv_heads_(config.num_key_value_heads),
       head_dim_(config.head_dim),
       norm_eps_(static_cast<float>(config.rms_norm_eps)),
-      inv_freq_(DeviceArray<float>::from_host(RotaryEmbedding(config.head_dim, config.rope_theta).inv_freq())),
+      inv_freq_(DeviceArray<float>::from_host(
+          RotaryEmbedding(config.head_dim, config.rotary_dim, config.rope_theta).inv_freq())),
       w_(AttentionWeights<DeviceMatrix, DeviceArray<float>>::load(
           config, names,
           [&](const std::string& name, int64_t rows, int64_t cols) { return upload_matrix(ckpt, name, rows, cols); },

@@ -1,5 +1,6 @@
 #include "cuda/cuda_model.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/error.h"
@@ -14,15 +15,33 @@ namespace {
 static_assert(DecodeGraphs::kMaxBatch <= CudaMoeBlock::kGroupedOnDeviceTokens,
               "a captured step's MoE layers must find their experts' rows on the device");
 
+// What the CUDA model does not run yet (DeepSeek's and GLM's routing and shared experts, partial
+// rotary, DeepSeek's latent attention): a model that needs any of it is refused at load rather than run wrong.
+void check_cuda_runs(const std::string& model_dir, const ModelConfig& config) {
+  std::string missing;
+  auto add = [&](const char* feature) { missing += (missing.empty() ? "" : ", ") + std::string(feature); };
+  if (config.routing != RoutingKind::Softmax) add("sigmoid grouped routing");
+  if (config.rotary_dim != config.head_dim) add("partial rotary");
+  const ModelPlan plan = model_plan(config);
+  if (std::any_of(plan.layers.begin(), plan.layers.end(),
+                  [](const LayerPlan& layer) { return layer.attention == AttentionKind::Mla; }))
+    add("multi-head latent attention");
+  for (const LayerPlan& layer : plan.layers)
+    if (layer.ffn == FfnKind::Moe && layer.moe.shared_expert && layer.moe.shared_gate.empty()) {
+      add("ungated shared experts");
+      break;
+    }
+  if (!missing.empty())
+    throw Error(model_dir + ": " + config.architecture + " needs " + missing +
+                ", which the CUDA model does not run yet; it runs on --device cpu only for now");
+}
+
 ModelConfig checked_config(const std::string& model_dir, const ModelOptions& options) {
   if (options.moe_backend == MoeBackend::Reference || options.moe_backend == MoeBackend::Grouped)
     throw Error("--moe-runner-backend " + std::string(options.moe_backend == MoeBackend::Reference ? "reference" : "grouped") +
                 " runs on the CPU only; --device cuda runs the cuda backend (auto or cuda)");
   ModelConfig config = load_model_config(model_dir);
-  for (const LayerPlan& layer : model_plan(config).layers)
-    if (layer.attention == AttentionKind::Mla)
-      throw Error(model_dir + ": " + config.architecture +
-                  "'s multi-head latent attention runs on --device cpu only for now");
+  check_cuda_runs(model_dir, config);
   if (config.head_dim > kMaxHeadDim)
     throw Error(model_dir + ": head_dim " + std::to_string(config.head_dim) + " exceeds the CUDA attention's " +
                 std::to_string(kMaxHeadDim));

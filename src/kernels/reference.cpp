@@ -68,13 +68,15 @@ void rms_norm(const float* x, int64_t rows, int64_t dim, int64_t stride, const f
   }
 }
 
-void rotary(const float* heads, int num_heads, int head_dim, double theta, int64_t position, double* out) {
-  const int half = head_dim / 2;
+void rotary(const float* heads, int num_heads, int head_dim, int rotary_dim, double theta, int64_t position,
+            double* out) {
+  const int half = rotary_dim / 2;
   for (int h = 0; h < num_heads; ++h) {
     const float* head = heads + static_cast<int64_t>(h) * head_dim;
     double* result = out + static_cast<int64_t>(h) * head_dim;
+    for (int i = rotary_dim; i < head_dim; ++i) result[i] = head[i];
     for (int i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(position) * std::pow(theta, -2.0 * i / head_dim);
+      const double angle = static_cast<double>(position) * std::pow(theta, -2.0 * i / rotary_dim);
       result[i] = head[i] * std::cos(angle) - head[i + half] * std::sin(angle);
       result[i + half] = head[i + half] * std::cos(angle) + head[i] * std::sin(angle);
     }

@@ -28,9 +28,11 @@ void linear(const float* x, int64_t num_tokens, const WeightView& weight, double
 // Reference for moe::rms_norm (out holds rows × dim, without the stride).
 void rms_norm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight, float eps, double* out);
 
-// Reference for moe::RotaryEmbedding::apply (built with head_dim and theta): each head's pair
-// (i, i + head_dim/2) rotated by position · theta^(-2i/head_dim).
-void rotary(const float* heads, int num_heads, int head_dim, double theta, int64_t position, double* out);
+// Reference for moe::RotaryEmbedding::apply (built with head_dim, rotary_dim and theta): each head's
+// pair (i, i + rotary_dim/2) rotated by position · theta^(-2i/rotary_dim), its dims from rotary_dim on
+// copied.
+void rotary(const float* heads, int num_heads, int head_dim, int rotary_dim, double theta, int64_t position,
+            double* out);
 
 // Reference for moe::sigmoid.
 double sigmoid(double x);

@@ -6,21 +6,22 @@
 
 namespace moe {
 
-RotaryEmbedding::RotaryEmbedding(int head_dim, double theta) : head_dim_(head_dim) {
-  const int half = head_dim / 2;
+RotaryEmbedding::RotaryEmbedding(int head_dim, int rotary_dim, double theta)
+    : head_dim_(head_dim), rotary_dim_(rotary_dim) {
+  const int half = rotary_dim / 2;
   inv_freq_.resize(half);
   for (int i = 0; i < half; ++i) {
-    const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(rotary_dim);
     inv_freq_[i] = 1.0f / static_cast<float>(std::pow(theta, static_cast<double>(exponent)));
   }
 }
 
 RotaryEmbedding::RotaryEmbedding(std::vector<float> inv_freq, float scale, bool interleaved)
-    : head_dim_(static_cast<int>(inv_freq.size()) * 2), inv_freq_(std::move(inv_freq)), scale_(scale),
-      interleaved_(interleaved) {}
+    : head_dim_(static_cast<int>(inv_freq.size()) * 2), rotary_dim_(head_dim_), inv_freq_(std::move(inv_freq)),
+      scale_(scale), interleaved_(interleaved) {}
 
 void RotaryEmbedding::apply(float* first, int num_vectors, int64_t stride, int64_t position) const {
-  const int half = head_dim_ / 2;
+  const int half = rotary_dim_ / 2;
   thread_local std::vector<float> cos_table, sin_table, pairs;
   cos_table.resize(half);
   sin_table.resize(half);
@@ -29,7 +30,7 @@ void RotaryEmbedding::apply(float* first, int num_vectors, int64_t stride, int64
     cos_table[i] = std::cos(angle) * scale_;
     sin_table[i] = std::sin(angle) * scale_;
   }
-  pairs.resize(head_dim_);
+  pairs.resize(rotary_dim_);
   for (int h = 0; h < num_vectors; ++h) {
     float* x = first + h * stride;
     if (interleaved_) {

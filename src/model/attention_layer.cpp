@@ -14,7 +14,7 @@ AttentionLayer::AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config
     : kv_layer_(kv_layer),
       shape_{config.num_attention_heads, config.num_key_value_heads, config.head_dim},
       norm_eps_(static_cast<float>(config.rms_norm_eps)),
-      rotary_(config.head_dim, config.rope_theta),
+      rotary_(config.head_dim, config.rotary_dim, config.rope_theta),
       w_(AttentionWeights<WeightView, VectorParam>::load(
           config, names,
           [&](const std::string& name, int64_t rows, int64_t cols) { return ckpt.projection(name, rows, cols); },

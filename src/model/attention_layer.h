@@ -1,6 +1,7 @@
 #pragma once
-// One decoder layer's self-attention: q/k/v projections (+ bias), per-head q/k RMSNorm (Qwen3),
-// rotary embeddings, K/V stored into the cache at each token's slot, causal GQA, output projection.
+// One decoder layer's self-attention: q/k/v projections (+ bias), per-head q/k RMSNorm (Qwen3, GLM),
+// rotary embeddings (on part of each head for GLM-4.5), K/V stored into the cache at each token's
+// slot, causal GQA, output projection.
 #include <string>
 
 #include "kernels/attention.h"

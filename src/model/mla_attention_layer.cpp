@@ -15,7 +15,8 @@ namespace {
 RotaryEmbedding latent_rotary(const ModelConfig& config) {
   const MlaConfig& m = *config.mla;
   if (!config.yarn)
-    return RotaryEmbedding(RotaryEmbedding(m.qk_rope_head_dim, config.rope_theta).inv_freq(), 1.0f, m.rope_interleave);
+    return RotaryEmbedding(RotaryEmbedding(m.qk_rope_head_dim, m.qk_rope_head_dim, config.rope_theta).inv_freq(), 1.0f,
+                           m.rope_interleave);
   return RotaryEmbedding(yarn_inv_freq(m.qk_rope_head_dim, config.rope_theta, *config.yarn),
                          static_cast<float>(yarn_attention_factor(*config.yarn)), m.rope_interleave);
 }

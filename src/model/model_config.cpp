@@ -132,6 +132,14 @@ void check_mla(const MlaConfig& m, const std::string& path) {
   if (m.qk_rope_head_dim % 2 != 0) throw Error(path + ": qk_rope_head_dim must be even for rotary embeddings");
 }
 
+// Transformers reads partial_rotary_factor from rope_parameters, or the top level of older configs.
+double read_partial_rotary_factor(const nlohmann::json& config, const std::string& path) {
+  if (config.contains("rope_parameters") && config["rope_parameters"].is_object() &&
+      config["rope_parameters"].contains("partial_rotary_factor"))
+    return optional_field<double>(config["rope_parameters"], "partial_rotary_factor", 1.0, path + ": rope_parameters");
+  return optional_field<double>(config, "partial_rotary_factor", 1.0, path);
+}
+
 double read_rope_theta(const nlohmann::json& config, const std::string& path) {
   if (config.contains("rope_theta")) return optional_field<double>(config, "rope_theta", 10000.0, path);
   if (config.contains("rope_parameters") && config["rope_parameters"].is_object())
@@ -172,8 +180,11 @@ ModelConfig parse_model_config(const nlohmann::json& config, const std::string& 
   c.num_key_value_heads = optional_field<int>(config, "num_key_value_heads", c.num_attention_heads, path);
   check_bounds(path, "num_attention_heads", c.num_attention_heads, 1, kMaxLayersOrHeads);
   c.head_dim = optional_field<int>(config, "head_dim", static_cast<int>(c.hidden_size / c.num_attention_heads), path);
-  c.num_experts = config.contains("num_experts") ? required<int>(config, "num_experts", path)
-                                                 : required<int>(config, "num_local_experts", path);
+  const char* experts_key = config.contains("num_experts")         ? "num_experts"
+                            : config.contains("n_routed_experts") ? "n_routed_experts"
+                                                                  : "num_local_experts";
+  c.num_experts = required<int>(config, experts_key, path);
+  c.rotary_dim = static_cast<int>(c.head_dim * read_partial_rotary_factor(config, path));
   c.num_experts_per_tok = required<int>(config, "num_experts_per_tok", path);
   c.moe_intermediate_size = optional_field<int64_t>(config, "moe_intermediate_size", c.intermediate_size, path);
   c.tie_word_embeddings = optional_field<bool>(config, "tie_word_embeddings", false, path);
@@ -193,7 +204,9 @@ ModelConfig parse_model_config(const nlohmann::json& config, const std::string& 
     throw Error(path + ": num_attention_heads must be a multiple of num_key_value_heads");
   if (c.num_experts_per_tok < 1 || c.num_experts_per_tok > c.num_experts)
     throw Error(path + ": num_experts_per_tok must be in [1, num_experts]");
-  if (c.head_dim % 2 != 0) throw Error(path + ": head_dim must be even for rotary embeddings");
+  if (c.rotary_dim < 2 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)
+    throw Error(path + ": the rotary dims (head_dim · partial_rotary_factor = " + std::to_string(c.rotary_dim) +
+                ") must be even and in [2, head_dim]");
   return c;
 }
 
@@ -221,7 +234,10 @@ std::vector<std::pair<const char*, std::string>> described_fields(const ModelCon
     return out.str();
   };
   std::string moe_layers;
-  for (int layer : c.moe_layer_ids) moe_layers += (moe_layers.empty() ? "" : ",") + std::to_string(layer);
+  for (int layer : c.moe_layer_ids) {
+    if (!moe_layers.empty()) moe_layers += ',';
+    moe_layers += std::to_string(layer);
+  }
   return {{"architectures", c.architecture},
           {"vocab_size", text(c.vocab_size)},
           {"hidden_size", text(c.hidden_size)},
@@ -232,9 +248,14 @@ std::vector<std::pair<const char*, std::string>> described_fields(const ModelCon
           {"num_attention_heads", text(c.num_attention_heads)},
           {"num_key_value_heads", text(c.num_key_value_heads)},
           {"head_dim", text(c.head_dim)},
+          {"rotary dims", text(c.rotary_dim)},
           {"num_experts", text(c.num_experts)},
           {"num_experts_per_tok", text(c.num_experts_per_tok)},
           {"norm_topk_prob", text(c.norm_topk_prob)},
+          {"routing", c.routing == RoutingKind::Softmax ? "softmax" : "sigmoid grouped"},
+          {"n_group", text(c.n_group)},
+          {"topk_group", text(c.topk_group)},
+          {"routed_scaling_factor", text(c.routed_scaling_factor)},
           {"attention_bias", text(c.attention_bias)},
           {"qk_norm", text(c.qk_norm)},
           {"tie_word_embeddings", text(c.tie_word_embeddings)},

@@ -21,6 +21,12 @@ struct MlaConfig {
   int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
 };
 
+// How a MoE layer's router picks its experts.
+enum class RoutingKind {
+  Softmax,         // softmax over the experts, top-k (moe/moe_runner.h's route_tokens)
+  SigmoidGrouped,  // DeepSeek-V3's noaux_tc: sigmoid scores, correction bias, grouped top-k (grouped_sigmoid_router.h)
+};
+
 struct ModelConfig {
   std::string architecture;  // config.json "architectures"[0], e.g. "Qwen3MoeForCausalLM"
   int64_t vocab_size = 0;
@@ -32,9 +38,14 @@ struct ModelConfig {
   int num_attention_heads = 0;
   int num_key_value_heads = 0;
   int head_dim = 0;
+  int rotary_dim = 0;  // the first rotary_dim of each head's dims rotate: head_dim · partial_rotary_factor
   int num_experts = 0;
   int num_experts_per_tok = 0;
   bool norm_topk_prob = true;
+  RoutingKind routing = RoutingKind::Softmax;
+  int n_group = 1;                     // SigmoidGrouped: the groups the experts are split into
+  int topk_group = 1;                  // SigmoidGrouped: the groups whose experts may be chosen
+  double routed_scaling_factor = 1.0;  // SigmoidGrouped: the factor on the routed experts' weights
   bool attention_bias = false;  // bias on q/k/v projections (Qwen2-MoE)
   bool qk_norm = false;         // RMSNorm on q and k per head (Qwen3-MoE)
   bool tie_word_embeddings = false;

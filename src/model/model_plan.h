@@ -18,7 +18,7 @@ enum class AttentionKind {
 
 enum class FfnKind {
   Dense,  // one SwiGLU MLP of width intermediate_size
-  Moe,    // router, routed experts and an optional gated shared expert
+  Moe,    // router, routed experts and an optional shared expert (gated or not)
 };
 
 // Shapes in terms of the config: q = num_attention_heads · head_dim, kv = num_key_value_heads · head_dim.
@@ -45,9 +45,10 @@ struct MlpTensorNames {
 
 struct MoeTensorNames {
   std::string router;                           // [E, H]
+  std::string correction_bias;                  // [E]: RoutingKind::SigmoidGrouped's bias for choosing
   std::vector<MlpTensorNames> experts;          // E routed experts of width moe_intermediate_size
   std::optional<MlpTensorNames> shared_expert;  // width shared_expert_intermediate_size
-  std::string shared_gate;                      // [1, H]: the shared expert's sigmoid gate
+  std::string shared_gate;                      // [1, H]: the shared expert's sigmoid gate; empty: added as is
 };
 
 struct LayerPlan {

@@ -1,12 +1,14 @@
 #pragma once
-// One decoder layer's MoE block: router top-k (reported to the capture hook), the routed experts
-// through the configured runner, and Qwen2-MoE's sigmoid-gated shared expert when present.
+// One decoder layer's MoE block: the router's choice by the config's routing kind (reported to the
+// capture hook), the routed experts through the configured runner, and the shared expert when present
+// (Qwen2-MoE's behind a sigmoid gate, DeepSeek's and GLM's added as is).
 #include <optional>
 
 #include "kernels/weight.h"
 #include "model/dense_mlp.h"
 #include "model/model_config.h"
 #include "model/model_plan.h"
+#include "moe/grouped_sigmoid_router.h"
 #include "moe/moe_runner.h"
 #include "moe/routing_capture.h"
 
@@ -23,18 +25,26 @@ class MoeBlock {
   // stage captures only its own).
   MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int capture_index);
   // out[T, H] = moe(x[T, H]); out is overwritten. `limit` restricts a verify pass's tokens to a
-  // shared pool of experts (off by default); the capture hook sees the routing actually used.
+  // shared pool of experts (off by default; softmax routing only); the capture hook sees the routing
+  // actually used.
   void forward(const float* x, int64_t num_tokens, MoeRunner& runner, RoutingCapture* capture, float* out,
                const ExpertLimit& limit = {}) const;
 
  private:
+  void route(const float* x, int64_t num_tokens, const ExpertLimit& limit, Routing& routing) const;
+  // Adds the shared expert's output (times its gate, where it has one) to out.
+  void add_shared_expert(const float* x, int64_t num_tokens, float* out) const;
+
   int capture_index_;
   int top_k_;
   bool normalize_top_k_;
+  RoutingKind routing_kind_;
+  GroupedSigmoidRule grouped_rule_;  // RoutingKind::SigmoidGrouped
   WeightView router_;
+  VectorParam correction_bias_;  // [E], RoutingKind::SigmoidGrouped
   ExpertWeights experts_;
   std::optional<DenseMlp> shared_expert_;
-  WeightView shared_gate_;  // [1, H]
+  std::optional<WeightView> shared_gate_;  // [1, H]
 };
 
 }  // namespace moe

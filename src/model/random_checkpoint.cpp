@@ -267,11 +267,10 @@ std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
   };
   auto add_moe = [&](const MoeTensorNames& n) {
     add(n.router, {c.num_experts, H}, Init::Router);
+    if (!n.correction_bias.empty()) add(n.correction_bias, {c.num_experts}, Init::Bias);
     for (const MlpTensorNames& expert : n.experts) add_mlp(expert, c.moe_intermediate_size);
-    if (n.shared_expert) {
-      add_mlp(*n.shared_expert, c.shared_expert_intermediate_size);
-      add(n.shared_gate, {1, H}, Init::Projection);
-    }
+    if (n.shared_expert) add_mlp(*n.shared_expert, c.shared_expert_intermediate_size);
+    if (!n.shared_gate.empty()) add(n.shared_gate, {1, H}, Init::Projection);
   };
   add(model.embedding, {c.vocab_size, H}, Init::Embedding);
   add(model.final_norm, {H}, Init::NormScale);

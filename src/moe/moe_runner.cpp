@@ -126,6 +126,10 @@ class GroupedMoeRunner final : public MoeRunner {
 
 }  // namespace
 
+bool ExpertLimit::active() const {
+  return max_experts > 0 && std::any_of(limited.begin(), limited.end(), [](uint8_t m) { return m != 0; });
+}
+
 std::vector<int32_t> expert_pool(const float* probs, int64_t num_tokens, int num_experts, const ExpertLimit& limit) {
   std::vector<double> mass(static_cast<size_t>(num_experts), 0.0);
   for (int64_t t = 0; t < num_tokens; ++t)
@@ -141,24 +145,28 @@ std::vector<int32_t> expert_pool(const float* probs, int64_t num_tokens, int num
   return pool;
 }
 
+std::vector<float> router_logits(const float* hidden, int64_t num_tokens, const WeightView& router_weight, int top_k,
+                                 Routing& out) {
+  out.num_tokens = num_tokens;
+  out.top_k = top_k;
+  out.ids.resize(static_cast<size_t>(num_tokens * top_k));
+  out.weights.resize(out.ids.size());
+  std::vector<float> logits(static_cast<size_t>(num_tokens * router_weight.rows));
+  linear(hidden, num_tokens, router_weight, logits.data());
+  return logits;
+}
+
 void route_tokens(const float* hidden, int64_t num_tokens, const WeightView& router_weight, int top_k,
                   bool normalize_top_k, Routing& out, const ExpertLimit& limit) {
   const int64_t num_experts = router_weight.rows;
   if (top_k < 1 || top_k > num_experts)
     throw Error("route_tokens: top_k " + std::to_string(top_k) + " is outside [1, " + std::to_string(num_experts) +
                 "] (the router has " + std::to_string(num_experts) + " experts)");
-  const bool limiting = limit.max_experts > 0 &&
-                        std::any_of(limit.limited.begin(), limit.limited.end(), [](uint8_t m) { return m != 0; });
+  const bool limiting = limit.active();
   if (limiting && (limit.max_experts < top_k || limit.limited.size() != static_cast<size_t>(num_tokens)))
     throw Error("route_tokens: an expert limit of " + std::to_string(limit.max_experts) +
                 " needs at least top_k = " + std::to_string(top_k) + " experts and a mark per token");
-  out.num_tokens = num_tokens;
-  out.top_k = top_k;
-  out.ids.resize(static_cast<size_t>(num_tokens * top_k));
-  out.weights.resize(out.ids.size());
-
-  std::vector<float> probs(static_cast<size_t>(num_tokens * num_experts));
-  linear(hidden, num_tokens, router_weight, probs.data());
+  std::vector<float> probs = router_logits(hidden, num_tokens, router_weight, top_k, out);
   for (int64_t t = 0; t < num_tokens; ++t) softmax_in_place(probs.data() + t * num_experts, num_experts);
   std::vector<int32_t> every(static_cast<size_t>(num_experts));
   std::iota(every.begin(), every.end(), 0);

@@ -12,9 +12,9 @@
 
 namespace moe {
 
-// The router's choice for T tokens (softmax over experts, top-k in descending probability,
-// optional renormalisation): ids[t*K + j] is token t's j-th expert (descending router probability),
-// weights[t*K + j] its weight (renormalised over the k when the model asks for it).
+// The router's choice for T tokens (route_tokens below, or the sigmoid rule of
+// grouped_sigmoid_router.h): ids[t*K + j] is token t's j-th expert in the order the rule ranks them
+// (descending router probability here), weights[t*K + j] its weight in the expert sum.
 struct Routing {
   int64_t num_tokens = 0;
   int top_k = 0;
@@ -29,6 +29,9 @@ struct Routing {
 struct ExpertLimit {
   int max_experts = 0;
   std::span<const uint8_t> limited;
+
+  // Whether any token is limited.
+  bool active() const;
 };
 
 // logits = hidden[T,H] · router_weightᵀ, then softmax, top-k (ties broken by lower id), renormalise.
@@ -36,6 +39,10 @@ struct ExpertLimit {
 // router's softmax probabilities over every expert, renormalised over the k when the model asks.
 void route_tokens(const float* hidden, int64_t num_tokens, const WeightView& router_weight, int top_k,
                   bool normalize_top_k, Routing& out, const ExpertLimit& limit = {});
+// Sizes `out` for num_tokens rows of top_k and returns the router logits hidden[T,H] · router_weightᵀ,
+// [T, E]: where every routing rule starts.
+std::vector<float> router_logits(const float* hidden, int64_t num_tokens, const WeightView& router_weight, int top_k,
+                                 Routing& out);
 // The pool of an expert limit: the max_experts experts with the largest summed probability over the
 // limited tokens, ascending ids. probs is [T, num_experts].
 std::vector<int32_t> expert_pool(const float* probs, int64_t num_tokens, int num_experts, const ExpertLimit& limit);

@@ -21,9 +21,8 @@ class ManifestTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(ManifestTest, MatchesTheFixtureCheckpointExactly) {
   const std::string dir = std::string(MOE_TEST_DATA_DIR) + "/" + GetParam();
   const auto specs = checkpoint_manifest(load_model_config(dir));
-  const auto index = read_json_file(dir + "/model.safetensors.index.json");
-  EXPECT_EQ(specs.size(), index["weight_map"].size());
   const Checkpoint ckpt = Checkpoint::open(dir);
+  EXPECT_EQ(specs.size(), ckpt.tensors().size());
   for (const auto& spec : specs) {
     ASSERT_TRUE(ckpt.has(spec.name)) << spec.name;
     EXPECT_EQ(ckpt.tensor(spec.name).shape, spec.shape) << spec.name;
@@ -56,7 +55,7 @@ TEST_P(ManifestTest, RandomCheckpointLoadsIsDeterministicAndRuns) {
   fs::remove_all(base);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ManifestTest, ::testing::ValuesIn(testing::kGoldenFixtures),
+INSTANTIATE_TEST_SUITE_P(Fixtures, ManifestTest, ::testing::ValuesIn(testing::kCpuGoldenFixtures),
                          testing::fixture_test_name);
 
 }  // namespace

@@ -71,6 +71,32 @@ TEST(ModelConfig, Qwen2MoeSharedExpertAndBias) {
   EXPECT_EQ(c.head_dim, 8);  // hidden / heads when head_dim is absent
 }
 
+TEST(ModelConfig, Glm4MoeRoutingSharedExpertsDenseLayersAndPartialRotary) {
+  const ModelConfig c = load_model_config(fixture("glm4-moe-tiny"));
+  EXPECT_EQ(c.num_experts, 16);  // n_routed_experts
+  EXPECT_EQ(c.routing, RoutingKind::SigmoidGrouped);
+  EXPECT_EQ(c.n_group, 1);
+  EXPECT_EQ(c.topk_group, 1);
+  EXPECT_DOUBLE_EQ(c.routed_scaling_factor, 2.5);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_EQ(c.shared_expert_intermediate_size, 32);  // moe_intermediate_size · n_shared_experts
+  EXPECT_EQ(c.moe_layer_ids, (std::vector<int>{1, 2, 3}));  // first_k_dense_replace 1
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_TRUE(c.qk_norm);  // use_qk_norm
+  EXPECT_EQ(c.rotary_dim, 8);  // head_dim 16 · partial_rotary_factor 0.5
+  EXPECT_EQ(load_model_config(fixture("qwen3-moe-tiny")).rotary_dim, 16);
+}
+
+TEST(ModelConfig, Glm4MoeRefusesOtherScoringAndMissingDenseLayerCount) {
+  EXPECT_NE(error_of("glm4-moe-tiny", [](auto& j) { j["scoring_func"] = "softmax"; }).find("scoring_func"),
+            std::string::npos);
+  EXPECT_NE(error_of("glm4-moe-tiny", [](auto& j) { j.erase("first_k_dense_replace"); }).find("first_k_dense_replace"),
+            std::string::npos);
+  EXPECT_NE(error_of("glm4-moe-tiny", [](auto& j) { j["rope_parameters"]["partial_rotary_factor"] = 0.0; })
+                .find("rotary dims"),
+            std::string::npos);
+}
+
 TEST(ModelConfig, DenseLayersFromMlpOnlyLayersAndSparseStep) {
   auto c = load_edited("qwen3-moe-tiny", [](auto& j) { j["mlp_only_layers"] = {1}; });
   EXPECT_EQ(c.moe_layer_ids, (std::vector<int>{0, 2, 3}));
