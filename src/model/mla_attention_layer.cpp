@@ -7,6 +7,7 @@
 #include "kernels/latent_attention.h"
 #include "kernels/linear.h"
 #include "kernels/norm.h"
+#include "model/attending_runs.h"
 #include "model/safetensors.h"
 
 namespace moe {
@@ -25,15 +26,6 @@ float softmax_scale(const ModelConfig& config) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(config.mla->qk_head_dim()));
   return static_cast<float>(config.yarn ? scale * yarn_softmax_scale_factor(*config.yarn) : scale);
 }
-
-// A run of new tokens that attend together: `num_new` tokens from batch token `first_token`, at
-// positions first_position.., over the slots `slots` (by position).
-struct AttendingRun {
-  int64_t first_token;
-  int64_t num_new;
-  int64_t first_position;
-  const int32_t* slots;
-};
 
 }  // namespace
 
@@ -86,31 +78,18 @@ void MlaAttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCac
   project_queries(x, T, q.data());
   linear(x, T, kv_a_, compressed.data());
   rms_norm(compressed.data(), T, latent, row, kv_a_norm_.data(), norm_eps_, compressed.data());
-  // A tree's tokens attend one by one, each over the slots it sees (see AttentionLayer).
-  thread_local std::vector<std::vector<int32_t>> tree_views;
-  tree_views.clear();
-  for (const BatchSequence& seq : batch.sequences)
-    for (int32_t i = 0; seq.is_tree() && i < seq.num_new_tokens; ++i) tree_views.push_back(seq.visible_slots(i));
   // Rotate and store every new token's row at its slot before any token attends.
-  std::vector<AttendingRun> runs;
-  size_t view = 0;
   int64_t t = 0;
-  for (const BatchSequence& seq : batch.sequences) {
-    if (seq.num_new_tokens == 0) continue;
-    if (!seq.is_tree()) runs.push_back({t, seq.num_new_tokens, batch.positions[t], seq.kv_slots.data()});
+  for (const BatchSequence& seq : batch.sequences)
     for (int32_t i = 0; i < seq.num_new_tokens; ++i, ++t) {
       const int32_t pos = batch.positions[t];
       rotary_.apply(q.data() + t * q_width + dims_.qk_nope_head_dim, num_heads_, qk, pos);
       rotary_.apply(compressed.data() + t * row + latent, 1, rope, pos);
       std::memcpy(kv.row(kv_layer_, seq.new_token_slot(i)), compressed.data() + t * row, row * sizeof(float));
-      if (seq.is_tree()) {
-        const std::vector<int32_t>& visible = tree_views[view++];
-        runs.push_back({t, 1, static_cast<int64_t>(visible.size()) - 1, visible.data()});
-      }
     }
-  }
   const LatentHeadDims dims{num_heads_, dims_.qk_nope_head_dim, dims_.qk_rope_head_dim, dims_.v_head_dim};
-  for (const AttendingRun& run : runs) {
+  const AttendingRuns runs(batch);
+  for (const AttendingRun& run : runs.runs()) {
     // Every visible position's latent expanded into its heads' k_nope and value.
     const int64_t visible = run.first_position + run.num_new;
     visible_latents.resize(static_cast<size_t>(visible * latent));
