@@ -10,6 +10,7 @@
 #include "kernels/linear.h"
 #include "model/architecture.h"
 #include "model/attention_layer.h"
+#include "model/kv_row_width.h"
 #include "model/moe_block.h"
 #include "model/safetensors.h"
 #include "moe/moe_runner.h"
@@ -82,13 +83,10 @@ void BM_Attention(benchmark::State& state) {
   const ForwardBatch batch = attention_batch(tokens, decode);
   int64_t slots = 0;
   for (const BatchSequence& seq : batch.sequences) slots += static_cast<int64_t>(seq.kv_slots.size());
-  KvCache kv(1, w.config.num_key_value_heads, w.config.head_dim, slots);
+  KvCache kv({kv_row_floats(w.config, AttentionKind::Gqa)}, slots);
   // Decode reads a full context: fill the cached keys and values once.
-  const std::vector<float> filler = random_activations(kv.row_size());
-  for (int64_t slot = 0; slot < kv.num_slots(); ++slot) {
-    std::copy(filler.begin(), filler.end(), kv.key(0, slot));
-    std::copy(filler.begin(), filler.end(), kv.value(0, slot));
-  }
+  const std::vector<float> filler = random_activations(kv.row_size(0));
+  for (int64_t slot = 0; slot < kv.num_slots(); ++slot) std::copy(filler.begin(), filler.end(), kv.row(0, slot));
   const std::vector<float> x = random_activations(tokens * w.config.hidden_size);
   std::vector<float> out(x.size());
   for (auto _ : state) w.attention.forward(x.data(), batch, kv, out.data());

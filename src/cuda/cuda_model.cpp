@@ -1,5 +1,6 @@
 #include "cuda/cuda_model.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/error.h"
@@ -15,13 +16,17 @@ static_assert(DecodeGraphs::kMaxBatch <= CudaMoeBlock::kGroupedOnDeviceTokens,
               "a captured step's MoE layers must find their experts' rows on the device");
 
 // What the CUDA model does not run yet (DeepSeek's and GLM's routing and shared experts, partial
-// rotary): a model that needs any of it is refused at load rather than run wrong.
+// rotary, DeepSeek's latent attention): a model that needs any of it is refused at load rather than run wrong.
 void check_cuda_runs(const std::string& model_dir, const ModelConfig& config) {
   std::string missing;
   auto add = [&](const char* feature) { missing += (missing.empty() ? "" : ", ") + std::string(feature); };
   if (config.routing != RoutingKind::Softmax) add("sigmoid grouped routing");
   if (config.rotary_dim != config.head_dim) add("partial rotary");
-  for (const LayerPlan& layer : model_plan(config).layers)
+  const ModelPlan plan = model_plan(config);
+  if (std::any_of(plan.layers.begin(), plan.layers.end(),
+                  [](const LayerPlan& layer) { return layer.attention == AttentionKind::Mla; }))
+    add("multi-head latent attention");
+  for (const LayerPlan& layer : plan.layers)
     if (layer.ffn == FfnKind::Moe && layer.moe.shared_expert && layer.moe.shared_gate.empty()) {
       add("ungated shared experts");
       break;
@@ -78,6 +83,7 @@ CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
     layer.post_attention_norm = upload_vector(checkpoint, names.post_attention_norm, H);
     switch (names.attention) {
       case AttentionKind::Gqa: layer.attention.emplace(checkpoint, config_, names.gqa, l); break;
+      case AttentionKind::Mla: break;  // refused by checked_config
     }
     switch (names.ffn) {
       case FfnKind::Moe:

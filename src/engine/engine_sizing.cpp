@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
+#include "model/kv_row_width.h"
 #include "model/model_fingerprint.h"
 
 namespace moe {
@@ -45,8 +46,7 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                          std::vector<int32_t> eos_token_ids, uint64_t seed_source) {
   check_context_length(settings, model);
   EngineSizing sizing;
-  sizing.kv_bytes_per_token =
-      int64_t{2} * model.num_hidden_layers * model.num_key_value_heads * model.head_dim * int64_t{sizeof(float)};
+  sizing.kv_bytes_per_token = kv_bytes_per_token(model);
   const int64_t context = settings.context_length > 0 ? settings.context_length : model.max_position_embeddings;
   const int64_t pool = settings.max_total_tokens > 0
                            ? settings.max_total_tokens

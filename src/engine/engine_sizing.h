@@ -29,7 +29,7 @@ struct EngineSizing {
   SchedulerServiceOptions service;  // its expected_stages[0] equals worker.settings
   ModelWorkerOptions worker;
   RequestLimits limits;
-  int64_t kv_bytes_per_token = 0;  // K and V of every layer, float32
+  int64_t kv_bytes_per_token = 0;  // every layer's KV cache row, float32 (model/kv_row_width.h)
   // An MoE STANDALONE draft's expert count (what its rows' dtype must hold); 0 without one.
   int draft_num_experts = 0;
 };

@@ -1,6 +1,8 @@
 #include "kernels/rotary.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace moe {
 
@@ -14,18 +16,27 @@ RotaryEmbedding::RotaryEmbedding(int head_dim, int rotary_dim, double theta)
   }
 }
 
-void RotaryEmbedding::apply(float* heads, int num_heads, int64_t position) const {
+RotaryEmbedding::RotaryEmbedding(std::vector<float> inv_freq, float scale, bool interleaved)
+    : head_dim_(static_cast<int>(inv_freq.size()) * 2), rotary_dim_(head_dim_), inv_freq_(std::move(inv_freq)),
+      scale_(scale), interleaved_(interleaved) {}
+
+void RotaryEmbedding::apply(float* first, int num_vectors, int64_t stride, int64_t position) const {
   const int half = rotary_dim_ / 2;
-  thread_local std::vector<float> cos_table, sin_table;
+  thread_local std::vector<float> cos_table, sin_table, pairs;
   cos_table.resize(half);
   sin_table.resize(half);
   for (int i = 0; i < half; ++i) {
     const float angle = static_cast<float>(position) * inv_freq_[i];
-    cos_table[i] = std::cos(angle);
-    sin_table[i] = std::sin(angle);
+    cos_table[i] = std::cos(angle) * scale_;
+    sin_table[i] = std::sin(angle) * scale_;
   }
-  for (int h = 0; h < num_heads; ++h) {
-    float* x = heads + static_cast<int64_t>(h) * head_dim_;
+  pairs.resize(rotary_dim_);
+  for (int h = 0; h < num_vectors; ++h) {
+    float* x = first + h * stride;
+    if (interleaved_) {
+      for (int i = 0; i < half; ++i) pairs[i] = x[2 * i], pairs[i + half] = x[2 * i + 1];
+      std::copy(pairs.begin(), pairs.end(), x);
+    }
     for (int i = 0; i < half; ++i) {
       const float a = x[i], b = x[i + half];
       x[i] = a * cos_table[i] - b * sin_table[i];

@@ -11,9 +11,11 @@ const Architecture& qwen3_moe_architecture();
 const Architecture& mixtral_architecture();
 const Architecture& qwen2_moe_architecture();
 const Architecture& glm4_moe_architecture();
+const Architecture& deepseek_v3_architecture();
 
 std::vector<const Architecture*> supported_architectures() {
-  return {&qwen3_moe_architecture(), &mixtral_architecture(), &qwen2_moe_architecture(), &glm4_moe_architecture()};
+  return {&qwen3_moe_architecture(), &mixtral_architecture(), &qwen2_moe_architecture(), &glm4_moe_architecture(),
+          &deepseek_v3_architecture()};
 }
 
 const Architecture& find_architecture(const std::string& name) {

@@ -5,6 +5,7 @@
 
 #include "kernels/linear.h"
 #include "kernels/norm.h"
+#include "model/attending_runs.h"
 #include "model/safetensors.h"
 
 namespace moe {
@@ -38,33 +39,22 @@ void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache&
     rms_norm(q.data(), T * shape_.num_heads, hd, hd, w_.q_norm.data(), norm_eps_, q.data());
     rms_norm(k.data(), T * shape_.num_kv_heads, hd, hd, w_.k_norm.data(), norm_eps_, k.data());
   }
-  // A tree's tokens attend one by one, each over the slots it sees (the positions before the tree,
-  // then its ancestors and itself): the tree attention mask as a list of visible slots per token.
-  thread_local std::vector<std::vector<int32_t>> tree_views;
-  tree_views.clear();
-  for (const BatchSequence& seq : batch.sequences)
-    for (int32_t i = 0; seq.is_tree() && i < seq.num_new_tokens; ++i) tree_views.push_back(seq.visible_slots(i));
   // Rotate and store every new token's key and value at its slot before any token attends.
-  std::vector<AttentionSequence> sequences;
-  size_t view = 0;
   int64_t t = 0;
-  for (const BatchSequence& seq : batch.sequences) {
-    if (seq.num_new_tokens == 0) continue;
-    if (!seq.is_tree()) sequences.push_back({seq.num_new_tokens, batch.positions[t], seq.kv_slots.data()});
+  for (const BatchSequence& seq : batch.sequences)
     for (int32_t i = 0; i < seq.num_new_tokens; ++i, ++t) {
       const int32_t pos = batch.positions[t];
       rotary_.apply(q.data() + t * q_width, shape_.num_heads, pos);
       rotary_.apply(k.data() + t * kv_width, shape_.num_kv_heads, pos);
-      const int32_t slot = seq.new_token_slot(i);
-      std::memcpy(kv.key(kv_layer_, slot), k.data() + t * kv_width, kv_width * sizeof(float));
-      std::memcpy(kv.value(kv_layer_, slot), v.data() + t * kv_width, kv_width * sizeof(float));
-      if (seq.is_tree()) {
-        const std::vector<int32_t>& visible = tree_views[view++];
-        sequences.push_back({1, static_cast<int64_t>(visible.size()) - 1, visible.data()});
-      }
+      float* row = kv.row(kv_layer_, seq.new_token_slot(i));  // the key, then the value
+      std::memcpy(row, k.data() + t * kv_width, kv_width * sizeof(float));
+      std::memcpy(row + kv_width, v.data() + t * kv_width, kv_width * sizeof(float));
     }
-  }
-  causal_attention(q.data(), sequences, kv.key(kv_layer_, 0), kv.value(kv_layer_, 0), kv.row_size(), shape_, attn.data());
+  const AttendingRuns runs(batch);
+  std::vector<AttentionSequence> sequences;
+  for (const AttendingRun& run : runs.runs()) sequences.push_back({run.num_new, run.first_position, run.slots});
+  const float* rows = kv.row(kv_layer_, 0);
+  causal_attention(q.data(), sequences, rows, rows + kv_width, kv.row_size(kv_layer_), shape_, attn.data());
   linear(attn.data(), T, w_.o_weight, out);
 }
 

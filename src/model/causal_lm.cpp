@@ -11,6 +11,8 @@
 #include "model/architecture.h"
 #include "model/attention_layer.h"
 #include "model/dense_mlp.h"
+#include "model/kv_row_width.h"
+#include "model/mla_attention_layer.h"
 #include "model/model.h"
 #include "model/moe_block.h"
 #include "model/safetensors.h"
@@ -20,7 +22,8 @@ namespace {
 
 struct DecoderLayer {
   VectorParam input_norm, post_attention_norm;
-  std::optional<AttentionLayer> attention;
+  std::optional<AttentionLayer> attention;        // AttentionKind::Gqa
+  std::optional<MlaAttentionLayer> mla_attention;  // AttentionKind::Mla
   std::optional<MoeBlock> moe;
   std::optional<DenseMlp> mlp;
 };
@@ -55,6 +58,7 @@ class CausalLm final : public Model {
       layer.post_attention_norm = checkpoint_.vector(names.post_attention_norm, H);
       switch (names.attention) {
         case AttentionKind::Gqa: layer.attention.emplace(checkpoint_, config_, names.gqa, local); break;
+        case AttentionKind::Mla: layer.mla_attention.emplace(checkpoint_, config_, names.mla, local); break;
       }
       switch (names.ffn) {
         case FfnKind::Moe:
@@ -69,7 +73,7 @@ class CausalLm final : public Model {
   const ModelConfig& config() const override { return config_; }
 
   KvCache make_kv_cache(int64_t num_slots) const override {
-    return KvCache(layers_range_.size(), config_.num_key_value_heads, config_.head_dim, num_slots);
+    return KvCache(kv_row_floats(config_, layers_range_), num_slots);
   }
 
   LayerRange layers() const override { return layers_range_; }
@@ -98,7 +102,10 @@ class CausalLm final : public Model {
     const ExpertLimit limit{batch.max_tree_experts, tree_tokens};
     for (const DecoderLayer& layer : layers_) {
       rms_norm(x, T, H, H, layer.input_norm.data(), eps, normed.data());
-      layer.attention->forward(normed.data(), batch, kv, branch.data());
+      if (layer.mla_attention)
+        layer.mla_attention->forward(normed.data(), batch, kv, branch.data());
+      else
+        layer.attention->forward(normed.data(), batch, kv, branch.data());
       for (size_t i = 0; i < n; ++i) x[i] += branch[i];
       rms_norm(x, T, H, H, layer.post_attention_norm.data(), eps, normed.data());
       if (layer.moe)

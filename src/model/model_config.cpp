@@ -89,16 +89,47 @@ void check_ranges(const ModelConfig& c, const std::string& path) {
     throw Error(path + ": 'rope_theta' must be a positive number, got " + std::to_string(c.rope_theta));
 }
 
-// Only un-scaled rotary embeddings are implemented; a scaled checkpoint must not run silently wrong.
-void check_rope_scaling(const nlohmann::json& config, const std::string& path) {
-  auto check = [&](const nlohmann::json& node, const char* where) {
-    if (node.is_null()) return;
-    std::string type = node.value("rope_type", node.value("type", std::string("default")));
-    if (type != "default")
-      throw Error(path + ": unsupported " + where + " type '" + type + "'; supported: none, \"default\"");
+// Plain rotary embeddings, or YaRN's (multi-head latent attention only, checked once the family has
+// said which attention it runs); any other scaling must not run silently wrong.
+std::optional<YarnScaling> read_rope_scaling(const nlohmann::json& config, int64_t max_position_embeddings,
+                                             const std::string& path) {
+  std::optional<YarnScaling> yarn;
+  auto read = [&](const char* where) {
+    if (!config.contains(where) || config[where].is_null()) return;
+    const nlohmann::json& node = config[where];
+    const std::string at = path + ": " + where;
+    const std::string type = node.value("rope_type", node.value("type", std::string("default")));
+    if (type == "default") return;
+    if (type != "yarn")
+      throw Error(path + ": unsupported " + where + " type '" + type + "'; supported: none, \"default\", \"yarn\"");
+    YarnScaling y;
+    y.factor = required<double>(node, "factor", at);
+    y.original_max_position_embeddings =
+        optional_field<int64_t>(node, "original_max_position_embeddings", max_position_embeddings, at);
+    y.beta_fast = optional_field<double>(node, "beta_fast", 32.0, at);
+    y.beta_slow = optional_field<double>(node, "beta_slow", 1.0, at);
+    y.mscale = optional_field<double>(node, "mscale", 0.0, at);
+    y.mscale_all_dim = optional_field<double>(node, "mscale_all_dim", 0.0, at);
+    if (node.contains("attention_factor") && !node["attention_factor"].is_null())
+      y.attention_factor = read_field<double>(node, "attention_factor", at);
+    y.truncate = optional_field<bool>(node, "truncate", true, at);
+    if (!(y.factor >= 1.0 && std::isfinite(y.factor))) throw Error(at + ": 'factor' must be a number >= 1");
+    check_bounds(at, "original_max_position_embeddings", y.original_max_position_embeddings, 1, kMaxInt32);
+    yarn = y;
   };
-  if (config.contains("rope_scaling")) check(config["rope_scaling"], "rope_scaling");
-  if (config.contains("rope_parameters")) check(config["rope_parameters"], "rope_parameters");
+  read("rope_scaling");
+  read("rope_parameters");
+  return yarn;
+}
+
+// Multi-head latent attention's sizes in range; its rotary part is rotated in pairs.
+void check_mla(const MlaConfig& m, const std::string& path) {
+  check_bounds(path, "q_lora_rank", m.q_lora_rank, 0, kMaxDimension);
+  check_bounds(path, "kv_lora_rank", m.kv_lora_rank, 1, kMaxDimension);
+  check_bounds(path, "qk_nope_head_dim", m.qk_nope_head_dim, 0, kMaxHeadDim);
+  check_bounds(path, "qk_rope_head_dim", m.qk_rope_head_dim, 2, kMaxHeadDim);
+  check_bounds(path, "v_head_dim", m.v_head_dim, 1, kMaxHeadDim);
+  if (m.qk_rope_head_dim % 2 != 0) throw Error(path + ": qk_rope_head_dim must be even for rotary embeddings");
 }
 
 // Transformers reads partial_rotary_factor from rope_parameters, or the top level of older configs.
@@ -160,11 +191,14 @@ ModelConfig parse_model_config(const nlohmann::json& config, const std::string& 
   c.rms_norm_eps = optional_field<double>(config, "rms_norm_eps", 1e-6, path);
   c.max_position_embeddings = optional_field<int64_t>(config, "max_position_embeddings", 32768, path);
   c.rope_theta = read_rope_theta(config, path);
-  check_rope_scaling(config, path);
   check_sliding_window(config, path);
   c.gptq = read_gptq_config(config, path);
   arch.read_config(config, c);
   check_ranges(c, path);
+  c.yarn = read_rope_scaling(config, c.max_position_embeddings, path);
+  if (c.mla) check_mla(*c.mla, path);
+  if (c.yarn && !c.mla)
+    throw Error(path + ": \"yarn\" rotary scaling is supported for multi-head latent attention only");
 
   if (c.num_attention_heads % c.num_key_value_heads != 0)
     throw Error(path + ": num_attention_heads must be a multiple of num_key_value_heads");
@@ -228,6 +262,12 @@ std::vector<std::pair<const char*, std::string>> described_fields(const ModelCon
           {"rope_theta", text(c.rope_theta)},
           {"rms_norm_eps", text(c.rms_norm_eps)},
           {"max_position_embeddings", text(c.max_position_embeddings)},
+          {"rope_scaling factor", text(c.yarn ? c.yarn->factor : 1.0)},
+          {"kv_lora_rank", text(c.mla ? c.mla->kv_lora_rank : 0)},
+          {"q_lora_rank", text(c.mla ? c.mla->q_lora_rank : 0)},
+          {"qk_nope_head_dim", text(c.mla ? c.mla->qk_nope_head_dim : 0)},
+          {"qk_rope_head_dim", text(c.mla ? c.mla->qk_rope_head_dim : 0)},
+          {"v_head_dim", text(c.mla ? c.mla->v_head_dim : 0)},
           {"MoE layers", moe_layers}};
 }
 

@@ -6,8 +6,20 @@
 #include <vector>
 
 #include "model/quantization.h"
+#include "model/rope_scaling.h"
 
 namespace moe {
+
+// DeepSeek's multi-head latent attention sizes, as config.json names them.
+struct MlaConfig {
+  int64_t q_lora_rank = 0;  // 0: a plain q_proj (config "q_lora_rank": null)
+  int64_t kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  bool rope_interleave = false;  // the rotary pairs are adjacent floats, not the two halves
+  int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+};
 
 // How a MoE layer's router picks its experts.
 enum class RoutingKind {
@@ -40,6 +52,8 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-6;
   int64_t max_position_embeddings = 0;
+  std::optional<YarnScaling> yarn;  // rope_type "yarn"; none: plain rotary embeddings
+  std::optional<MlaConfig> mla;     // set by a family whose attention is multi-head latent attention
   std::vector<int> moe_layer_ids;  // decoder layers whose MLP is a MoE block, ascending
   std::optional<GptqConfig> gptq;  // quantization_config of a GPTQ checkpoint
 

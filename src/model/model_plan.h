@@ -13,6 +13,7 @@ namespace moe {
 
 enum class AttentionKind {
   Gqa,  // grouped-query attention with rotary embeddings (AttentionTensorNames)
+  Mla,  // DeepSeek's multi-head latent attention (MlaTensorNames)
 };
 
 enum class FfnKind {
@@ -25,6 +26,16 @@ struct AttentionTensorNames {
   std::string q_weight, k_weight, v_weight, o_weight;  // [q, H], [kv, H], [kv, H], [H, q]
   std::string q_bias, k_bias, v_bias;                  // [q], [kv], [kv]; empty without attention bias
   std::string q_norm, k_norm;                          // [head_dim] per-head RMSNorm; empty without it
+};
+
+// Multi-head latent attention; shapes in terms of the config's MlaConfig (n heads, qk = nope + rope):
+// q from q_a [q_lora, H] → q_a_norm [q_lora] → q_b [n·qk, q_lora], or from q [n·qk, H] without a q LoRA;
+// kv_a [kv_lora + rope, H] gives the latent (→ kv_a_norm [kv_lora]) and the one rotary key shared by
+// the heads; kv_b [n·(nope + v), kv_lora] expands the latent into each head's k_nope and v; o [H, n·v].
+struct MlaTensorNames {
+  std::string q_weight;                       // empty with a q LoRA
+  std::string q_a_weight, q_a_norm, q_b_weight;  // empty without one
+  std::string kv_a_weight, kv_a_norm, kv_b_weight, o_weight;
 };
 
 // A SwiGLU MLP, down(silu(gate(x)) * up(x)), of width I: [I, H], [I, H], [H, I].
@@ -44,6 +55,7 @@ struct LayerPlan {
   std::string input_norm, post_attention_norm;  // [H]: the RMSNorms before attention and before the FFN
   AttentionKind attention = AttentionKind::Gqa;
   AttentionTensorNames gqa;  // AttentionKind::Gqa
+  MlaTensorNames mla;        // AttentionKind::Mla
   FfnKind ffn = FfnKind::Dense;
   MlpTensorNames mlp;  // FfnKind::Dense
   MoeTensorNames moe;  // FfnKind::Moe

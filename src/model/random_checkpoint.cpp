@@ -250,6 +250,21 @@ std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
       add(n.k_norm, {c.head_dim}, Init::NormScale);
     }
   };
+  auto add_mla = [&](const MlaTensorNames& n) {
+    const MlaConfig& m = *c.mla;
+    const int64_t heads = c.num_attention_heads;
+    if (n.q_weight.empty()) {
+      add(n.q_a_weight, {m.q_lora_rank, H}, Init::Projection, true);
+      add(n.q_a_norm, {m.q_lora_rank}, Init::NormScale);
+      add(n.q_b_weight, {heads * m.qk_head_dim(), m.q_lora_rank}, Init::Projection, true);
+    } else {
+      add(n.q_weight, {heads * m.qk_head_dim(), H}, Init::Projection, true);
+    }
+    add(n.kv_a_weight, {m.kv_lora_rank + m.qk_rope_head_dim, H}, Init::Projection, true);
+    add(n.kv_a_norm, {m.kv_lora_rank}, Init::NormScale);
+    add(n.kv_b_weight, {heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank}, Init::Projection, true);
+    add(n.o_weight, {H, heads * m.v_head_dim}, Init::Projection, true);
+  };
   auto add_moe = [&](const MoeTensorNames& n) {
     add(n.router, {c.num_experts, H}, Init::Router);
     if (!n.correction_bias.empty()) add(n.correction_bias, {c.num_experts}, Init::Bias);
@@ -265,6 +280,7 @@ std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
     add(layer.post_attention_norm, {H}, Init::NormScale);
     switch (layer.attention) {
       case AttentionKind::Gqa: add_gqa(layer.gqa); break;
+      case AttentionKind::Mla: add_mla(layer.mla); break;
     }
     switch (layer.ffn) {
       case FfnKind::Dense: add_mlp(layer.mlp, c.intermediate_size); break;

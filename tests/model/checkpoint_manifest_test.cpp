@@ -55,6 +55,31 @@ TEST_P(ManifestTest, RandomCheckpointLoadsIsDeterministicAndRuns) {
   fs::remove_all(base);
 }
 
+// DeepSeek-V3 with a plain q_proj (q_lora_rank null) and YaRN rotary: the manifest writes q_proj instead
+// of the q LoRA, and the model loads and generates the same tokens twice.
+TEST(DeepseekV3Random, WithoutQLoraAndWithYarnLoadsAndRuns) {
+  namespace fs = std::filesystem;
+  nlohmann::json config = read_json_file(std::string(MOE_TEST_DATA_DIR) + "/deepseek-v3-tiny/config.json");
+  config["vocab_size"] = 512;
+  config["q_lora_rank"] = nullptr;
+  config["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 10000.0}, {"factor", 40.0}, {"mscale", 1.0},
+                               {"mscale_all_dim", 1.0}, {"original_max_position_embeddings", 64}};
+  const fs::path dir = fs::temp_directory_path() / ("moe_random_mla_" + std::to_string(::getpid()));
+  RandomCheckpointOptions options;
+  options.seed = 3;
+  write_random_checkpoint(config, dir.string(), options);
+  const Checkpoint ckpt = Checkpoint::open(dir.string());
+  EXPECT_TRUE(ckpt.has("model.layers.0.self_attn.q_proj.weight"));
+  EXPECT_FALSE(ckpt.has("model.layers.0.self_attn.q_a_proj.weight"));
+  const msg::GenerateRequest req = testing::greedy_request("r", {1, 2, 3, 4, 5}, 6);
+  const auto a = testing::run_engine(Model::load(dir.string()), {req})[0];
+  const auto b = testing::run_engine(Model::load(dir.string()), {req})[0];
+  EXPECT_EQ(a.ids.size(), 6u);
+  EXPECT_EQ(a.ids, b.ids);
+  EXPECT_EQ(a.rows, b.rows);
+  fs::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, ManifestTest, ::testing::ValuesIn(testing::kCpuGoldenFixtures),
                          testing::fixture_test_name);
 

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/json_file.h"
+#include "model/architecture.h"
 #include "model/model_config.h"
 
 namespace moe {
@@ -188,6 +189,30 @@ TEST(ModelConfig, OutOfRangeAndWronglyTypedFieldsAreNamed) {
     const std::string error = error_of("qwen3-moe-tiny", edit);
     EXPECT_NE(error.find(field), std::string::npos) << field << ": " << error;
   }
+}
+
+TEST(DeepseekV3Config, ReadsLatentAttentionSizesYarnScalingAndAQProjWithoutLora) {
+  const ModelConfig plain = load_model_config(std::string(MOE_TEST_DATA_DIR) + "/deepseek-v3-tiny");
+  ASSERT_TRUE(plain.mla);
+  EXPECT_EQ(plain.mla->q_lora_rank, 32);
+  EXPECT_EQ(plain.mla->kv_lora_rank, 16);
+  EXPECT_EQ(plain.mla->qk_head_dim(), 24);
+  EXPECT_FALSE(plain.yarn);
+  const ModelConfig c = load_edited("deepseek-v3-tiny", [](nlohmann::json& j) {
+    j["q_lora_rank"] = nullptr;
+    j["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 10000.0}, {"factor", 40.0}, {"mscale", 1.0},
+                            {"mscale_all_dim", 1.0}, {"original_max_position_embeddings", 4096}};
+  });
+  EXPECT_EQ(c.mla->q_lora_rank, 0);
+  ASSERT_TRUE(c.yarn);
+  EXPECT_DOUBLE_EQ(c.yarn->factor, 40.0);
+  EXPECT_DOUBLE_EQ(c.yarn->mscale_all_dim, 1.0);
+  EXPECT_EQ(c.yarn->original_max_position_embeddings, 4096);
+  const MlaTensorNames names = model_plan(c).layers[0].mla;
+  EXPECT_EQ(names.q_weight, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_TRUE(names.q_a_weight.empty());
+  const std::string odd = error_of("deepseek-v3-tiny", [](nlohmann::json& j) { j["qk_rope_head_dim"] = 7; });
+  EXPECT_NE(odd.find("qk_rope_head_dim"), std::string::npos) << odd;
 }
 
 }  // namespace

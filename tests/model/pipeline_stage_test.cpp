@@ -131,6 +131,8 @@ TEST_P(PipelineStages, EachStageHoldsOnlyItsLayersKv) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, PipelineStages, ::testing::ValuesIn(kGoldenFixtures), fixture_test_name);
+// Stages of a model whose KV rows are latent attention's (latent then rotary key), not keys and values.
+INSTANTIATE_TEST_SUITE_P(LatentAttention, PipelineStages, ::testing::Values("deepseek-v3-tiny"), fixture_test_name);
 
 TEST(LayerSplit, BalancedByLayerCountEarlierStagesTakeTheRemainder) {
   EXPECT_EQ(split_layers(11, 3), (std::vector<LayerRange>{{0, 4}, {4, 8}, {8, 11}}));

@@ -16,6 +16,7 @@ namespace {
 // A model trained for 1024 positions; settings with a KV pool of 4096 slots.
 ModelConfig small_model() {
   ModelConfig config;
+  config.architecture = "Qwen3MoeForCausalLM";
   config.vocab_size = 100;
   config.num_hidden_layers = 2;
   config.num_key_value_heads = 2;
@@ -36,6 +37,11 @@ EngineSettings with_context(int64_t context_length) {
 TEST(EngineSizing, ContextLengthDefaultsToTheModelsAndMayBeShorter) {
   EXPECT_EQ(size_engine(with_context(0), kModel, {}, {}, 1).limits.context_length, 1024);
   EXPECT_EQ(size_engine(with_context(512), kModel, {}, {}, 1).limits.max_sequence_len, 512);
+}
+
+TEST(EngineSizing, KvBytesPerTokenAreEveryLayersKeyAndValueRow) {
+  // 2 layers · (key + value) · 2 heads · 8 floats · 4 bytes.
+  EXPECT_EQ(size_engine(with_context(0), kModel, {}, {}, 1).kv_bytes_per_token, 2 * 2 * 2 * 8 * 4);
 }
 
 TEST(EngineSizing, AContextAboveTheModelsPositionsNeedsAllowLongContext) {

@@ -1,0 +1,28 @@
+#include "model/kv_row_width.h"
+
+#include "model/architecture.h"
+
+namespace moe {
+
+int64_t kv_row_floats(const ModelConfig& config, AttentionKind kind) {
+  switch (kind) {
+    case AttentionKind::Gqa: return int64_t{2} * config.num_key_value_heads * config.head_dim;
+    case AttentionKind::Mla: return config.mla->kv_lora_rank + config.mla->qk_rope_head_dim;
+  }
+  return 0;
+}
+
+std::vector<int64_t> kv_row_floats(const ModelConfig& config, LayerRange layers) {
+  const ModelPlan plan = model_plan(config);
+  std::vector<int64_t> widths;
+  for (int l = layers.begin; l < layers.end; ++l) widths.push_back(kv_row_floats(config, plan.layers[l].attention));
+  return widths;
+}
+
+int64_t kv_bytes_per_token(const ModelConfig& config) {
+  int64_t floats = 0;
+  for (int64_t width : kv_row_floats(config, LayerRange{0, config.num_hidden_layers})) floats += width;
+  return floats * static_cast<int64_t>(sizeof(float));
+}
+
+}  // namespace moe

@@ -1,0 +1,22 @@
+#pragma once
+// How many floats one token occupies in a layer's KV cache row: a GQA layer keeps its key and value
+// (2 · num_key_value_heads · head_dim), an MLA layer its normalised latent and its rotated key, shared
+// by every head (kv_lora_rank + qk_rope_head_dim).
+#include <cstdint>
+#include <vector>
+
+#include "model/layer_range.h"
+#include "model/model_config.h"
+#include "model/model_plan.h"
+
+namespace moe {
+
+int64_t kv_row_floats(const ModelConfig& config, AttentionKind kind);
+
+// The row width of each of `layers`, by the architecture's plan.
+std::vector<int64_t> kv_row_floats(const ModelConfig& config, LayerRange layers);
+
+// The KV cache bytes of one token over every layer.
+int64_t kv_bytes_per_token(const ModelConfig& config);
+
+}  // namespace moe
