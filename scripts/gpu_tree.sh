@@ -3,8 +3,9 @@
 # of the tree's bytes) travels as one xz archive beside the .deb files of scripts/gpu_deps.sh.
 #
 #   scripts/gpu_tree.sh pack      here: tests/data into .deps/testdata.tar.xz, the folder moved aside
-#                                 into .deps/testdata-aside (both git-ignored); send the tree with .deps/debs
-#                                 and .deps/testdata.tar.xz
+#                                 into .deps/testdata-aside (both git-ignored) with a link in its place, so
+#                                 local builds and tests still find it; send the tree with .deps/debs and
+#                                 .deps/testdata.tar.xz
 #   scripts/gpu_tree.sh restore   here, after the copy was made: tests/data back in place
 #   scripts/gpu_tree.sh unpack    there: tests/data from the archive, where the folder is missing
 set -euo pipefail
@@ -25,14 +26,17 @@ case "${1:-}" in
       mv "$ARCHIVE.tmp" "$ARCHIVE"
     fi
     mv tests/data "$ASIDE"
+    ln -s ../"$ASIDE" tests/data
     echo "tests/data packed into $ARCHIVE ($(du -h "$ARCHIVE" | cut -f1)) and moved aside" >&2
     ;;
   restore)
-    if [ -d "$ASIDE" ] && [ ! -e tests/data ]; then mv "$ASIDE" tests/data; fi
+    if [ -d "$ASIDE" ] && [ -L tests/data ]; then rm tests/data && mv "$ASIDE" tests/data; fi
     git status --short tests/data | head -5
     ;;
   unpack)
-    if [ ! -d tests/data ]; then tar -xJf "$ARCHIVE"; fi
+    # The link the copy brought points at a folder that did not travel; files already there are kept.
+    if [ -L tests/data ] && [ ! -e tests/data ]; then rm tests/data; fi
+    tar -xJf "$ARCHIVE" --skip-old-files
     ;;
   *)
     echo "usage: scripts/gpu_tree.sh pack|restore|unpack" >&2

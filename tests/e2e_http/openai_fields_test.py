@@ -198,7 +198,10 @@ class ChatTemplateFile(hh.ServerTest):
             f.write("{% for m in messages %}")
         for path, named in ((bad, "line 1"), (bad + ".absent", "bad.jinja.absent")):
             with self.subTest(path=path):
-                process = sp.start(hh.MOE_SERVE, "--tokenizer-path", sp.TOKENIZER, "--chat-template", path)
+                # An endpoint, or the start would stop at reaching no client before it reads the template.
+                endpoint = "ipc://" + os.path.join(TEMPLATE_DIR.name, "never-bound.sock")
+                process = sp.start(hh.MOE_SERVE, "--tokenizer-path", sp.TOKENIZER, "--chat-template", path,
+                                   "--zmq-endpoint", endpoint)
                 out, _ = process.communicate(timeout=60)
                 self.assertNotEqual(process.returncode, 0, out)
                 self.assertIn(named, out)
