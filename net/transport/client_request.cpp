@@ -1,5 +1,6 @@
 #include "transport/client_protocol.h"
 
+#include "common/utf8.h"
 #include "transport/client_values.h"
 
 namespace moe::transport {
@@ -79,6 +80,10 @@ ClientRequest parse_client_request(std::string_view frame) {
     const FieldPath path{nullptr, "request"};
     if (handle.get().type != msgpack::type::MAP) detail::fail_type(path, "a map", handle.get());
     rid = rid_of(handle.get());
+    if (!is_valid_utf8(rid)) {
+      rid.clear();  // echoed back, it would be a msgpack str that clients cannot decode
+      detail::fail(path.field("rid"), "must be valid UTF-8");
+    }
     return parse_map(handle.get(), path);
   } catch (const Error& e) {
     throw ClientRequestError(rid, e.what());

@@ -148,6 +148,16 @@ TEST(ClientRequest, NamesTheFieldOfAnUnknownDtype) {
                        "request.routed_experts_dtype: expected a string");
 }
 
+TEST(ClientRequest, ARidOfInvalidUtf8IsRefusedAndNotEchoed) {
+  const std::string frame = pack({{"rid", "r\xff\xfe"}, {"text", "x"}});
+  expect_request_error(frame, "request.rid: must be valid UTF-8");
+  try {
+    parse_client_request(frame);
+  } catch (const ClientRequestError& e) {
+    EXPECT_EQ(e.rid(), "");
+  }
+}
+
 TEST(ClientRequest, RejectsFramesThatAreNotAMap) {
   expect_request_error(pack({1, 2}), "request: expected a map, got array");
   expect_request_error("\xc1", "request: not valid msgpack");
