@@ -1,5 +1,7 @@
 #include "engine/compute_settings.h"
 
+#include "worker/load_model_on_device.h"
+
 namespace moe {
 namespace {
 
@@ -19,10 +21,10 @@ const char* algorithm_name(SpeculativeAlgorithm algorithm) {
 
 }  // namespace
 
+// The flags are parsed where the model's options are, so the worker computes with what it describes.
 ComputeSettings compute_settings_of(const EngineOptions& options) {
-  return {parse_device(options.device), parse_moe_backend(options.moe_runner_backend),
-          parse_quantization(options.quantization), options.quantization_group_size,
-          parse_kernel_dtype(options.kernel_dtype)};
+  const ModelOptions model = model_options(options);
+  return {model.device, model.moe_backend, model.quantization, model.quantization_group_size, model.kernel_dtype};
 }
 
 void describe_computation(const ComputeSettings& compute, const SpeculativeConfig& speculative,
