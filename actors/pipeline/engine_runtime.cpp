@@ -162,8 +162,13 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   }
   auto optional_token = [](const std::string& s) { return s.empty() ? std::nullopt : std::optional<std::string>(s); };
 
+  // A GPU's pool is sized here, by what the loaded weights left (a worker in another process sizes
+  // its pool as this front does, without the device: by --max-total-tokens or the memory budget).
+  ServeOptions pool_options = options;
+  if (local_worker)
+    size_kv_pool_on_device(pool_options, config, compute_settings_of(options), stage_models.front()->device_memory());
   const EngineSizing sizing =
-      sized(options, config, tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok),
+      sized(pool_options, config, tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok),
             options.random_seed.value_or(std::random_device{}()));
   auto service = std::make_unique<SchedulerService>(
       sizing.service, ServingModelInfo{config.num_moe_layers(), config.num_experts_per_tok, config.num_experts});
@@ -250,9 +255,9 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     loop->start();
   }
   barrier.wait(names, std::chrono::seconds(60));
-  spdlog::info("KV cache: {} token slots ({:.1f} MiB); max running requests {}; chunked prefill {}", kv_slots_ - 1,
-               sizing.kv_bytes_per_token * kv_slots_ / 1048576.0, options.max_running_requests,
-               options.chunked_prefill_size);
+  spdlog::info("KV cache: {} token slots ({:.1f} MiB, {} bytes a token); max running requests {}; chunked prefill {}",
+               kv_slots_ - 1, sizing.kv_bytes_per_token * kv_slots_ / 1048576.0, sizing.kv_bytes_per_token,
+               options.max_running_requests, options.chunked_prefill_size);
   if (options.captures_routing())
     spdlog::info("routed-experts capture on{}: host cache {:.1f} MiB ({} bytes per token slot)",
                  options.enable_return_router_weights ? " with router weights" : "",

@@ -29,6 +29,7 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"max_running_requests", options.max_running_requests},
       {"chunked_prefill_size", options.chunked_prefill_size},
       {"max_total_tokens", options.max_total_tokens},
+      {"mem_fraction_static", options.mem_fraction_static},
       {"context_length", options.context_length},
       {"allow_long_context", options.allow_long_context},
       {"disable_radix_cache", options.disable_radix_cache},
@@ -52,6 +53,7 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"context_length_in_effect", scheduler.context_length},
       {"max_req_len", sizing.limits.max_sequence_len},
       {"kv_bytes_per_token", sizing.kv_bytes_per_token},
+      {"kv_cache_dtype", sizing.kv_element_bytes == 2 ? "bf16" : "float32"},
       {"vocab_size", sizing.limits.vocab_size},
   };
 }

@@ -13,6 +13,7 @@
 
 #include "command_line/command_line.h"
 #include "common/error.h"
+#include "engine/engine_sizing.h"
 #include "pipeline/engine_runtime.h"
 
 namespace po = boost::program_options;
@@ -56,7 +57,11 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("max-running-requests", po::value(&o.max_running_requests)->default_value(o.max_running_requests), "")
       ("chunked-prefill-size", po::value(&o.chunked_prefill_size)->default_value(o.chunked_prefill_size),
        "tokens per step, decodes included (<= 0: no limit)")
-      ("max-total-tokens", po::value(&o.max_total_tokens)->default_value(0), "KV slots (0 = what 2 GiB holds, at most 8 contexts)")
+      ("max-total-tokens", po::value(&o.max_total_tokens)->default_value(0),
+       "KV slots (0 = on a GPU, what --mem-fraction-static leaves; on the CPU, what 2 GiB holds, at most 8 contexts)")
+      ("mem-fraction-static", po::value(&o.mem_fraction_static)->default_value(moe::kDefaultMemFractionStatic),
+       "cuda: the fraction of GPU memory the weights and the KV pool take together (sizes the pool unless "
+       "--max-total-tokens is given); the rest is the steps' workspace, CUDA graphs and the CUDA context")
       ("context-length", po::value(&o.context_length)->default_value(0), "0 = the model's max_position_embeddings")
       ("allow-long-context", po::bool_switch(&o.allow_long_context),
        "allow --context-length above the model's max_position_embeddings (a warning instead of an error)")

@@ -13,6 +13,10 @@ struct EngineSettings {
   int64_t chunked_prefill_size = 8192;  // tokens per step, decodes included; <= 0 = no limit
   int64_t max_total_tokens = 0;         // KV slots; 0 = what kv_cache_memory_bytes holds, at most 8 contexts
   int64_t kv_cache_memory_bytes = int64_t{2} << 30;
+  // On a GPU (SGLang's meaning): the weights and the KV pool together take this fraction of the
+  // device's memory, which sizes the pool where max_total_tokens is 0; the rest is left for the
+  // steps' workspace, CUDA graphs and the CUDA context. 0 = kDefaultMemFractionStatic.
+  double mem_fraction_static = 0;
   bool disable_radix_cache = false;
   // Overlapped scheduling (step n+1 planned while step n runs) is on unless this is set; pipeline
   // stages and speculative decoding schedule without it.

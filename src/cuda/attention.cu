@@ -4,8 +4,11 @@
 // several blocks per head, each over a run of positions, then a pass that merges them). A block's
 // warps take positions in turn, each keeping a running softmax (max, sum, weighted values) with
 // head_dim spread over its lanes; the warps' partial results are merged at the end.
+#include <cuda_bf16.h>
+
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "common/error.h"
 #include "cuda/kernels.h"
@@ -28,13 +31,20 @@ constexpr int lane_elements(int head_dim) {
 __host__ __device__ constexpr int positions_at_once(int per) { return per >= 4 ? 2 : 8 / per; }
 static_assert(lane_elements(kMaxHeadDim) == 8, "the launcher's cases cover kMaxHeadDim");
 
+// A K/V pool element as stored (float32, or bf16 rounded to nearest even) and as read.
+__device__ __forceinline__ void store_kv(float* at, float v) { *at = v; }
+__device__ __forceinline__ void store_kv(__nv_bfloat16* at, float v) { *at = __float2bfloat16_rn(v); }
+__device__ __forceinline__ float load_kv(const float* at) { return *at; }
+__device__ __forceinline__ float load_kv(const __nv_bfloat16* at) { return __bfloat162float(*at); }
+
 // blockIdx.x: the token; blockIdx.y: a q head, then the k heads. Thread j holds the pair
 // (j, j + head_dim/2) of its head, which is what the rotation mixes.
 // Also zeroes the split attention's counter of each (token, q head) that follows it on the stream.
+template <typename Kv>
 __global__ void norm_rotate_store_kernel(float* q, const float* k, const float* v, HeadShape heads, const float* q_norm,
                                          const float* k_norm, float eps, const int32_t* positions,
-                                         const float* inv_freq, const int32_t* slots, float* key_pool,
-                                         float* value_pool, int32_t* split_counters) {
+                                         const float* inv_freq, const int32_t* slots, Kv* key_pool, Kv* value_pool,
+                                         int32_t* split_counters) {
   __shared__ float warp_sums[kMaxHeadDim / 2 / kWarpSize];
   const int64_t t = blockIdx.x;
   const int head = static_cast<int>(blockIdx.y), half = heads.head_dim / 2, j = static_cast<int>(threadIdx.x);
@@ -71,11 +81,11 @@ __global__ void norm_rotate_store_kernel(float* q, const float* k, const float* 
     return;
   }
   const int64_t at = static_cast<int64_t>(slots[t]) * kv_width + kv_offset;
-  key_pool[at + j] = rotated_a;
-  key_pool[at + j + half] = rotated_b;
+  store_kv(key_pool + at + j, rotated_a);
+  store_kv(key_pool + at + j + half, rotated_b);
   const float* v_row = v + t * kv_width + kv_offset;
-  value_pool[at + j] = v_row[j];
-  value_pool[at + j + half] = v_row[j + half];
+  store_kv(value_pool + at + j, v_row[j]);
+  store_kv(value_pool + at + j + half, v_row[j + half]);
 }
 
 // Positions [begin, end) of the split `split` of `splits` over a token's visible positions: equal
@@ -91,9 +101,9 @@ __device__ __forceinline__ void split_range(int visible, int split, int splits, 
 // weighted values) to partials[(t · num_heads + h) · splits + split], and the head's last block to
 // finish merges them. The per-warp merge and the per-split merge are the same online-softmax rescaling, so a
 // split changes only the order of float32 additions.
-template <int kPer>
-__global__ void attention_kernel(const float* q, AttentionTables tables, const float* key_pool,
-                                 const float* value_pool, int num_heads, int group_size, int head_dim, float scale,
+template <int kPer, typename Kv>
+__global__ void attention_kernel(const float* q, AttentionTables tables, const Kv* key_pool,
+                                 const Kv* value_pool, int num_heads, int group_size, int head_dim, float scale,
                                  float* out, float* partials, int32_t* split_counters) {
   const int64_t t = blockIdx.x;
   const int h = static_cast<int>(blockIdx.y), split = static_cast<int>(blockIdx.z), splits = static_cast<int>(gridDim.z);
@@ -138,8 +148,8 @@ __global__ void attention_kernel(const float* q, AttentionTables tables, const f
       for (int j = 0; j < kPer; ++j) {
         const int d = lane + j * kWarpSize;
         if (d < head_dim) {
-          keys[u][j] = key_pool[row + d];
-          values[u][j] = value_pool[row + d];
+          keys[u][j] = load_kv(key_pool + row + d);
+          values[u][j] = load_kv(value_pool + row + d);
         }
       }
     }
@@ -255,8 +265,7 @@ int multiprocessor_count() {
 
 void norm_rotate_store(float* q, const float* k, const float* v, int64_t tokens, HeadShape heads, const float* q_norm,
                        const float* k_norm, float eps, const int32_t* positions, const float* inv_freq,
-                       const int32_t* slots, float* key_pool, float* value_pool, int32_t* split_counters,
-                       cudaStream_t stream) {
+                       const int32_t* slots, const KvPoolRef& pool, int32_t* split_counters, cudaStream_t stream) {
   if (heads.head_dim > kMaxHeadDim || heads.head_dim % 2 != 0)
     throw Error("CUDA attention supports even head_dim up to " + std::to_string(kMaxHeadDim) + ", not " +
                 std::to_string(heads.head_dim));
@@ -264,8 +273,15 @@ void norm_rotate_store(float* q, const float* k, const float* v, int64_t tokens,
   // Whole warps (the norm's shuffles take all 32 lanes), a thread per pair.
   const auto threads = static_cast<unsigned>((heads.head_dim / 2 + kWarpSize - 1) / kWarpSize * kWarpSize);
   const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(heads.num_heads + heads.num_kv_heads));
-  norm_rotate_store_kernel<<<grid, threads, 0, stream>>>(q, k, v, heads, q_norm, k_norm, eps, positions, inv_freq,
-                                                         slots, key_pool, value_pool, split_counters);
+  const auto launch = [&](auto* keys, auto* values) {
+    using Kv = std::remove_pointer_t<decltype(keys)>;
+    norm_rotate_store_kernel<Kv><<<grid, threads, 0, stream>>>(q, k, v, heads, q_norm, k_norm, eps, positions,
+                                                               inv_freq, slots, keys, values, split_counters);
+  };
+  if (pool.bf16)
+    launch(static_cast<__nv_bfloat16*>(pool.keys), static_cast<__nv_bfloat16*>(pool.values));
+  else
+    launch(static_cast<float*>(pool.keys), static_cast<float*>(pool.values));
   check_launch("norm_rotate_store");
 }
 
@@ -286,9 +302,24 @@ size_t attention_counters_size(int64_t tokens, int num_heads) {
   return attention_splits(tokens, num_heads) == 1 ? 0 : static_cast<size_t>(tokens * num_heads);
 }
 
-void causal_attention(const float* q, int64_t tokens, const AttentionTables& tables, const float* key_pool,
-                      const float* value_pool, int num_heads, int num_kv_heads, int head_dim,
-                      const AttentionSplits& split, float* out, cudaStream_t stream) {
+// Splits shrink as tokens grow, so the sizes are largest somewhere below the tokens that leave one split.
+size_t max_attention_partials_size(int64_t max_tokens, int num_heads, int head_dim) {
+  size_t largest = 0;
+  for (int64_t t = 1; t <= max_tokens && attention_splits(t, num_heads) > 1; ++t)
+    largest = std::max(largest, attention_partials_size(t, num_heads, head_dim));
+  return largest;
+}
+
+size_t max_attention_counters_size(int64_t max_tokens, int num_heads) {
+  size_t largest = 0;
+  for (int64_t t = 1; t <= max_tokens && attention_splits(t, num_heads) > 1; ++t)
+    largest = std::max(largest, attention_counters_size(t, num_heads));
+  return largest;
+}
+
+void causal_attention(const float* q, int64_t tokens, const AttentionTables& tables, const KvPoolRef& pool,
+                      int num_heads, int num_kv_heads, int head_dim, const AttentionSplits& split, float* out,
+                      cudaStream_t stream) {
   if (head_dim > kMaxHeadDim)
     throw Error("CUDA attention supports head_dim up to " + std::to_string(kMaxHeadDim) + ", not " +
                 std::to_string(head_dim));
@@ -299,17 +330,24 @@ void causal_attention(const float* q, int64_t tokens, const AttentionTables& tab
   const int warps = splits == 1 ? kWarps : kSplitWarps;
   const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(num_heads), static_cast<unsigned>(splits));
   const size_t shared_bytes = sizeof(float) * warps * (2 + head_dim);
-  const auto launch = [&](auto kernel) {
-    kernel<<<grid, warps * kWarpSize, shared_bytes, stream>>>(q, tables, key_pool, value_pool, num_heads,
+  const auto launch = [&](auto kernel, const auto* keys, const auto* values) {
+    kernel<<<grid, warps * kWarpSize, shared_bytes, stream>>>(q, tables, keys, values, num_heads,
                                                               num_heads / num_kv_heads, head_dim, scale, out,
                                                               split.partials, split.counters);
   };
-  switch (lane_elements(head_dim)) {
-    case 1: launch(attention_kernel<1>); break;
-    case 2: launch(attention_kernel<2>); break;
-    case 4: launch(attention_kernel<4>); break;
-    default: launch(attention_kernel<8>); break;
-  }
+  const auto launch_for = [&](const auto* keys, const auto* values) {
+    using Kv = std::remove_const_t<std::remove_pointer_t<decltype(keys)>>;
+    switch (lane_elements(head_dim)) {
+      case 1: launch(attention_kernel<1, Kv>, keys, values); break;
+      case 2: launch(attention_kernel<2, Kv>, keys, values); break;
+      case 4: launch(attention_kernel<4, Kv>, keys, values); break;
+      default: launch(attention_kernel<8, Kv>, keys, values); break;
+    }
+  };
+  if (pool.bf16)
+    launch_for(static_cast<const __nv_bfloat16*>(pool.keys), static_cast<const __nv_bfloat16*>(pool.values));
+  else
+    launch_for(static_cast<const float*>(pool.keys), static_cast<const float*>(pool.values));
   check_launch("causal_attention");
 }
 

@@ -45,6 +45,13 @@ void Blas::linear(const float* x, int64_t rows, const DeviceMatrix& w, float* y)
   }
 }
 
+void Blas::reserve(int64_t max_rows, int64_t max_cols) const {
+  if (products_ == KernelDType::BF16)
+    rounded_.reserve(static_cast<size_t>(max_rows * max_cols));
+  else
+    widened_.reserve(static_cast<size_t>(kWidenedElements));
+}
+
 void Blas::linears(const float* x, int64_t rows, std::span<const DeviceMatrix* const> w,
                    std::span<float* const> y) const {
   if (w.size() != y.size() || w.size() > static_cast<size_t>(kMaxLinearParts))

@@ -32,6 +32,9 @@ class Blas {
   // and v): one launch where every one would take small_linear.
   void linears(const float* x, int64_t rows, std::span<const DeviceMatrix* const> w, std::span<float* const> y) const;
 
+  // Grows the scratch to what any linear of up to max_rows rows and max_cols input columns needs.
+  void reserve(int64_t max_rows, int64_t max_cols) const;
+
   // Rows up to which small_linear beats widening and SGEMM for bf16 weights.
   static constexpr int64_t kSmallRows = 16;
   // Whether steps of `rows` rows multiply bf16 weights in bf16 products (tensor cores).

@@ -19,14 +19,23 @@ CudaAttention::CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, 
           [&](const std::string& name, int64_t rows, int64_t cols) { return upload_matrix(ckpt, name, rows, cols); },
           [&](const std::string& name, int64_t n) { return upload_vector(ckpt, name, n); })) {}
 
+CudaAttention::Buffers CudaAttention::buffers(Scratch& scratch, int64_t T) const {
+  const int64_t q_width = w_.q_weight.rows, kv_width = w_.k_weight.rows;
+  return {scratch.q.reserve(static_cast<size_t>(T * q_width)), scratch.k.reserve(static_cast<size_t>(T * kv_width)),
+          scratch.v.reserve(static_cast<size_t>(T * kv_width)), scratch.attn.reserve(static_cast<size_t>(T * q_width))};
+}
+
+void CudaAttention::reserve(Scratch& scratch, int64_t max_tokens) const {
+  buffers(scratch, max_tokens);
+  scratch.split_partials.reserve(max_attention_partials_size(max_tokens, num_heads_, head_dim_));
+  scratch.split_counters.reserve(max_attention_counters_size(max_tokens, num_heads_));
+}
+
 void CudaAttention::forward(const float* x, const StepContext& step, DeviceKvPool& kv, Scratch& scratch,
                             float* out) const {
   const int64_t T = step.batch.num_tokens();
   const int64_t q_width = w_.q_weight.rows, kv_width = w_.k_weight.rows;
-  float* q = scratch.q.reserve(static_cast<size_t>(T * q_width));
-  float* k = scratch.k.reserve(static_cast<size_t>(T * kv_width));
-  float* v = scratch.v.reserve(static_cast<size_t>(T * kv_width));
-  float* attn = scratch.attn.reserve(static_cast<size_t>(T * q_width));
+  const auto [q, k, v, attn] = buffers(scratch, T);
   // Null where this step's attention is not split: the arrays may hold an earlier step's smaller size.
   const size_t partials_size = attention_partials_size(T, num_heads_, head_dim_);
   const size_t counters_size = attention_counters_size(T, num_heads_);
@@ -40,11 +49,12 @@ void CudaAttention::forward(const float* x, const StepContext& step, DeviceKvPoo
     add_bias(k, w_.k_bias.data(), T, kv_width, step.stream);
     add_bias(v, w_.v_bias.data(), T, kv_width, step.stream);
   }
+  const KvPoolRef pool = kv.layer(layer_);
   norm_rotate_store(q, k, v, T, {num_heads_, num_kv_heads_, head_dim_}, w_.q_norm.empty() ? nullptr : w_.q_norm.data(),
                     w_.k_norm.empty() ? nullptr : w_.k_norm.data(), norm_eps_, step.batch.positions(), inv_freq_.data(),
-                    step.batch.own_slots(), kv.keys_of(layer_), kv.values_of(layer_), split.counters, step.stream);
-  causal_attention(q, T, step.batch.attention_tables(), kv.keys_of(layer_), kv.values_of(layer_), num_heads_,
-                   num_kv_heads_, head_dim_, split, attn, step.stream);
+                    step.batch.own_slots(), pool, split.counters, step.stream);
+  causal_attention(q, T, step.batch.attention_tables(), pool, num_heads_, num_kv_heads_, head_dim_, split, attn,
+                   step.stream);
   step.blas.linear(attn, T, w_.o_weight, out);
 }
 

@@ -27,8 +27,16 @@ class CudaAttention {
   CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names, int layer);
   // out[T, H] = attention(x[T, H]) for the whole batch; writes this layer's K/V of every new token.
   void forward(const float* x, const StepContext& step, DeviceKvPool& kv, Scratch& scratch, float* out) const;
+  // Grows `scratch` to what any step of up to max_tokens tokens needs.
+  void reserve(Scratch& scratch, int64_t max_tokens) const;
 
  private:
+  struct Buffers {
+    float *q, *k, *v, *attn;
+  };
+  // The step's activations in `scratch`, grown to T tokens where smaller.
+  Buffers buffers(Scratch& scratch, int64_t T) const;
+
   int layer_;
   int num_heads_, num_kv_heads_, head_dim_;
   float norm_eps_;

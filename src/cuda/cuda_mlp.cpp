@@ -9,11 +9,17 @@ CudaMlp CudaMlp::load(const Checkpoint& ckpt, const MlpTensorNames& names, int64
           upload_matrix(ckpt, names.down, hidden, intermediate)};
 }
 
+void CudaMlp::reserve(Scratch& scratch, int64_t max_rows) const {
+  scratch.gate.reserve(static_cast<size_t>(max_rows * gate.rows));
+  scratch.up.reserve(static_cast<size_t>(max_rows * gate.rows));
+}
+
 void CudaMlp::forward(const float* x, int64_t rows, const Blas& blas, cudaStream_t stream, Scratch& scratch,
                       float* out) const {
   const int64_t width = gate.rows;
-  float* g = scratch.gate.reserve(static_cast<size_t>(rows * width));
-  float* u = scratch.up.reserve(static_cast<size_t>(rows * width));
+  reserve(scratch, rows);
+  float* g = scratch.gate.data();
+  float* u = scratch.up.data();
   blas.linear(x, rows, gate, g);
   blas.linear(x, rows, up, u);
   silu_mul(g, u, rows * width, stream);

@@ -24,6 +24,8 @@ struct CudaMlp {
   // out[rows, H] = mlp(x[rows, H]); out is overwritten.
   void forward(const float* x, int64_t rows, const Blas& blas, cudaStream_t stream, Scratch& scratch,
                float* out) const;
+  // Grows `scratch` to a forward of up to max_rows rows.
+  void reserve(Scratch& scratch, int64_t max_rows) const;
 };
 
 }  // namespace moe::cuda

@@ -1,6 +1,9 @@
 #include "cuda/cuda_model.h"
 
 #include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
 #include <utility>
 
 #include "common/error.h"
@@ -65,7 +68,8 @@ CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
     : config_(checked_config(model_dir, options)),
       placement_(checked_placement(config_, options)),
       blas_(stream_.get(), options.kernel_dtype),
-      use_graphs_(options.cuda_graphs) {
+      use_graphs_(options.cuda_graphs),
+      kv_element_bytes_(kv_cache_element_bytes(Device::Cuda, options.kernel_dtype)) {
   // The checkpoint is read here and unmapped when the constructor returns: the device holds the weights.
   const Checkpoint checkpoint = Checkpoint::open(model_dir);
   const ModelPlan plan = model_plan(config_);
@@ -95,11 +99,72 @@ CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
   }
 }
 
+namespace {
+
+std::string gib(int64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30)); }
+
+// What the device holds and has free now, for an allocation's error.
+std::string memory_now() {
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return "the device's memory could not be read";
+  }
+  return gib(static_cast<int64_t>(free)) + " of the device's " + gib(static_cast<int64_t>(total)) + " were free";
+}
+
+}  // namespace
+
 KvCache CudaModel::make_kv_cache(int64_t num_slots) const {
   const int64_t row_size = static_cast<int64_t>(config_.num_key_value_heads) * config_.head_dim;
   kv_pool_ = DeviceKvPool();  // free the old pool before allocating the new one
-  kv_pool_ = DeviceKvPool(config_.num_hidden_layers, num_slots, row_size);
+  try {
+    kv_pool_ = DeviceKvPool(config_.num_hidden_layers, num_slots, row_size, kv_element_bytes_);
+  } catch (const Error&) {
+    cudaGetLastError();
+    throw Error(fmt::format("a KV pool of {} token slots ({} in {}) does not fit on the device: {} after loading the "
+                            "weights; lower --max-total-tokens or --mem-fraction-static",
+                            num_slots,
+                            gib(DeviceKvPool::bytes_for(config_.num_hidden_layers, num_slots, row_size, kv_element_bytes_)),
+                            kv_element_bytes_ == 2 ? "bf16" : "float32", memory_now()));
+  }
   return KvCache::placeholder(num_slots);
+}
+
+void CudaModel::reserve_step_workspace(int64_t max_tokens) {
+  const int64_t T = std::max<int64_t>(max_tokens, DecodeGraphs::kMaxBatch), H = config_.hidden_size,
+                V = config_.vocab_size;
+  try {
+    for (DeviceArray<float>* activation : {&scratch_.hidden, &scratch_.normed, &scratch_.branch, &scratch_.last_rows})
+      activation->reserve(static_cast<size_t>(T * H));
+    scratch_.logits.reserve(static_cast<size_t>(T * V));
+    scratch_.pick_ids.reserve(static_cast<size_t>(T));
+    scratch_.pick_logprobs.reserve(static_cast<size_t>(T));
+    scratch_.pick_partials.reserve(greedy_pick_scratch_bytes(T, V));
+    for (const DecoderLayer& layer : layers_) {
+      layer.attention->reserve(scratch_.attention, T);
+      if (layer.moe) layer.moe->reserve(scratch_.moe, scratch_.mlp, T, blas_);
+      if (layer.mlp) layer.mlp->reserve(scratch_.mlp, T);
+    }
+    // A linear's rows are at most the step's tokens (one expert's rows too: a token picks an expert
+    // once); its inputs are as wide as the widest matrix's columns.
+    blas_.reserve(T, std::max({H, static_cast<int64_t>(config_.num_attention_heads) * config_.head_dim,
+                               config_.intermediate_size, config_.moe_intermediate_size,
+                               config_.shared_expert_intermediate_size}));
+    batch_.reserve(T, kv_pool_.num_slots);
+  } catch (const Error& e) {
+    cudaGetLastError();
+    throw Error(fmt::format("the workspace of a {}-token step (--chunked-prefill-size) does not fit on the device "
+                            "beside the weights and the KV pool of {} token slots: {} ({}); lower "
+                            "--chunked-prefill-size, --max-total-tokens or --mem-fraction-static",
+                            max_tokens, kv_pool_.num_slots, memory_now(), e.what()));
+  }
+}
+
+std::optional<DeviceMemoryUse> CudaModel::device_memory() const {
+  size_t free = 0, total = 0;
+  check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  return DeviceMemoryUse{static_cast<int64_t>(total), static_cast<int64_t>(total - free)};
 }
 
 void CudaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, RoutingCapture* capture) {

@@ -37,7 +37,13 @@ class CudaModel final : public Model {
   CudaModel(const std::string& model_dir, const ModelOptions& options);
 
   const ModelConfig& config() const override { return config_; }
+  // The pool's elements are model.h's kv_cache_element_bytes: bf16 in bf16 products. A pool the
+  // device cannot hold is a moe::Error with the numbers.
   KvCache make_kv_cache(int64_t num_slots) const override;
+  // Every activation, the batch tables and cuBLAS's scratch grown to a step of max_tokens tokens
+  // (every row needing logits), so that no step up to that size allocates.
+  void reserve_step_workspace(int64_t max_tokens) override;
+  std::optional<DeviceMemoryUse> device_memory() const override;
   // Runs on the model's stream and returns once the logits are on the host. With `capture`, each MoE
   // layer's router writes its rows into the capture's device buffer (a copy engine's from
   // make_copy_engine), and the capture hears when the last MoE layer is queued; a capture that
@@ -85,6 +91,7 @@ class CudaModel final : public Model {
   Stream stream_;  // before the device members, so it is destroyed after them: their work is queued on it
   Blas blas_;
   bool use_graphs_;
+  int kv_element_bytes_;
   DeviceMatrix embed_;
   std::optional<DeviceMatrix> untied_lm_head_;  // empty when lm_head is the embedding
   DeviceArray<float> final_norm_;

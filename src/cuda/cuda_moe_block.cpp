@@ -45,23 +45,63 @@ CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, co
   }
 }
 
+CudaMoeBlock::Path CudaMoeBlock::path_for(int64_t tokens, const Blas& blas) const {
+  (void)blas;
+  return tokens <= kGroupedOnDeviceTokens ? Path::Grouped : Path::PerExpert;
+}
+
+void CudaMoeBlock::reserve_for(Scratch& scratch, CudaMlp::Scratch& mlp_scratch, int64_t tokens, Path path) const {
+  const auto T = static_cast<size_t>(tokens), pairs = T * static_cast<size_t>(top_k_);
+  const auto E = static_cast<size_t>(num_experts_), H = static_cast<size_t>(hidden_),
+             width = static_cast<size_t>(expert_width_);
+  scratch.router_logits.reserve(T * E);
+  scratch.ids.reserve(pairs);
+  scratch.weights.reserve(pairs);
+  scratch.offsets.reserve(E + 2);
+  scratch.cursor.reserve(E);
+  scratch.active.reserve(E);
+  scratch.order.reserve(pairs);
+  scratch.slot_of_pair.reserve(pairs);
+  scratch.expert_out.reserve(pairs * H);
+  switch (path) {
+    case Path::Grouped: mlp_scratch.gate.reserve(pairs * width); break;
+    case Path::PerExpert:
+      // At most every pair through one expert.
+      scratch.gathered.reserve(pairs * H);
+      experts_[0].reserve(mlp_scratch, static_cast<int64_t>(pairs));
+      break;
+  }
+  if (shard_experts_.size() > 1) {
+    scratch.shard_active.reserve(E);
+    scratch.partials.reserve((shard_experts_.size() - 1) * T * H);
+  }
+  if (shared_expert_) {
+    scratch.shared.reserve(T * H);
+    scratch.shared_gate.reserve(T);
+    shared_expert_->reserve(mlp_scratch, tokens);
+  }
+}
+
+void CudaMoeBlock::reserve(Scratch& scratch, CudaMlp::Scratch& mlp_scratch, int64_t max_tokens,
+                           const Blas& blas) const {
+  reserve_for(scratch, mlp_scratch, max_tokens, path_for(max_tokens, blas));
+  if (max_tokens > kGroupedOnDeviceTokens) reserve_for(scratch, mlp_scratch, kGroupedOnDeviceTokens, Path::Grouped);
+}
+
 void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCapture* capture, Scratch& scratch,
                            CudaMlp::Scratch& mlp_scratch, float* out) const {
   const int64_t T = step.batch.num_tokens(), pairs = T * top_k_, H = hidden_;
   cudaStream_t stream = step.stream;
-  float* logits = scratch.router_logits.reserve(static_cast<size_t>(T * num_experts_));
-  int32_t* ids = scratch.ids.reserve(static_cast<size_t>(pairs));
-  float* weights = scratch.weights.reserve(static_cast<size_t>(pairs));
-  int32_t* offsets = scratch.offsets.reserve(static_cast<size_t>(num_experts_ + 2));
-  int32_t* cursor = scratch.cursor.reserve(static_cast<size_t>(num_experts_));
-  int32_t* active = scratch.active.reserve(static_cast<size_t>(num_experts_));
-  int32_t* order = scratch.order.reserve(static_cast<size_t>(pairs));
-  int32_t* slot_of_pair = scratch.slot_of_pair.reserve(static_cast<size_t>(pairs));
-  float* gathered = scratch.gathered.reserve(static_cast<size_t>(pairs * H));
-  float* expert_out = scratch.expert_out.reserve(static_cast<size_t>(pairs * H));
-  // At most every pair through one expert: grown here once, not between two experts' GEMMs.
-  mlp_scratch.gate.reserve(static_cast<size_t>(pairs * expert_width_));
-  mlp_scratch.up.reserve(static_cast<size_t>(pairs * expert_width_));
+  const Path path = path_for(T, step.blas);
+  reserve_for(scratch, mlp_scratch, T, path);
+  float* logits = scratch.router_logits.data();
+  int32_t* ids = scratch.ids.data();
+  float* weights = scratch.weights.data();
+  int32_t* offsets = scratch.offsets.data();
+  int32_t* cursor = scratch.cursor.data();
+  int32_t* active = scratch.active.data();
+  int32_t* order = scratch.order.data();
+  int32_t* slot_of_pair = scratch.slot_of_pair.data();
 
   const DeviceRoutingRows captured = capture_rows(capture, T);
   step.blas.linear(x, T, router_, logits);
@@ -77,8 +117,8 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
                 captured.weights, stream);
     group_by_expert(ids, pairs, num_experts_, offsets, cursor, order, slot_of_pair, active, stream);
   }
-  if (T > kGroupedOnDeviceTokens) {
-    gather_rows(x, order, top_k_, pairs, H, gathered, stream);
+  if (path == Path::PerExpert) {
+    gather_rows(x, order, top_k_, pairs, H, scratch.gathered.data(), stream);
     scratch.host_offsets.resize(static_cast<size_t>(num_experts_ + 1));
     check(cudaMemcpyAsync(scratch.host_offsets.data(), offsets, scratch.host_offsets.size() * sizeof(int32_t),
                           cudaMemcpyDeviceToHost, stream),
@@ -86,54 +126,57 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (expert offsets)");
   }
   if (shard_experts_.size() > 1) {
-    run_shards(x, step, scratch, mlp_scratch, out);
+    run_shards(x, step, path, scratch, mlp_scratch, out);
   } else {
-    run_experts(x, step, scratch, active, tables_, shard_experts_[0], mlp_scratch, expert_out);
-    combine_experts(expert_out, slot_of_pair, weights, T, top_k_, H, out, stream);
+    run_experts(x, step, path, scratch, active, tables_, shard_experts_[0], mlp_scratch, scratch.expert_out.data());
+    combine_experts(scratch.expert_out.data(), slot_of_pair, weights, T, top_k_, H, out, stream);
   }
   if (!shared_expert_) return;
-  float* shared = scratch.shared.reserve(static_cast<size_t>(T * H));
-  float* gate = scratch.shared_gate.reserve(static_cast<size_t>(T));
+  float* shared = scratch.shared.data();
+  float* gate = scratch.shared_gate.data();
   shared_expert_->forward(x, T, step.blas, stream, mlp_scratch, shared);
   step.blas.linear(x, T, shared_gate_, gate);
   add_sigmoid_gated(out, gate, shared, T, H, stream);
 }
 
-void CudaMoeBlock::run_experts(const float* x, const StepContext& step, const Scratch& scratch, const int32_t* active,
-                               const ExpertTables& tables, std::span<const int32_t> experts,
+void CudaMoeBlock::run_experts(const float* x, const StepContext& step, Path path, Scratch& scratch,
+                               const int32_t* active, const ExpertTables& tables, std::span<const int32_t> experts,
                                CudaMlp::Scratch& mlp_scratch, float* expert_out) const {
   const int64_t T = step.batch.num_tokens(), H = hidden_;
   const int32_t* order = scratch.order.data();
   const int32_t* offsets = scratch.offsets.data();
-  if (T <= kGroupedOnDeviceTokens) {
-    if (step.blas.bf16_products(T) && grouped_mma_fits(tables))
-      grouped_expert_mlp_mma(x, T, top_k_, order, offsets, active, tables, mlp_scratch.gate.data(), expert_out,
-                             step.stream);
-    else
-      grouped_expert_mlp(x, T, top_k_, order, offsets, active, tables, mlp_scratch.gate.data(), expert_out,
-                         step.stream);
-    return;
-  }
-  for (const int32_t e : experts) {
-    const int64_t begin = scratch.host_offsets[e], rows = scratch.host_offsets[e + 1] - begin;
-    if (rows > 0)
-      experts_[e].forward(scratch.gathered.data() + begin * H, rows, step.blas, step.stream, mlp_scratch,
-                          expert_out + begin * H);
+  switch (path) {
+    case Path::Grouped:
+      if (step.blas.bf16_products(T) && grouped_mma_fits(tables))
+        grouped_expert_mlp_mma(x, T, top_k_, order, offsets, active, tables, mlp_scratch.gate.data(), expert_out,
+                               step.stream);
+      else
+        grouped_expert_mlp(x, T, top_k_, order, offsets, active, tables, mlp_scratch.gate.data(), expert_out,
+                           step.stream);
+      return;
+    case Path::PerExpert:
+      for (const int32_t e : experts) {
+        const int64_t begin = scratch.host_offsets[e], rows = scratch.host_offsets[e + 1] - begin;
+        if (rows > 0)
+          experts_[e].forward(scratch.gathered.data() + begin * H, rows, step.blas, step.stream, mlp_scratch,
+                              expert_out + begin * H);
+      }
+      return;
   }
 }
 
-void CudaMoeBlock::run_shards(const float* x, const StepContext& step, Scratch& scratch,
+void CudaMoeBlock::run_shards(const float* x, const StepContext& step, Path path, Scratch& scratch,
                               CudaMlp::Scratch& mlp_scratch, float* out) const {
   const int64_t T = step.batch.num_tokens(), H = hidden_;
   const int D = static_cast<int>(shard_experts_.size()), per_shard = num_experts_ / D;
-  int32_t* shard_active = scratch.shard_active.reserve(static_cast<size_t>(num_experts_));
-  float* partials = scratch.partials.reserve(static_cast<size_t>((D - 1) * T * H));
-  if (T <= kGroupedOnDeviceTokens)
+  int32_t* shard_active = scratch.shard_active.data();
+  float* partials = scratch.partials.data();
+  if (path != Path::PerExpert)
     split_active_by_shard(scratch.active.data(), expert_owner_.data(), num_experts_, D, shard_active, step.stream);
   std::array<float*, kMaxExpertShards> buffers{};
   for (int d = 0; d < D; ++d) {
     buffers[d] = d == 0 ? out : partials + (d - 1) * T * H;
-    run_experts(x, step, scratch, shard_active + d * per_shard, shard_tables_, shard_experts_[d], mlp_scratch,
+    run_experts(x, step, path, scratch, shard_active + d * per_shard, shard_tables_, shard_experts_[d], mlp_scratch,
                 scratch.expert_out.data());
     combine_shard_experts(scratch.expert_out.data(), scratch.slot_of_pair.data(), scratch.weights.data(),
                           scratch.ids.data(), expert_owner_.data(), d, T, top_k_, H, buffers[d], step.stream);

@@ -65,8 +65,16 @@ class CudaMoeBlock {
   // waits for the device once, to learn how many rows each expert got.
   void forward(const float* x, const StepContext& step, RoutingCapture* capture, Scratch& scratch,
                CudaMlp::Scratch& mlp_scratch, float* out) const;
+  // Grows the scratch to what any step of up to max_tokens tokens needs.
+  void reserve(Scratch& scratch, CudaMlp::Scratch& mlp_scratch, int64_t max_tokens, const Blas& blas) const;
 
  private:
+  // How a step's routed experts run: the grouped kernels of decode-sized steps, or each expert's
+  // GEMMs (larger steps).
+  enum class Path { Grouped, PerExpert };
+  Path path_for(int64_t tokens, const Blas& blas) const;
+  // Grows the scratch to a step of `tokens` tokens on `path`.
+  void reserve_for(Scratch& scratch, CudaMlp::Scratch& mlp_scratch, int64_t tokens, Path path) const;
   // With an expert limit in the step's batch (a verify pass's --max-tree-experts, at least top_k:
   // the model checks), queues this layer's pool from the router logits and returns it for the
   // routing kernels; otherwise no limit.
@@ -76,12 +84,12 @@ class CudaMoeBlock {
   // One shard's experts (`experts`: their global ids) over their grouped rows into expert_out: on the
   // device through `active` (the shard's experts with rows) and `tables`, or, above
   // kGroupedOnDeviceTokens, each expert's GEMMs over the rows that host_offsets give it.
-  void run_experts(const float* x, const StepContext& step, const Scratch& scratch, const int32_t* active,
+  void run_experts(const float* x, const StepContext& step, Path path, Scratch& scratch, const int32_t* active,
                    const ExpertTables& tables, std::span<const int32_t> experts, CudaMlp::Scratch& mlp_scratch,
                    float* expert_out) const;
   // Every shard's run_experts and partial sum, then the all-reduce into out (D > 1).
-  void run_shards(const float* x, const StepContext& step, Scratch& scratch, CudaMlp::Scratch& mlp_scratch,
-                  float* out) const;
+  void run_shards(const float* x, const StepContext& step, Path path, Scratch& scratch,
+                  CudaMlp::Scratch& mlp_scratch, float* out) const;
 
   int moe_index_;
   int num_experts_;

@@ -5,6 +5,13 @@
 
 namespace moe::cuda {
 
+void DeviceBatch::reserve(int64_t max_tokens, int64_t slots) {
+  // Every per-token table (kTables - 1 of them, the slot table aside) and a padding slot.
+  const auto size = static_cast<size_t>((kTables - 1) * max_tokens + slots + 1);
+  device_.reserve(size);
+  pinned_.reserve(size);
+}
+
 void DeviceBatch::upload(const ForwardBatch& batch, cudaStream_t stream) {
   upload_padded(batch, batch.num_tokens(), 0, stream);
 }

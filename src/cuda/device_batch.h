@@ -23,6 +23,10 @@ class DeviceBatch {
   // every token's row gets logits (the caller reads the first batch.num_tokens()).
   void upload_padded(const ForwardBatch& batch, int64_t padded, int32_t pad_slot, cudaStream_t stream);
 
+  // Grows the tables to a step of max_tokens tokens whose sequences' slot tables hold `slots`
+  // entries in all (as many as the pool has: more only where prefixes are shared, then grown by doubling).
+  void reserve(int64_t max_tokens, int64_t slots);
+
   int64_t num_tokens() const { return num_tokens_; }
   int64_t num_logit_rows() const { return num_logit_rows_; }
   const int32_t* token_ids() const { return at(kTokenIds); }

@@ -100,20 +100,27 @@ struct AttentionTables {
 struct HeadShape {
   int num_heads, num_kv_heads, head_dim;
 };
+// One layer's K/V pools, [slot, num_kv_heads · head_dim] each: float32, or bf16 bits (bf16: the
+// K/V rounded to nearest even as stored, widened as read).
+struct KvPoolRef {
+  void* keys;
+  void* values;
+  bool bf16;
+};
+
 // Everything between the q/k/v projections and the attention, one block per token and head: each
 // q and k head RMS-normed over head_dim with q_norm / k_norm where given (Qwen3; null: none), then
 // rotated by its token's position (the pair (i, i + head_dim/2) by position · inv_freq[i],
 // kernels/rotary.h's convention); the rotated q stays in q, each token's k and v go to its slot of
 // the pools (a prefill chunk's tokens all stored before any attends). q: [tokens, num_heads ·
-// head_dim]; k, v: [tokens, num_kv_heads · head_dim]; pools: [slot, num_kv_heads · head_dim].
+// head_dim]; k, v: [tokens, num_kv_heads · head_dim].
 // split_counters (null where the attention is not split): zeroed for the causal_attention after it.
 void norm_rotate_store(float* q, const float* k, const float* v, int64_t tokens, HeadShape heads, const float* q_norm,
                        const float* k_norm, float eps, const int32_t* positions, const float* inv_freq,
-                       const int32_t* slots, float* key_pool, float* value_pool, int32_t* split_counters,
-                       cudaStream_t stream);
+                       const int32_t* slots, const KvPoolRef& pool, int32_t* split_counters, cudaStream_t stream);
 // Causal grouped-query attention of every new token (prefill chunks and decodes mixed) over its
-// sequence's slots 0..position, whose K/V are already stored. q, out: [tokens, num_heads · head_dim];
-// pools: [slot, num_kv_heads · head_dim]. head_dim <= kMaxHeadDim. Where few (token, head) pairs
+// sequence's slots 0..position, whose K/V are already stored. q, out: [tokens, num_heads · head_dim].
+// head_dim <= kMaxHeadDim. Where few (token, head) pairs
 // would leave the device idle, each one's positions are split over several blocks (flash-decoding):
 // each writes its partial result to `partials` and counts itself done in `counters`, which
 // norm_rotate_store zeroed, and the last one merges them. The split count depends on tokens and
@@ -127,9 +134,12 @@ struct AttentionSplits {
 int attention_splits(int64_t tokens, int num_heads);
 size_t attention_partials_size(int64_t tokens, int num_heads, int head_dim);
 size_t attention_counters_size(int64_t tokens, int num_heads);
-void causal_attention(const float* q, int64_t tokens, const AttentionTables& tables, const float* key_pool,
-                      const float* value_pool, int num_heads, int num_kv_heads, int head_dim,
-                      const AttentionSplits& split, float* out, cudaStream_t stream);
+void causal_attention(const float* q, int64_t tokens, const AttentionTables& tables, const KvPoolRef& pool,
+                      int num_heads, int num_kv_heads, int head_dim, const AttentionSplits& split, float* out,
+                      cudaStream_t stream);
+// The largest attention_partials_size and attention_counters_size of any step up to max_tokens.
+size_t max_attention_partials_size(int64_t max_tokens, int num_heads, int head_dim);
+size_t max_attention_counters_size(int64_t max_tokens, int num_heads);
 
 // Expert limiting (--max-tree-experts) as the routing kernels see it: a token t with
 // limited_tokens[t] != 0 picks its top-k among the experts e with in_pool[e] != 0 only (its weights

@@ -1,30 +1,42 @@
 #pragma once
 // The KV cache's data on the device: for every attention layer, the key and the value of every
-// token slot, rows of num_kv_heads · head_dim floats ([layer][slot][row], as model/kv_cache.h
-// holds them on the host). Which slots a sequence owns comes with each batch. One row per layer
+// token slot, rows of num_kv_heads · head_dim elements ([layer][slot][row], as model/kv_cache.h
+// holds them on the host), float32 in the exact mode and bf16 in bf16 products (model.h's
+// kv_cache_element_bytes). Which slots a sequence owns comes with each batch. One row per layer
 // beyond the cache's slots, pad_slot(), takes the K/V of the padding tokens a CUDA graph's fixed
-// batch size adds: no sequence reads it.
+// batch size adds: no sequence reads it. How many slots the pool has is decided by the engine's
+// sizing (engine/engine_sizing.h); this only holds them.
 #include <cstdint>
 
 #include "cuda/device_array.h"
+#include "cuda/kernels.h"
 
 namespace moe::cuda {
 
 struct DeviceKvPool {
   DeviceKvPool() = default;
-  DeviceKvPool(int num_layers, int64_t num_slots, int64_t row_size)
-      : keys(static_cast<size_t>(num_layers * (num_slots + 1) * row_size)),
+  DeviceKvPool(int num_layers, int64_t num_slots, int64_t row_size, int element_bytes)
+      : keys(static_cast<size_t>(num_layers * (num_slots + 1) * row_size * element_bytes)),
         values(keys.size()),
         num_slots(num_slots),
-        row_size(row_size) {}
+        row_size(row_size),
+        element_bytes(element_bytes) {}
+
+  // The bytes a pool of these sizes takes.
+  static int64_t bytes_for(int num_layers, int64_t num_slots, int64_t row_size, int element_bytes) {
+    return 2 * num_layers * (num_slots + 1) * row_size * element_bytes;
+  }
 
   int32_t pad_slot() const { return static_cast<int32_t>(num_slots); }
-  float* keys_of(int layer) { return keys.data() + layer * (num_slots + 1) * row_size; }
-  float* values_of(int layer) { return values.data() + layer * (num_slots + 1) * row_size; }
+  KvPoolRef layer(int layer) {
+    const int64_t offset = layer * (num_slots + 1) * row_size * element_bytes;
+    return {keys.data() + offset, values.data() + offset, element_bytes == 2};
+  }
 
-  DeviceArray<float> keys, values;
+  DeviceArray<unsigned char> keys, values;
   int64_t num_slots = 0;
   int64_t row_size = 0;
+  int element_bytes = 4;
 };
 
 }  // namespace moe::cuda

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
@@ -46,7 +47,8 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                          std::vector<int32_t> eos_token_ids, uint64_t seed_source) {
   check_context_length(settings, model);
   EngineSizing sizing;
-  sizing.kv_bytes_per_token = kv_bytes_per_token(model);
+  sizing.kv_element_bytes = kv_cache_element_bytes(identity.compute.device, identity.compute.kernel_dtype);
+  sizing.kv_bytes_per_token = kv_bytes_per_token(model, sizing.kv_element_bytes);
   const int64_t context = settings.context_length > 0 ? settings.context_length : model.max_position_embeddings;
   const int64_t pool = settings.max_total_tokens > 0
                            ? settings.max_total_tokens
@@ -113,6 +115,33 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                                 sizing.draft_num_experts,
                                 model.num_experts};
   return sizing;
+}
+
+int64_t kv_slots_for_memory_fraction(double fraction, const DeviceMemoryUse& memory, int64_t kv_bytes_per_token) {
+  if (!(fraction > 0 && fraction <= 1))
+    throw Error("--mem-fraction-static must lie in (0, 1], got " + std::to_string(fraction));
+  const auto gib = [](double bytes) { return fmt::format("{:.2f} GiB", bytes / (1 << 30)); };
+  const double static_bytes = fraction * static_cast<double>(memory.total_bytes);
+  const double pool_bytes = static_bytes - static_cast<double>(memory.used_bytes);
+  if (pool_bytes < static_cast<double>(kv_bytes_per_token))
+    throw Error(fmt::format("--mem-fraction-static {} gives the weights and the KV pool {} of the device's {}, but {} "
+                            "are in use after loading the weights: no room for a KV pool (raise the fraction, or "
+                            "give --max-total-tokens)",
+                            fraction, gib(static_bytes), gib(memory.total_bytes), gib(memory.used_bytes)));
+  return static_cast<int64_t>(pool_bytes / static_cast<double>(kv_bytes_per_token));
+}
+
+void size_kv_pool_on_device(EngineSettings& settings, const ModelConfig& model, const ComputeSettings& compute,
+                            const std::optional<DeviceMemoryUse>& memory) {
+  if (!memory || settings.max_total_tokens > 0) return;
+  const double fraction = settings.mem_fraction_static > 0 ? settings.mem_fraction_static : kDefaultMemFractionStatic;
+  const int64_t per_token = kv_bytes_per_token(model, kv_cache_element_bytes(compute.device, compute.kernel_dtype));
+  settings.max_total_tokens = kv_slots_for_memory_fraction(fraction, *memory, per_token);
+  spdlog::info("KV pool sized by --mem-fraction-static {}: {} token slots of {} bytes ({:.2f} GiB), the device "
+               "holding {:.2f} GiB with {:.2f} GiB in use after loading the weights",
+               fraction, settings.max_total_tokens, per_token,
+               static_cast<double>(settings.max_total_tokens * per_token) / (1 << 30),
+               static_cast<double>(memory->total_bytes) / (1 << 30), static_cast<double>(memory->used_bytes) / (1 << 30));
 }
 
 }  // namespace moe

@@ -29,7 +29,8 @@ struct EngineSizing {
   SchedulerServiceOptions service;  // its expected_stages[0] equals worker.settings
   ModelWorkerOptions worker;
   RequestLimits limits;
-  int64_t kv_bytes_per_token = 0;  // every layer's KV cache row, float32 (model/kv_row_width.h)
+  int kv_element_bytes = 4;        // the KV pool's dtype: 2 (bf16) or 4 (float32), model.h's kv_cache_element_bytes
+  int64_t kv_bytes_per_token = 0;  // every layer's KV cache row (model/kv_row_width.h), in that dtype
   // An MoE STANDALONE draft's expert count (what its rows' dtype must hold); 0 without one.
   int draft_num_experts = 0;
 };
@@ -38,5 +39,19 @@ struct EngineSizing {
 // than eight full contexts (a small model would otherwise get millions of slots it never uses).
 EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& model, const ModelIdentity& identity,
                          std::vector<int32_t> eos_token_ids, uint64_t seed_source);
+
+constexpr double kDefaultMemFractionStatic = 0.88;
+
+// The KV pool's token slots by --mem-fraction-static: what fraction · total device memory leaves
+// once the memory in use after the load (the weights, the CUDA context) is counted, at
+// kv_bytes_per_token a slot. A fraction outside (0, 1], or one that leaves no room, is a
+// moe::Error with the numbers.
+int64_t kv_slots_for_memory_fraction(double fraction, const DeviceMemoryUse& memory, int64_t kv_bytes_per_token);
+
+// Where the model lives on a device with memory of its own and max_total_tokens is 0, sets
+// max_total_tokens to the pool --mem-fraction-static sizes (logged with the numbers); otherwise
+// leaves `settings` as they are (a pool given in slots, the CPU's budget of kv_cache_memory_bytes).
+void size_kv_pool_on_device(EngineSettings& settings, const ModelConfig& model, const ComputeSettings& compute,
+                            const std::optional<DeviceMemoryUse>& memory);
 
 }  // namespace moe

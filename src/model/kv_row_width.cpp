@@ -19,10 +19,10 @@ std::vector<int64_t> kv_row_floats(const ModelConfig& config, LayerRange layers)
   return widths;
 }
 
-int64_t kv_bytes_per_token(const ModelConfig& config) {
-  int64_t floats = 0;
-  for (int64_t width : kv_row_floats(config, LayerRange{0, config.num_hidden_layers})) floats += width;
-  return floats * static_cast<int64_t>(sizeof(float));
+int64_t kv_bytes_per_token(const ModelConfig& config, int element_bytes) {
+  int64_t elements = 0;
+  for (int64_t width : kv_row_floats(config, LayerRange{0, config.num_hidden_layers})) elements += width;
+  return elements * element_bytes;
 }
 
 }  // namespace moe

@@ -16,7 +16,8 @@ int64_t kv_row_floats(const ModelConfig& config, AttentionKind kind);
 // The row width of each of `layers`, by the architecture's plan.
 std::vector<int64_t> kv_row_floats(const ModelConfig& config, LayerRange layers);
 
-// The KV cache bytes of one token over every layer.
-int64_t kv_bytes_per_token(const ModelConfig& config);
+// The KV cache bytes of one token over every layer, in elements of `element_bytes` (float32 unless
+// told: model.h's kv_cache_element_bytes).
+int64_t kv_bytes_per_token(const ModelConfig& config, int element_bytes = 4);
 
 }  // namespace moe

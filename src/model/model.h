@@ -45,6 +45,18 @@ struct ModelOptions {
 // must be ep_size unless ep_size is 1), else the uniform split over ep_size; a moe::Error otherwise.
 ExpertPlacement expert_placement_for(const ModelConfig& config, const ModelOptions& options);
 
+// A device's memory as its model sees it: what the device has, and what is in use (by this process
+// and any other) now. The KV pool's size by --mem-fraction-static is read off it.
+struct DeviceMemoryUse {
+  int64_t total_bytes = 0;
+  int64_t used_bytes = 0;
+};
+
+// The bytes one element of the KV cache takes: bf16 on a GPU in bf16 products (the K/V rounded to
+// bf16 as stored, as the products round them anyway), float32 otherwise (the CPU, and the exact
+// float32 mode everywhere). The CUDA model stores its pool so, and the engine sizes it so.
+int kv_cache_element_bytes(Device device, KernelDType products);
+
 // A step's greedy draws, made where the logits are: per row that needs logits (in batch order) the
 // first maximum (ties to the lower id, NaN never picked) and its log_softmax over the raw logits.
 struct GreedyPicks {
@@ -62,6 +74,12 @@ class Model {
   // A KV cache with room for num_slots tokens, shaped for this model. A model that keeps its K/V
   // elsewhere (on a GPU) returns KvCache::placeholder(num_slots) and allocates the pool itself.
   virtual KvCache make_kv_cache(int64_t num_slots) const = 0;
+  // Allocates now whatever device memory a step of up to max_tokens tokens needs, so that no step
+  // of that size allocates later; a size the device cannot hold is a moe::Error with the numbers.
+  // The CPU model allocates as it goes (nothing to do).
+  virtual void reserve_step_workspace(int64_t /*max_tokens*/) {}
+  // The device's memory where the model lives on a device with memory of its own; none on the CPU.
+  virtual std::optional<DeviceMemoryUse> device_memory() const { return std::nullopt; }
   // Runs one batch: stores the K/V of every new token at its slot, calls `capture` after every
   // router top-k, and writes logits [batch.num_logit_rows(), vocab] (one row per sequence that
   // needs_logits, in batch order) into `logits`.

@@ -58,6 +58,9 @@ ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions&
       on_routing_ready_(options.on_routing_ready),
       settings_(options.settings),
       instance_(draw_instance()) {
+  // The largest step the scheduler sends: reserved now, so a size the device cannot hold stops the
+  // start, not a step.
+  model_->reserve_step_workspace(settings_.max_batch_tokens);
   first_moe_layer_ = moe_layers_of(model_->config().moe_layer_ids, model_->layers()).begin;
   if (settings_.capture_routing) capturer_ = make_capturer();
   if (!options.draft_model_path.empty()) draft_ = load_draft(options.draft_model_path, options.draft_quantization);
@@ -273,6 +276,7 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
       throw Error(update.model_path + " holds another model than the one serving (" + *mismatch +
                   "); new weights must keep the architecture and sizes");
     KvCache kv = model->make_kv_cache(settings_.kv_slots);
+    model->reserve_step_workspace(settings_.max_batch_tokens);
     answer.model_fingerprint = model_fingerprint(update.model_path);
     if (capturer_) {
       for (StagedRouting& staged : capturer_->drain())

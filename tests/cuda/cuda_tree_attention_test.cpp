@@ -101,8 +101,8 @@ TEST(CudaTreeAttention, EachTreeTokenSeesThePrefixAndItsAncestorsOnly) {
   cuda::check(cudaMemsetAsync(split_counters.data(), 0, split_counters.size() * sizeof(int32_t), stream.get()),
               "cudaMemsetAsync");
   const cuda::AttentionSplits split{counters ? partials.data() : nullptr, counters ? split_counters.data() : nullptr};
-  cuda::causal_attention(q_dev.data(), T, tables.attention_tables(), keys_dev.data(), values_dev.data(), kHeads,
-                         kKvHeads, kHeadDim, split, out.data(), stream.get());
+  cuda::causal_attention(q_dev.data(), T, tables.attention_tables(), {keys_dev.data(), values_dev.data(), false},
+                         kHeads, kKvHeads, kHeadDim, split, out.data(), stream.get());
   std::vector<float> got(q.size());
   cuda::check(cudaMemcpyAsync(got.data(), out.data(), got.size() * sizeof(float), cudaMemcpyDeviceToHost, stream.get()),
               "cudaMemcpyAsync");

@@ -1,6 +1,7 @@
 // size_engine: the context length it resolves, a --context-length longer than the model was
 // trained for, refused naming both numbers unless allowed, and the STANDALONE draft's
-// quantization handed to the worker.
+// quantization handed to the worker; the KV pool a GPU's --mem-fraction-static sizes, in bf16
+// with bf16 products on the GPU, and the fractions refused with their numbers.
 #include "engine/engine_sizing.h"
 
 #include <gtest/gtest.h>
@@ -71,6 +72,61 @@ TEST(EngineSizing, TheWorkerGetsTheDraftsOwnQuantizationOrNoneToFollowTheTarget)
     EXPECT_EQ(sizing.worker.draft_quantization, quantization) << name;
     EXPECT_EQ(sizing.service.scheduler.speculative.draft_quantization, quantization) << name;
   }
+}
+
+TEST(EngineSizing, TheKvPoolIsBf16OnlyOnAGpuInBf16Products) {
+  const int64_t floats = 2 * 2 * 2 * 8;  // layers · (key + value) · kv heads · head_dim
+  EngineSettings settings = with_context(0);
+  ModelIdentity identity;
+  EXPECT_EQ(size_engine(settings, kModel, identity, {}, 1).kv_bytes_per_token, floats * 4);
+  identity.compute.kernel_dtype = KernelDType::BF16;  // the CPU keeps float32 K/V in bf16 products
+  EXPECT_EQ(size_engine(settings, kModel, identity, {}, 1).kv_bytes_per_token, floats * 4);
+  identity.compute.device = Device::Cuda;
+  const EngineSizing bf16 = size_engine(settings, kModel, identity, {}, 1);
+  EXPECT_EQ(bf16.kv_bytes_per_token, floats * 2);
+  EXPECT_EQ(bf16.kv_element_bytes, 2);
+  identity.compute.kernel_dtype = KernelDType::F32;  // the exact mode keeps float32 on the GPU
+  EXPECT_EQ(size_engine(settings, kModel, identity, {}, 1).kv_bytes_per_token, floats * 4);
+}
+
+// SGLang's meaning: weights and pool take the fraction; the pool is what the weights leave of it.
+TEST(EngineSizing, TheMemoryFractionSizesThePoolFromWhatTheWeightsLeave) {
+  const int64_t gib = int64_t{1} << 30;
+  const DeviceMemoryUse h200{140 * gib, 60 * gib};
+  EXPECT_EQ(kv_slots_for_memory_fraction(0.5, h200, 1024), 10 * gib / 1024);
+  EXPECT_EQ(kv_slots_for_memory_fraction(1.0, h200, 98304), 80 * gib / 98304);
+  for (const double bad : {0.0, -0.1, 1.5}) {
+    try {
+      kv_slots_for_memory_fraction(bad, h200, 1024);
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("must lie in (0, 1]"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    kv_slots_for_memory_fraction(0.4, h200, 1024);
+    ADD_FAILURE() << "a fraction below the weights was taken";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("56.00 GiB of the device's 140.00 GiB, but 60.00 GiB are in use"), std::string::npos)
+        << message;
+  }
+}
+
+TEST(EngineSizing, APoolGivenInSlotsOrOnTheCpuIsNotSizedByTheFraction) {
+  const int64_t gib = int64_t{1} << 30;
+  EngineSettings settings = with_context(0);
+  ComputeSettings gpu;
+  gpu.device = Device::Cuda;
+  gpu.kernel_dtype = KernelDType::BF16;
+  size_kv_pool_on_device(settings, kModel, gpu, DeviceMemoryUse{100 * gib, 10 * gib});
+  EXPECT_EQ(settings.max_total_tokens, 4096);  // given
+  settings.max_total_tokens = 0;
+  size_kv_pool_on_device(settings, kModel, gpu, std::nullopt);  // the CPU: no device memory
+  EXPECT_EQ(settings.max_total_tokens, 0);
+  settings.mem_fraction_static = 0.25;
+  size_kv_pool_on_device(settings, kModel, gpu, DeviceMemoryUse{100 * gib, 10 * gib});
+  EXPECT_EQ(settings.max_total_tokens, 15 * gib / (2 * 2 * 2 * 8 * 2));
 }
 
 }  // namespace
