@@ -46,8 +46,8 @@ CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, co
 }
 
 CudaMoeBlock::Path CudaMoeBlock::path_for(int64_t tokens, const Blas& blas) const {
-  (void)blas;
-  return tokens <= kGroupedOnDeviceTokens ? Path::Grouped : Path::PerExpert;
+  if (tokens <= kGroupedOnDeviceTokens) return Path::Grouped;
+  return blas.bf16_products(tokens) && grouped_mma_fits(tables_) ? Path::Tiled : Path::PerExpert;
 }
 
 void CudaMoeBlock::reserve_for(Scratch& scratch, CudaMlp::Scratch& mlp_scratch, int64_t tokens, Path path) const {
@@ -65,6 +65,11 @@ void CudaMoeBlock::reserve_for(Scratch& scratch, CudaMlp::Scratch& mlp_scratch, 
   scratch.expert_out.reserve(pairs * H);
   switch (path) {
     case Path::Grouped: mlp_scratch.gate.reserve(pairs * width); break;
+    case Path::Tiled:
+      scratch.x_bf16.reserve(T * H);
+      scratch.act_bf16.reserve(pairs * width);
+      scratch.tiles.reserve(2 * static_cast<size_t>(grouped_tiles_capacity(static_cast<int64_t>(pairs), num_experts_)));
+      break;
     case Path::PerExpert:
       // At most every pair through one expert.
       scratch.gathered.reserve(pairs * H);
@@ -117,6 +122,7 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
                 captured.weights, stream);
     group_by_expert(ids, pairs, num_experts_, offsets, cursor, order, slot_of_pair, active, stream);
   }
+  if (path == Path::Tiled) round_to_bf16(x, T * H, scratch.x_bf16.data(), stream);
   if (path == Path::PerExpert) {
     gather_rows(x, order, top_k_, pairs, H, scratch.gathered.data(), stream);
     scratch.host_offsets.resize(static_cast<size_t>(num_experts_ + 1));
@@ -153,6 +159,10 @@ void CudaMoeBlock::run_experts(const float* x, const StepContext& step, Path pat
       else
         grouped_expert_mlp(x, T, top_k_, order, offsets, active, tables, mlp_scratch.gate.data(), expert_out,
                            step.stream);
+      return;
+    case Path::Tiled:
+      grouped_expert_mlp_tiles(scratch.x_bf16.data(), T, top_k_, order, offsets, active, tables,
+                               scratch.tiles.data(), scratch.act_bf16.data(), expert_out, step.stream);
       return;
     case Path::PerExpert:
       for (const int32_t e : experts) {

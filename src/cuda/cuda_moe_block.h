@@ -5,7 +5,10 @@
 // sigmoid-gated shared expert; with an expert limit (speculative verify), the tree tokens route
 // within the layer's pool (expert_pool). Up to kGroupedOnDeviceTokens tokens the experts run as two grouped
 // kernels that read each expert's row range on the device (no host round trip: such steps can be
-// captured in a CUDA graph); larger steps read the row counts back and run each expert's GEMMs.
+// captured in a CUDA graph). Larger steps in bf16 products run the tiled grouped kernels
+// (grouped_expert_mlp_tiles), which read the row ranges on the device too: no step waits for the
+// device inside a layer. Larger steps in the exact float32 mode read the row counts back and run
+// each expert's SGEMMs (cuBLAS without TF32, as the goldens need).
 //
 // Expert parallelism (an ExpertPlacement of D > 1 shards) runs as on the CPU's grouped runner: the
 // routing and grouping stay global, then each shard in turn runs the expert kernels over only its
@@ -47,7 +50,9 @@ class CudaMoeBlock {
     DeviceArray<float> partials;                  // [D - 1, T, H]: shards 1.. (shard 0 writes out; D > 1)
     DeviceArray<float> pool_probs;                // [T, E]: the limited tokens' probabilities (expert limit)
     DeviceArray<int32_t> in_pool;                 // [E]: the expert limit's pool
-    std::vector<int32_t> host_offsets;            // [E + 1], read back each step
+    DeviceArray<uint16_t> x_bf16, act_bf16;       // [T, H], [T·K, width]: the tiled kernels' bf16 operands
+    DeviceArray<int32_t> tiles;                   // the tiled kernels' tile table
+    std::vector<int32_t> host_offsets;            // [E + 1], read back each step (float32 above the grouped size)
   };
 
   static constexpr int64_t kGroupedOnDeviceTokens = 256;
@@ -61,17 +66,17 @@ class CudaMoeBlock {
   CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int layer,
                const ExpertPlacement& placement);
   // out[T, H] = moe(x[T, H]); out is overwritten. With `capture`, the router also writes the layer's
-  // rows into the capture's device buffer (no copy to the host here). Above kGroupedOnDeviceTokens,
-  // waits for the device once, to learn how many rows each expert got.
+  // rows into the capture's device buffer (no copy to the host here). Above kGroupedOnDeviceTokens
+  // in the float32 mode, waits for the device once, to learn how many rows each expert got.
   void forward(const float* x, const StepContext& step, RoutingCapture* capture, Scratch& scratch,
                CudaMlp::Scratch& mlp_scratch, float* out) const;
   // Grows the scratch to what any step of up to max_tokens tokens needs.
   void reserve(Scratch& scratch, CudaMlp::Scratch& mlp_scratch, int64_t max_tokens, const Blas& blas) const;
 
  private:
-  // How a step's routed experts run: the grouped kernels of decode-sized steps, or each expert's
-  // GEMMs (larger steps).
-  enum class Path { Grouped, PerExpert };
+  // How a step's routed experts run: the grouped kernels of decode-sized steps, the tiled kernels of
+  // larger steps in bf16 products, or each expert's GEMMs (larger steps in float32).
+  enum class Path { Grouped, Tiled, PerExpert };
   Path path_for(int64_t tokens, const Blas& blas) const;
   // Grows the scratch to a step of `tokens` tokens on `path`.
   void reserve_for(Scratch& scratch, CudaMlp::Scratch& mlp_scratch, int64_t tokens, Path path) const;

@@ -68,6 +68,15 @@ bool grouped_mma_fits(const ExpertTables& experts);
 void grouped_expert_mlp_mma(const float* x, int64_t tokens, int top_k, const int32_t* order, const int32_t* offsets,
                             const int32_t* active, const ExpertTables& experts, float* act, float* out,
                             cudaStream_t stream);
+// grouped_expert_mlp_mma for prefill-sized steps (where grouped_mma_fits), with no host round trip
+// whatever the step's size: x is the token rows already rounded to bf16 ([tokens, hidden] bf16
+// bits), act the activations in bf16 ([tokens · top_k, width]), out as grouped_expert_mlp's. The
+// grouped rows are cut into tiles on the device, into `tiles` (2 · grouped_tiles_capacity ints),
+// and each projection is one launch sized by that capacity.
+int64_t grouped_tiles_capacity(int64_t pairs, int num_experts);
+void grouped_expert_mlp_tiles(const uint16_t* x, int64_t tokens, int top_k, const int32_t* order,
+                              const int32_t* offsets, const int32_t* active, const ExpertTables& experts,
+                              int32_t* tiles, uint16_t* act, float* out, cudaStream_t stream);
 // dst[i] = src[i] rounded to bf16 bits (nearest even, NaN stays NaN): a bf16 product's activations.
 void round_to_bf16(const float* src, int64_t n, uint16_t* dst, cudaStream_t stream);
 // x[i] += y[i] for i < n.

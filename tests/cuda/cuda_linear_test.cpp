@@ -149,7 +149,11 @@ TEST_F(CudaLinearTest, GroupedExpertMlpMatchesReference) {
         // The tensor-core kernel's shapes (multiples of 64): a block with idle warps (the down
         // projection's 64 of 128 columns), inputs wider than its staged chunk of 256.
         {64, 128, true, row_counts[0]},
-        {320, 192, true, row_counts[0]}}) {
+        {320, 192, true, row_counts[0]},
+        // Several 64-row tiles per expert, a partial last tile, an expert with none: the tiled
+        // kernels' cases (a 192-column output leaves the second column block half empty).
+        {320, 192, true, {0, 1, 70, 130, 64}},
+        {128, 192, true, {65, 0, 3, 128, 1}}}) {
     const int num_experts = 5;
     const int64_t tokens = *std::max_element(counts.begin(), counts.end());
     std::vector<int32_t> offsets = {0};
@@ -235,12 +239,28 @@ TEST_F(CudaLinearTest, GroupedExpertMlpMatchesReference) {
                        act.data(), out.data(), stream());
     expect_close(download(out, out.size()), reference(false, bound), hidden * width, label);
     if (!grouped_mma_fits(tables)) continue;
+    const std::vector<double> want = reference(true, bound);
+    // NaN in every element first: a kernel that leaves one unwritten fails the comparison.
+    const auto poison = [&](DeviceArray<float>& a) {
+      check(cudaMemsetAsync(a.data(), 0xff, a.size() * sizeof(float), stream()), "cudaMemsetAsync");
+    };
+    const auto expect_bf16_close = [&](const std::string& kernel) {
+      const std::vector<float> got = download(out, out.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4 + bound[i] / 256) << label << " " << kernel << ", element " << i;
+    };
+    poison(out);
     grouped_expert_mlp_mma(x_dev.data(), tokens, top_k, order_dev.data(), offsets_dev.data(), active_dev.data(),
                            tables, act.data(), out.data(), stream());
-    const std::vector<float> got = download(out, out.size());
-    const std::vector<double> want = reference(true, bound);
-    for (size_t i = 0; i < got.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], 1e-4 + bound[i] / 256) << label << " in bf16 products, element " << i;
+    expect_bf16_close("grouped in bf16 products");
+    // The tiled kernels read the token rows in bf16 and keep the activations in bf16.
+    DeviceArray<uint16_t> x_bf16(tokens_x.size()), act_bf16(static_cast<size_t>(rows * width));
+    round_to_bf16(x_dev.data(), static_cast<int64_t>(tokens_x.size()), x_bf16.data(), stream());
+    DeviceArray<int32_t> tiles(static_cast<size_t>(2 * grouped_tiles_capacity(tokens * top_k, num_experts)));
+    poison(out);
+    grouped_expert_mlp_tiles(x_bf16.data(), tokens, top_k, order_dev.data(), offsets_dev.data(), active_dev.data(),
+                             tables, tiles.data(), act_bf16.data(), out.data(), stream());
+    expect_bf16_close("tiled");
   }
 }
 
