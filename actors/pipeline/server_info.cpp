@@ -28,6 +28,7 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"expert_placement", options.expert_placement},
       {"max_running_requests", options.max_running_requests},
       {"chunked_prefill_size", options.chunked_prefill_size},
+      {"max_prefill_tokens", options.max_prefill_tokens},
       {"max_total_tokens", options.max_total_tokens},
       {"mem_fraction_static", options.mem_fraction_static},
       {"context_length", options.context_length},
@@ -49,6 +50,7 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       // What the engine derived from them.
       {"max_total_num_tokens", scheduler.max_total_tokens},
       {"overlap_schedule", scheduler.overlap},
+      {"max_prefill_tokens_in_effect", scheduler.max_prefill_tokens},
       {"max_batch_tokens", sizing.worker.settings.max_batch_tokens},
       {"context_length_in_effect", scheduler.context_length},
       {"max_req_len", sizing.limits.max_sequence_len},

@@ -57,6 +57,9 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("max-running-requests", po::value(&o.max_running_requests)->default_value(o.max_running_requests), "")
       ("chunked-prefill-size", po::value(&o.chunked_prefill_size)->default_value(o.chunked_prefill_size),
        "tokens per step, decodes included (<= 0: no limit)")
+      ("max-prefill-tokens", po::value(&o.max_prefill_tokens)->default_value(o.max_prefill_tokens),
+       "prompt tokens per step beside decoding requests, so a prompt's chunk stalls them little (0: 512 on a GPU, "
+       "no limit on the CPU; < 0: no limit); a step with no decodes takes --chunked-prefill-size")
       ("max-total-tokens", po::value(&o.max_total_tokens)->default_value(0),
        "KV slots (0 = on a GPU, what --mem-fraction-static leaves; on the CPU, what 2 GiB holds, at most 8 contexts)")
       ("mem-fraction-static", po::value(&o.mem_fraction_static)->default_value(moe::kDefaultMemFractionStatic),

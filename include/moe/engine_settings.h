@@ -11,6 +11,9 @@ namespace moe {
 struct EngineSettings {
   int max_running_requests = 256;
   int64_t chunked_prefill_size = 8192;  // tokens per step, decodes included; <= 0 = no limit
+  // Prompt tokens per step beside decodes (a step with no decodes takes chunked_prefill_size of
+  // them): 0 = kDefaultGpuMaxPrefillTokens on a GPU, no limit on the CPU; < 0 = no limit.
+  int64_t max_prefill_tokens = 0;
   int64_t max_total_tokens = 0;         // KV slots; 0 = what kv_cache_memory_bytes holds, at most 8 contexts
   int64_t kv_cache_memory_bytes = int64_t{2} << 30;
   // On a GPU (SGLang's meaning): the weights and the KV pool together take this fraction of the

@@ -80,6 +80,10 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
   service.scheduler = SchedulerConfig{pool,    settings.max_running_requests, settings.chunked_prefill_size,
                                       !settings.disable_radix_cache, context, std::move(eos_token_ids),
                                       std::move(speculative)};
+  service.scheduler.max_prefill_tokens =
+      settings.max_prefill_tokens != 0          ? settings.max_prefill_tokens
+      : identity.compute.device == Device::Cuda ? kDefaultGpuMaxPrefillTokens
+                                                : 0;
   service.enable_routed_experts = settings.captures_routing();
   service.enable_router_weights = settings.enable_return_router_weights;
   service.seed_source = seed_source;

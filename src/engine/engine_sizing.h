@@ -41,6 +41,10 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                          std::vector<int32_t> eos_token_ids, uint64_t seed_source);
 
 constexpr double kDefaultMemFractionStatic = 0.88;
+// A GPU step's prompt tokens beside decodes by default: a 2,048-token prompt goes in four steps,
+// each of which delays the decodes by a quarter of its prefill (bench/RESULTS.md: the inter-token
+// latency at c=32 with 2,048-token prompts on an H200).
+constexpr int64_t kDefaultGpuMaxPrefillTokens = 512;
 
 // The KV pool's token slots by --mem-fraction-static: what fraction · total device memory leaves
 // once the memory in use after the load (the weights, the CUDA context) is counted, at

@@ -42,6 +42,11 @@ struct SchedulerConfig {
   // while step n runs, feeding each decoding request the token step n samples for it, unseen (the
   // worker fills it in). So two steps are in flight, and a request may be in both.
   bool overlap = false;
+  // Prompt tokens per step (prefill chunks, new requests' and running ones') beside decodes
+  // (--max-prefill-tokens): a step with decodes carries at most this much prefill, which bounds how
+  // long a prompt's chunk stalls every decoding request; a step without takes chunked_prefill_size.
+  // <= 0 = only chunked_prefill_size limits.
+  int64_t max_prefill_tokens = 0;
 };
 
 // Counters for metrics and tests.
@@ -128,9 +133,9 @@ class Scheduler {
 
   // --- Planning one step (scheduler_step.cpp).
   // Decodes, then continuing prefill chunks, of the running requests.
-  void schedule_running(ScheduledBatch& batch, int64_t& budget, bool& preempted);
+  void schedule_running(ScheduledBatch& batch, int64_t& budget, int64_t& prefill_budget, bool& preempted);
   // Moves waiting requests into the batch while budget, max_running_requests and KV allow.
-  void admit_waiting(ScheduledBatch& batch, int64_t& budget);
+  void admit_waiting(ScheduledBatch& batch, int64_t& budget, int64_t& prefill_budget);
   // Slots for a running request's next tokens, preempting others if needed; 0 if it was preempted.
   int64_t grant_slots(Request& request, int64_t want, bool accept_fewer, const ScheduledBatch& batch,
                       bool& preempted);

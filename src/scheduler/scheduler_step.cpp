@@ -21,10 +21,12 @@ std::optional<ScheduledBatch> Scheduler::schedule_step() {
   batch.forward.max_tree_experts = config_.speculative.max_tree_experts;
   int64_t budget = config_.chunked_prefill_size > 0 ? config_.chunked_prefill_size
                                                     : std::numeric_limits<int64_t>::max();
+  int64_t prefill_budget = config_.max_prefill_tokens > 0 ? config_.max_prefill_tokens
+                                                          : std::numeric_limits<int64_t>::max();
   bool preempted = false;
-  schedule_running(batch, budget, preempted);
+  schedule_running(batch, budget, prefill_budget, preempted);
   // After a preemption the pool is short: admitting now would only preempt again next step.
-  if (!preempted) admit_waiting(batch, budget);
+  if (!preempted) admit_waiting(batch, budget, prefill_budget);
   if (batch.sequences.empty()) return std::nullopt;
   in_flight_steps_.insert(batch.step_id);
   return batch;
@@ -32,11 +34,14 @@ std::optional<ScheduledBatch> Scheduler::schedule_step() {
 
 // Running requests go first, in admission order: decodes (one pending token, or with overlap the
 // token a step in flight samples) in a first pass, then the chunks of prompts still being prefilled.
-void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& preempted) {
+// Prompt chunks also spend prefill_budget, which holds only where the step has decodes.
+void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, int64_t& prefill_budget, bool& preempted) {
   for (const bool decode_pass : {true, false}) {
+    // A step with no decodes stalls nobody: its prefill is limited by the step's budget alone.
+    if (!decode_pass && batch.sequences.empty()) prefill_budget = std::numeric_limits<int64_t>::max();
     const std::vector<Request*> candidates = running_;  // preemption edits running_
     for (Request* request : candidates) {
-      if (budget == 0 || full(batch)) return;
+      if (budget == 0 || (!decode_pass && prefill_budget == 0) || full(batch)) return;
       if (request->state != RequestState::Running || request->scheduled_step == batch.step_id) continue;
       if (request->steps_in_flight > 0) {
         if (decode_pass) add_overlapped(batch, *request, budget);
@@ -45,18 +50,20 @@ void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& p
       const int64_t pending = request->total_len() - request->num_computed;
       if ((pending == 1) != decode_pass) continue;
       if (decode_pass && add_speculative(batch, *request, budget)) continue;
+      const int64_t room = decode_pass ? budget : std::min(budget, prefill_budget);
       const int64_t granted =
-          grant_slots(*request, std::min({pending, budget, request->step_token_limit()}), !decode_pass, batch, preempted);
+          grant_slots(*request, std::min({pending, room, request->step_token_limit()}), !decode_pass, batch, preempted);
       if (granted == 0) continue;  // the request was preempted itself, or waits for the steps in flight
       add_to_batch(batch, *request, granted);
       budget -= granted;
+      if (!decode_pass) prefill_budget -= granted;
     }
   }
 }
 
 // New requests, first come first served, while the budget, max_running_requests and the KV pool allow.
-void Scheduler::admit_waiting(ScheduledBatch& batch, int64_t& budget) {
-  while (budget > 0 && !waiting_.empty() && !full(batch) &&
+void Scheduler::admit_waiting(ScheduledBatch& batch, int64_t& budget, int64_t& prefill_budget) {
+  while (budget > 0 && prefill_budget > 0 && !waiting_.empty() && !full(batch) &&
          static_cast<int64_t>(running_.size()) < config_.max_running_requests) {
     Request& request = *waiting_.front();
     const int64_t hit = kv_.attach_prefix(request);
@@ -67,7 +74,7 @@ void Scheduler::admit_waiting(ScheduledBatch& batch, int64_t& budget) {
       kv_.release(request);
       return;
     }
-    const int64_t chunk = std::min({pending, budget, request.step_token_limit()});
+    const int64_t chunk = std::min({pending, budget, prefill_budget, request.step_token_limit()});
     kv_.extend(request, chunk);
     waiting_.pop_front();
     request.state = RequestState::Running;
@@ -77,6 +84,7 @@ void Scheduler::admit_waiting(ScheduledBatch& batch, int64_t& budget) {
     running_.push_back(&request);
     add_to_batch(batch, request, chunk);
     budget -= chunk;
+    prefill_budget -= chunk;
   }
 }
 

@@ -61,6 +61,35 @@ TEST(SchedulerBatching, LongPromptsArePrefilledInChunksThatSampleOnlyAtTheEnd) {
   EXPECT_EQ(samples, (std::vector<bool>{false, false, true}));
 }
 
+// --max-prefill-tokens: beside a decode, a step carries at most that many prompt tokens (a
+// waiting prompt's and a running one's chunk together); a step with no decode takes the whole budget.
+TEST(SchedulerBatching, MaxPrefillTokensLimitsThePromptChunksBesideDecodes) {
+  SchedulerConfig config = config_with(512, 64);
+  config.max_prefill_tokens = 6;
+  Scheduler scheduler(config);
+  scheduler.add_request(make_request("a", prompt_of(40, 1), 8));
+  auto first = scheduler.schedule_step();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->forward.num_tokens(), 40);  // nothing decodes yet: the step's budget alone
+  scheduler.process_result(*first, std::vector<int32_t>{9}, {});
+
+  scheduler.add_request(make_request("b", prompt_of(30, 50), 2));
+  scheduler.add_request(make_request("c", prompt_of(30, 90), 2));
+  std::vector<int32_t> b_chunks;
+  for (int step = 0; step < 3; ++step) {
+    auto mixed = scheduler.schedule_step();
+    ASSERT_TRUE(mixed);
+    ASSERT_EQ(mixed->sequences.front().rid, "a");
+    EXPECT_EQ(mixed->forward.sequences.front().num_new_tokens, 1);
+    EXPECT_EQ(mixed->forward.num_tokens(), 1 + 6) << "step " << step;  // the decode and 6 prompt tokens
+    for (size_t i = 0; i < mixed->sequences.size(); ++i)
+      if (mixed->sequences[i].rid == "b") b_chunks.push_back(mixed->forward.sequences[i].num_new_tokens);
+    std::vector<int32_t> sampled(static_cast<size_t>(mixed->forward.num_logit_rows()), 9);
+    scheduler.process_result(*mixed, sampled, {});
+  }
+  EXPECT_EQ(b_chunks, (std::vector<int32_t>{6, 6, 6}));  // "c" waits: "b"'s chunks take the prefill budget
+}
+
 TEST(SchedulerBatching, DecodesGoFirstAndPrefillTakesTheRestOfTheBudget) {
   Scheduler scheduler(config_with(256, 10));
   scheduler.add_request(make_request("a", prompt_of(4, 1), 8));
