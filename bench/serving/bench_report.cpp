@@ -11,13 +11,14 @@ namespace moe::bench {
 
 std::string markdown_table(const std::vector<LabelledStats>& runs) {
   std::string out =
-      "| run | done/failed | req/s | output tok/s | TTFT mean / p50 / p99 (ms) | ITL mean / p50 / p99 (ms) |\n"
-      "| --- | --- | --- | --- | --- | --- |\n";
+      "| run | done/failed | req/s | output tok/s | prompt tok/s | TTFT mean / p50 / p99 (ms) | ITL mean / p50 / p99 (ms) |\n"
+      "| --- | --- | --- | --- | --- | --- | --- |\n";
   char line[512];
   for (const LabelledStats& run : runs) {
     const ServingStats& s = run.stats;
-    std::snprintf(line, sizeof(line), "| %s | %d/%d | %.3f | %.2f | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f |\n",
-                  run.label.c_str(), s.completed, s.failed, s.request_throughput, s.output_throughput, s.ttft.mean_ms,
+    std::snprintf(line, sizeof(line), "| %s | %d/%d | %.3f | %.2f | %.1f | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f |\n",
+                  run.label.c_str(), s.completed, s.failed, s.request_throughput, s.output_throughput,
+                  s.prompt_throughput, s.ttft.mean_ms,
                   s.ttft.p50_ms, s.ttft.p99_ms, s.itl.mean_ms, s.itl.p50_ms, s.itl.p99_ms);
     out += line;
   }

@@ -9,11 +9,13 @@
 
 namespace moe::bench {
 
-// One generation request as every transport sends it: greedy, ignore_eos, streamed.
+// One generation request as every transport sends it: ignore_eos, streamed, greedy unless a
+// temperature is given (a rollout samples at 1).
 struct BenchRequest {
   std::vector<int32_t> input_ids;
   int output_len = 0;                  // max_new_tokens
   bool return_routed_experts = false;
+  double temperature = 0;
 };
 
 // Something that arrived for one request: new tokens, or its end (with an error or not).

@@ -34,10 +34,11 @@ std::string request_body(HttpApi api, const BenchRequest& request) {
   json body;
   if (api == HttpApi::Generate) {
     body = {{"input_ids", request.input_ids},
-            {"sampling_params", {{"max_new_tokens", request.output_len}, {"ignore_eos", true}, {"temperature", 0}}}};
+            {"sampling_params", {{"max_new_tokens", request.output_len}, {"ignore_eos", true},
+                                 {"temperature", request.temperature}}}};
   } else {
     body = {{"prompt", request.input_ids}, {"max_tokens", request.output_len}, {"ignore_eos", true},
-            {"temperature", 0},            {"logprobs", 0},          {"stream_options", {{"include_usage", true}}}};
+            {"temperature", request.temperature}, {"logprobs", 0},          {"stream_options", {{"include_usage", true}}}};
   }
   body["stream"] = true;
   body["return_routed_experts"] = request.return_routed_experts;

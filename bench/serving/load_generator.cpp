@@ -23,6 +23,7 @@ BenchRequest random_request(const LoadOptions& options, std::mt19937_64& rng) {
   request.input_ids.resize(static_cast<size_t>(options.input_len));
   for (int32_t& id : request.input_ids) id = token(rng);
   request.output_len = options.output_len;
+  request.temperature = options.temperature;
   request.return_routed_experts = options.return_routed_experts;
   return request;
 }
@@ -70,6 +71,7 @@ class RequestDriver {
 
   void send(Clock::time_point now, std::mt19937_64& rng) {
     records_[sent_].sent = since_start(now);
+    records_[sent_].prompt_tokens = options_.input_len;
     deadlines_[sent_] = now + to_duration(options_.request_timeout_s);
     transport_.send(first_id_ + sent_, random_request(options_, rng));
     in_flight_.insert(sent_++);

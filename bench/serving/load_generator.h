@@ -15,6 +15,7 @@ struct LoadOptions {
   int warmup_prompts = 4;         // sent first, not measured
   int input_len = 128;            // prompt tokens
   int output_len = 128;           // generated tokens (ignore_eos)
+  double temperature = 0;         // 0: greedy; a rollout samples at 1
   int concurrency = 1;            // requests in flight at most
   double request_rate = 0;        // requests/s drawn from a Poisson process; 0 = send as soon as a slot frees
   int vocab_size = 151643;        // prompt ids are drawn from [0, vocab_size)
@@ -29,6 +30,7 @@ struct RequestRecord {
   std::vector<double> token_times;  // arrival time of every generated token (a chunk's tokens share it)
   double finished = 0;
   std::string error;                // empty on success
+  int prompt_tokens = 0;
 };
 
 // Runs the warm-up, then the measured requests, over `transport` (a fresh one per run: request ids

@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
       ("warmup-prompts", po::value(&options.warmup_prompts)->default_value(options.warmup_prompts), "")
       ("input-len", po::value(&options.input_len)->default_value(options.input_len), "prompt tokens")
       ("output-len", po::value(&options.output_len)->default_value(options.output_len), "generated tokens (ignore_eos)")
+      ("temperature", po::value(&options.temperature)->default_value(options.temperature),
+       "sampling temperature (0: greedy; a rollout samples at 1)")
       ("concurrency", po::value(&concurrency_list)->default_value("1"), "comma-separated list: one run each")
       ("request-rate", po::value(&options.request_rate)->default_value(0), "Poisson requests/s (0 = closed loop)")
       ("vocab-size", po::value(&options.vocab_size)->default_value(options.vocab_size), "prompt ids in [0, N)")

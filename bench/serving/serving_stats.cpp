@@ -41,12 +41,14 @@ ServingStats summarize(const std::vector<RequestRecord>& records, double duratio
     }
     ++stats.completed;
     stats.output_tokens += static_cast<int64_t>(r.token_times.size());
+    stats.prompt_tokens += r.prompt_tokens;
     ttft.push_back(r.token_times.front() - r.sent);
     for (size_t i = 1; i < r.token_times.size(); ++i) itl.push_back(r.token_times[i] - r.token_times[i - 1]);
   }
   if (duration_seconds > 0) {
     stats.request_throughput = stats.completed / duration_seconds;
     stats.output_throughput = static_cast<double>(stats.output_tokens) / duration_seconds;
+    stats.prompt_throughput = static_cast<double>(stats.prompt_tokens) / duration_seconds;
   }
   stats.ttft = latency(std::move(ttft));
   stats.itl = latency(std::move(itl));
@@ -61,6 +63,8 @@ nlohmann::json to_json(const ServingStats& stats) {
           {"request_throughput", stats.request_throughput},
           {"output_tokens", stats.output_tokens},
           {"output_throughput", stats.output_throughput},
+          {"prompt_tokens", stats.prompt_tokens},
+          {"prompt_throughput", stats.prompt_throughput},
           {"ttft", to_json(stats.ttft)},
           {"itl", to_json(stats.itl)}};
 }

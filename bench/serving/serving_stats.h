@@ -21,6 +21,8 @@ struct ServingStats {
   double request_throughput = 0;  // completed requests / s
   int64_t output_tokens = 0;      // generated tokens of the completed requests
   double output_throughput = 0;   // generated tokens / s
+  int64_t prompt_tokens = 0;      // prompt tokens of the completed requests
+  double prompt_throughput = 0;   // prompt tokens / s
   LatencyStats ttft, itl;         // time to first token; gaps between consecutive tokens
 };
 

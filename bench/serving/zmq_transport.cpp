@@ -22,7 +22,7 @@ zmq::message_t encode_request(const std::string& rid, const BenchRequest& reques
   pack.pack_map(3);
   pack.pack(std::string("max_new_tokens")).pack(request.output_len);
   pack.pack(std::string("ignore_eos")).pack(true);
-  pack.pack(std::string("temperature")).pack(0.0);
+  pack.pack(std::string("temperature")).pack(request.temperature);
   return zmq::message_t(buffer.data(), buffer.size());
 }
 

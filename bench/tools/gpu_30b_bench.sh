@@ -60,7 +60,8 @@ for workload in "${workloads[@]}"; do
       bench prompt_c8 --input-len 2048 --output-len 1 --concurrency 8 --num-prompts 64 --warmup-prompts 8 ;;
     itl32) bench itl32 --input-len 2048 --output-len 128 --concurrency 32 --num-prompts 96 --warmup-prompts 8 ;;
     decode) bench decode --input-len 16 --output-len 256 --concurrency 64,128 --num-prompts 256 --warmup-prompts 16 ;;
-    rollout) bench rollout --input-len 1024 --output-len 1024 --concurrency 256 --num-prompts 256 --warmup-prompts 0 ;;
+    rollout) bench rollout --input-len 1024 --output-len 1024 --concurrency 256 --num-prompts 256 --warmup-prompts 0 \
+               --temperature 1 ;;
     *) echo "unknown workload $workload" ;;
   esac
 done

@@ -22,6 +22,14 @@ TEST(HttpApi, GenerateBodyIsSglangsStreamedGreedyRequest) {
   EXPECT_EQ(api_path(HttpApi::Generate), "/generate");
 }
 
+// A rollout's requests sample (--temperature 1).
+TEST(HttpApi, BodiesCarryTheTemperature) {
+  BenchRequest sampled = kRequest;
+  sampled.temperature = 1;
+  EXPECT_EQ(json::parse(request_body(HttpApi::Generate, sampled))["sampling_params"]["temperature"], 1.0);
+  EXPECT_EQ(json::parse(request_body(HttpApi::OpenAiCompletions, sampled))["temperature"], 1.0);
+}
+
 TEST(HttpApi, OpenAiBodyGivesThePromptAsIdsAndAsksForTokenLogprobs) {
   EXPECT_EQ(json::parse(request_body(HttpApi::OpenAiCompletions, {{7, 8}, 2, false})),
             json::parse(R"({"prompt": [7, 8], "max_tokens": 2, "ignore_eos": true, "temperature": 0,

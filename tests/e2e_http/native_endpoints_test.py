@@ -78,6 +78,9 @@ class NativeEndpoints(hh.ServerTest):
         server = self.get("/get_server_info").json()
         self.assertEqual(server["max_total_tokens"], 4096)
         self.assertEqual(server["max_total_num_tokens"], 4096)
+        # The CPU keeps float32 K/V and no prefill budget beside decodes (a GPU: bf16 in bf16 products, 512).
+        self.assertEqual(server["kv_cache_dtype"], "float32")
+        self.assertEqual(server["max_prefill_tokens_in_effect"], 0)
         self.assertTrue(server["enable_return_routed_experts"])
         self.assertEqual(server["served_model_name"], hh.MODEL_NAME)
         self.assertEqual(server["weight_version"], "w0")
