@@ -41,6 +41,8 @@ struct HttpServerConfig {
   std::string api_key;
   // The chat output parsers (--tool-call-parser, --reasoning-parser).
   api::OutputParsers output_parsers;
+  // --skip-tokenizer-init: /generate answers carry output_ids and no text.
+  bool ids_only = false;
 };
 
 // Owns the listening socket; connections live on as long as their operations are pending.

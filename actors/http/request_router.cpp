@@ -63,11 +63,12 @@ constexpr std::array kRoutes = {
 }  // namespace
 
 RequestRouter::RequestRouter(EngineFrontend& engine, std::string api_key, api::OutputParsers parsers,
-                             size_t max_batch_prompts)
+                             size_t max_batch_prompts, bool ids_only)
     : engine_(engine),
       api_key_(std::move(api_key)),
       parsers_(parsers),
       max_batch_prompts_(max_batch_prompts),
+      ids_only_(ids_only),
       started_(static_cast<int64_t>(std::time(nullptr))) {}
 
 std::optional<HttpReply> RequestRouter::refuse_without_key(const std::string& path, const HttpRequest& request) const {
@@ -149,6 +150,7 @@ std::shared_ptr<PendingAnswer> RequestRouter::generate(api::ApiKind api, const H
       break;
   }
   check_batch_size(call.requests.size());
+  call.ids_only = ids_only_;
   auto exchange = std::make_shared<GenerationExchange>(std::move(call), engine_, channel);
   exchange->start();
   return exchange;

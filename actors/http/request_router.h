@@ -23,8 +23,9 @@ class RequestRouter {
   // endpoint but /health and /metrics (which load balancers and Prometheus probe without one).
   // `parsers`: the chat output parsers (--tool-call-parser, --reasoning-parser). A request bringing
   // more than `max_batch_prompts` prompts (or texts or id lists) is refused before any is submitted.
+  // `ids_only`: a server without a tokenizer, whose /generate answers carry no text.
   RequestRouter(EngineFrontend& engine, std::string api_key = {}, api::OutputParsers parsers = {},
-                size_t max_batch_prompts = kDefaultMaxBatchPrompts);
+                size_t max_batch_prompts = kDefaultMaxBatchPrompts, bool ids_only = false);
 
   // Answers `request` through `channel` now, or later: then it returns what the session must
   // cancel when the client leaves (a generation, a health probe), or null when nothing needs to be
@@ -61,6 +62,7 @@ class RequestRouter {
   std::string api_key_;
   api::OutputParsers parsers_;
   size_t max_batch_prompts_;
+  bool ids_only_;
   int64_t started_;  // Unix time, the `created` of the model list
 };
 

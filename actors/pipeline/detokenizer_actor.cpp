@@ -7,9 +7,10 @@
 namespace moe::actors {
 
 DetokenizerActor::DetokenizerActor(transport::ActorLoop& loop, tokenizer::Tokenizer tokenizer, int num_experts,
-                                   int draft_num_experts, const std::string& inbox_endpoint,
-                                   const std::string& tokenizer_endpoint, const std::string& scheduler_endpoint)
-    : state_(std::move(tokenizer), num_experts, draft_num_experts) {
+                                   int draft_num_experts, RoutingLayerAxis layer_axis,
+                                   const std::string& inbox_endpoint, const std::string& tokenizer_endpoint,
+                                   const std::string& scheduler_endpoint)
+    : state_(std::move(tokenizer), num_experts, draft_num_experts, std::move(layer_axis)) {
   to_tokenizer_ = &loop.make<transport::Outbox>(tokenizer_endpoint);
   to_scheduler_ = &loop.make<transport::Outbox>(scheduler_endpoint);
   loop.make<transport::Inbox>(inbox_endpoint, [this](msg::Message&& message) {

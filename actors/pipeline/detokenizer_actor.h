@@ -15,7 +15,7 @@ namespace moe::actors {
 class DetokenizerActor {
  public:
   DetokenizerActor(transport::ActorLoop& loop, tokenizer::Tokenizer tokenizer, int num_experts, int draft_num_experts,
-                   const std::string& inbox_endpoint, const std::string& tokenizer_endpoint,
+                   RoutingLayerAxis layer_axis, const std::string& inbox_endpoint, const std::string& tokenizer_endpoint,
                    const std::string& scheduler_endpoint);
 
  private:

@@ -141,13 +141,18 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   // Before anything loads: a misspelt parser stops the start naming its flag.
   const api::OutputParsers output_parsers = api::output_parsers_named(options.tool_call_parser, options.reasoning_parser);
   check_model_directories(options);
-  const std::string tok_dir = tokenizer_directory(options.tokenizer_path, options.model_path);
-  tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(tok_dir);
-  tokenizer::TokenizerConfig tok_config = tokenizer::load_tokenizer_config(tok_dir);
-  if (!options.chat_template.empty()) tok_config.chat_template = read_text_file(options.chat_template);
-  const bool local_worker = options.worker_endpoint.empty();
   // With the model worker elsewhere, this process needs the model's config, never its weights.
   const ModelConfig config = load_model_config(options.model_path);
+  const bool skip_tokenizer = options.skip_tokenizer_init;
+  if (skip_tokenizer && !options.chat_template.empty())
+    throw Error("--chat-template needs a tokenizer: leave out --skip-tokenizer-init");
+  // Without a tokenizer, ids decode to no text and generation ends at the model's own eos ids.
+  const std::string tok_dir = skip_tokenizer ? "" : tokenizer_directory(options.tokenizer_path, options.model_path);
+  tokenizer::Tokenizer tok = skip_tokenizer ? tokenizer::Tokenizer::without_vocabulary(static_cast<int32_t>(config.vocab_size))
+                                            : tokenizer::Tokenizer::load(tok_dir);
+  tokenizer::TokenizerConfig tok_config = skip_tokenizer ? tokenizer::TokenizerConfig{} : tokenizer::load_tokenizer_config(tok_dir);
+  if (!options.chat_template.empty()) tok_config.chat_template = read_text_file(options.chat_template);
+  const bool local_worker = options.worker_endpoint.empty();
   std::vector<std::unique_ptr<Model>> stage_models;
   for (int rank = 0; local_worker && rank < options.pp_size; ++rank)
     stage_models.push_back(load_served_model(options, options.model_path, layers_of_stage(options, config, rank)));
@@ -167,9 +172,10 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   ServeOptions pool_options = options;
   if (local_worker)
     size_kv_pool_on_device(pool_options, config, compute_settings_of(options), stage_models.front()->device_memory());
-  const EngineSizing sizing =
+  EngineSizing sizing =
       sized(pool_options, config, tokenizer::resolve_eos_token_ids(options.model_path, tok_config, tok),
             options.random_seed.value_or(std::random_device{}()));
+  sizing.limits.skip_tokenizer = skip_tokenizer;
   auto service = std::make_unique<SchedulerService>(
       sizing.service, ServingModelInfo{config.num_moe_layers(), config.num_experts_per_tok, config.num_experts});
   kv_slots_ = service->kv_cache_slots();
@@ -197,6 +203,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   a.scheduler_loop->post([&a, steps = options.decode_log_interval] { a.scheduler->log_stats_every(steps); });
   a.detokenizer =
       std::make_unique<DetokenizerActor>(*a.detokenizer_loop, tok, config.num_experts, sizing.draft_num_experts,
+                                         RoutingLayerAxis{config.num_hidden_layers, config.moe_layer_ids},
                                          endpoints.detokenizer, endpoints.tokenizer, endpoints.scheduler);
   if (options.port > 0) {
     auto snapshot = [&a] { return run_on(*a.scheduler_loop, [&a] { return a.scheduler->snapshot(); }); };
@@ -226,6 +233,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     http_config.max_batch_prompts = options.max_batch_prompts;
     http_config.max_body_bytes = options.max_request_bytes;
     http_config.output_parsers = output_parsers;
+    http_config.ids_only = skip_tokenizer;
     a.http_server = std::make_unique<http::HttpServer>(a.tokenizer_loop->io(), *a.http_frontend, http_config);
   }
   std::vector<std::string> names = {"tokenizer", "scheduler", "detokenizer"};

@@ -11,6 +11,8 @@
 namespace moe::actors {
 
 struct ServeOptions : EngineOptions {
+  // SGLang's --skip-tokenizer-init: no tokenizer is loaded; prompts are input_ids, replies ids only.
+  bool skip_tokenizer_init = false;
   std::string served_model_name;       // the `model` OpenAI clients name; default: model_path
   std::string host = "127.0.0.1";
   int port = 0;                        // HTTP; 0 = no HTTP server (moe-serve's flag defaults to 30000)

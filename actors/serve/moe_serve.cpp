@@ -28,6 +28,8 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
   desc.add_options()("help,h", "show this help")
       ("model-path", po::value(&o.model_path)->required(), "Hugging Face model directory")
       ("tokenizer-path", po::value(&o.tokenizer_path), "tokenizer directory (default: the model's)")
+      ("skip-tokenizer-init", po::bool_switch(&o.skip_tokenizer_init),
+       "load no tokenizer: prompts are input_ids, replies carry output_ids and no text")
       ("chat-template", po::value(&o.chat_template), "a Jinja chat template file to use instead of the tokenizer's")
       ("served-model-name", po::value(&o.served_model_name), "the model name OpenAI clients use (default: --model-path)")
       ("weight-version", po::value(&o.weight_version)->default_value(o.weight_version),
@@ -54,6 +56,8 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        "capture the routed experts of every token so requests can ask for them")
       ("enable-return-router-weights", po::bool_switch(&o.enable_return_router_weights),
        "also keep every token's top-k router weights (implies --enable-return-routed-experts)")
+      ("routed-experts-layers", po::value(&o.routed_experts_layers)->default_value(o.routed_experts_layers),
+       "the layer axis of routed_experts: all (every decoder layer, dense layers 0, as SGLang) | moe (MoE layers only)")
       ("max-running-requests", po::value(&o.max_running_requests)->default_value(o.max_running_requests), "")
       ("chunked-prefill-size", po::value(&o.chunked_prefill_size)->default_value(o.chunked_prefill_size),
        "tokens per step, decodes included (<= 0: no limit)")

@@ -27,6 +27,9 @@ struct EngineSettings {
   int64_t context_length = 0;           // 0 = the model's max_position_embeddings
   bool enable_return_routed_experts = false;
   bool enable_return_router_weights = false;  // also keep top-k router weights (implies the above)
+  // The layer axis of routed_experts when a request does not choose: "all" (one entry per decoder
+  // layer, dense layers 0, as SGLang returns them) or "moe" (MoE layers only).
+  std::string routed_experts_layers = "all";
   // Speculative decoding: "" (off), NGRAM (drafts from n-gram matches in the request's own tokens) or
   // STANDALONE (drafts from a draft model).
   std::string speculative_algorithm;

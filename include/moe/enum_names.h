@@ -34,6 +34,14 @@ struct EnumNames<RouterWeightsDtype> {
   }};
 };
 
+template <>
+struct EnumNames<RoutedExpertsLayers> {
+  static constexpr std::array<std::pair<RoutedExpertsLayers, std::string_view>, 2> kNames{{
+      {RoutedExpertsLayers::All, "all"},
+      {RoutedExpertsLayers::Moe, "moe"},
+  }};
+};
+
 // The enums that have names (fields a client sets by name).
 template <class E>
 concept NamedEnum = requires { EnumNames<E>::kNames; };

@@ -64,6 +64,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("weights_dtype", m.weights_dtype);
   visit("raw", m.raw);
   visit("return_draft_routed_experts", m.return_draft_routed_experts);
+  visit("layers", m.layers);
 }
 
 template <StructOf<ChatMessage> M, class Visit>

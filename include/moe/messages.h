@@ -17,7 +17,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 14;
+inline constexpr uint32_t kProtocolVersion = 15;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -86,6 +86,10 @@ struct SamplingParams : DrawSettings {
 enum class RoutedExpertsDtype : uint8_t { Int32 = 0, Int16 = 1, Uint8 = 2, Auto = 3 };
 // The type router weights are returned in.
 enum class RouterWeightsDtype : uint8_t { Float32 = 0, Float16 = 1 };
+// The layer axis of routed_experts for a model with dense decoder layers (DeepSeek's
+// first_k_dense_replace): All = one entry per decoder layer, dense layers 0 (SGLang's rows); Moe =
+// the MoE layers only. Equal for models whose every layer is MoE.
+enum class RoutedExpertsLayers : uint8_t { All = 0, Moe = 1 };
 
 // What a client asked for about routed experts, carried unchanged to the detokenizer.
 struct RoutingOptions {
@@ -99,6 +103,8 @@ struct RoutingOptions {
   // With return_routed_experts, on a server with an MoE STANDALONE draft: the draft model's routing
   // of the same positions (draft_routed_experts), never mixed into the target's rows.
   bool return_draft_routed_experts{};
+  // None = the server's --routed-experts-layers; the front door fills it in.
+  std::optional<RoutedExpertsLayers> layers{};
   // The reply has the last generated token's row too: it is fed once more, without sampling.
   bool routes_last_token() const { return return_routed_experts && include_last; }
   bool operator==(const RoutingOptions&) const = default;

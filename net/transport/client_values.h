@@ -38,6 +38,7 @@ void visit_client_fields(M& r, Visit&& visit) {
   visit("router_weights_dtype", r.routing.weights_dtype);
   visit("routed_experts_raw", r.routing.raw);
   visit("return_draft_routed_experts", r.routing.return_draft_routed_experts);
+  visit("routed_experts_layers", r.routing.layers);
 }
 
 // sampling_params: the same names as the struct's fields.

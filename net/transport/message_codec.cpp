@@ -26,6 +26,8 @@ template <>
 constexpr msg::RoutedExpertsDtype kLastEnumValue<msg::RoutedExpertsDtype> = msg::RoutedExpertsDtype::Auto;
 template <>
 constexpr msg::RouterWeightsDtype kLastEnumValue<msg::RouterWeightsDtype> = msg::RouterWeightsDtype::Float16;
+template <>
+constexpr msg::RoutedExpertsLayers kLastEnumValue<msg::RoutedExpertsLayers> = msg::RoutedExpertsLayers::Moe;
 
 // How many fields a struct has, counted once by visiting a default instance.
 template <class T>

@@ -62,8 +62,9 @@ ObjectRows all_rows(const CompletionState& completion) {
 }
 
 // One completion's object with `rows`.
+// `with_text`: false on a server without a tokenizer, whose answers are ids only (as SGLang's).
 json generate_object(const CompletionState& completion, const msg::RequestOptions& options, bool text_in_logprobs,
-                     const ObjectRows& rows) {
+                     bool with_text, const ObjectRows& rows) {
   json meta = {{"id", completion.rid},
                {"index", completion.index},
                {"finish_reason", sglang_finish_reason(completion.finish_reason, completion.completion_tokens)},
@@ -75,7 +76,9 @@ json generate_object(const CompletionState& completion, const msg::RequestOption
   if (rows.experts != nullptr) put_base64(meta, "routed_experts", *rows.experts);
   if (rows.weights != nullptr) put_base64(meta, "router_weights", *rows.weights);
   if (rows.draft_experts != nullptr) put_base64(meta, "draft_routed_experts", *rows.draft_experts);
-  return {{"text", completion.text}, {"output_ids", completion.output_ids}, {"meta_info", std::move(meta)}};
+  json object = {{"output_ids", completion.output_ids}, {"meta_info", std::move(meta)}};
+  if (with_text) object["text"] = completion.text;
+  return object;
 }
 
 // Gathers the outputs of a /generate call into SGLang objects.
@@ -85,6 +88,7 @@ class GenerateResponseBuilder final : public ResponseBuilder {
       : ResponseBuilder(call),
         batched_(call.batched),
         text_in_logprobs_(call.text_in_logprobs),
+        with_text_(!call.ids_only),
         routing_delta_(call.stream_routing_delta) {
     for (const msg::GenerateRequest& request : call.requests) {
       options_.push_back(request);
@@ -98,13 +102,13 @@ class GenerateResponseBuilder final : public ResponseBuilder {
     if (!routing_delta_) {
       // As SGLang: text and ids are cumulative, and the final chunk carries the whole request's rows.
       const bool last = completion.finish_reason.has_value();
-      return {generate_object(completion, options_[prompt], text_in_logprobs_,
+      return {generate_object(completion, options_[prompt], text_in_logprobs_, with_text_,
                               last ? all_rows(completion) : ObjectRows{})};
     }
     const std::optional<RawRows> experts = chunk_rows(output.routed_experts);
     const std::optional<RawRows> weights = chunk_rows(output.router_weights);
     const std::optional<RawRows> draft_experts = chunk_rows(output.draft_routed_experts);
-    return {generate_object(completion, options_[prompt], text_in_logprobs_,
+    return {generate_object(completion, options_[prompt], text_in_logprobs_, with_text_,
                             {experts ? &*experts : nullptr, weights ? &*weights : nullptr,
                              draft_experts ? &*draft_experts : nullptr})};
   }
@@ -113,7 +117,7 @@ class GenerateResponseBuilder final : public ResponseBuilder {
     json list = json::array();
     for (size_t prompt = 0; prompt < grid_.num_prompts(); ++prompt) {
       for (const CompletionState& completion : grid_.completions(prompt)) {
-        list.push_back(generate_object(completion, options_[prompt], text_in_logprobs_, all_rows(completion)));
+        list.push_back(generate_object(completion, options_[prompt], text_in_logprobs_, with_text_, all_rows(completion)));
       }
     }
     // As SGLang: one object for one prompt sampled once, a list otherwise.
@@ -128,6 +132,7 @@ class GenerateResponseBuilder final : public ResponseBuilder {
 
   bool batched_;
   bool text_in_logprobs_;
+  bool with_text_;
   bool routing_delta_;
   std::vector<msg::RequestOptions> options_;  // per prompt
   size_t completions_ = 0;

@@ -32,6 +32,7 @@ struct GenerationCall {
   RoutingFormat routing_format = RoutingFormat::Base64;
   bool tokens_as_ids = false;     // OpenAI logprobs name tokens "token_id:N" (vLLM's return_tokens_as_token_ids)
   bool text_in_logprobs = false;  // /generate logprob triples carry token texts (SGLang's return_text_in_logprobs)
+  bool ids_only = false;          // --skip-tokenizer-init: /generate answers carry output_ids and no text
   // OpenAI completions' echo: each choice's text starts with its prompt (a text prompt), and its
   // logprobs with the prompt tokens' (the requests ask for them from position 0).
   bool echo = false;

@@ -146,6 +146,10 @@ void read_value(const json& value, const std::string& path, msg::RouterWeightsDt
   read_name(value, path, out);
 }
 
+void read_value(const json& value, const std::string& path, msg::RoutedExpertsLayers& out) {
+  read_name(value, path, out);
+}
+
 std::string element_path(const std::string& path, size_t index) { return path + "[" + std::to_string(index) + "]"; }
 
 FieldReader::FieldReader(const json& object, std::string path) : object_(object), path_(std::move(path)) {
@@ -226,6 +230,7 @@ void read_routing_fields(const FieldReader& reader, ApiKind api, msg::RoutingOpt
   reader.read("routed_experts_dtype", routing.dtype);
   reader.read("routed_experts_include_last", routing.include_last);
   reader.read("return_draft_routed_experts", routing.return_draft_routed_experts);
+  reader.read("routed_experts_layers", routing.layers);
   if (api == ApiKind::Generate) {
     reader.read("routed_experts_start_len", routing.start_len);
     require_at_least(reader, "routed_experts_start_len", routing.start_len, 0);

@@ -32,6 +32,7 @@ void read_value(const nlohmann::json& value, const std::string& path, std::vecto
 // A value's name (moe/enum_names.h): "int32", "float16".
 void read_value(const nlohmann::json& value, const std::string& path, msg::RoutedExpertsDtype& out);
 void read_value(const nlohmann::json& value, const std::string& path, msg::RouterWeightsDtype& out);
+void read_value(const nlohmann::json& value, const std::string& path, msg::RoutedExpertsLayers& out);
 
 template <class T>
 void read_value(const nlohmann::json& value, const std::string& path, std::optional<T>& out) {
@@ -86,7 +87,8 @@ std::string read_sampling_fields(const FieldReader& reader, SamplingDialect dial
 void check_top_logprobs(const FieldReader& reader, std::string_view name, int32_t value);
 
 // Reads the routed-experts request fields at the top level of `reader`: return_routed_experts,
-// routed_experts_dtype, routed_experts_include_last, return_draft_routed_experts; on /generate also routed_experts_start_len,
+// routed_experts_dtype, routed_experts_include_last, return_draft_routed_experts, routed_experts_layers; on
+// /generate also routed_experts_start_len,
 // return_router_weights and router_weights_dtype (OpenAI answers split rows at the prompt, which
 // needs rows from position 0). Sets raw = true: the HTTP layer encodes the rows itself.
 void read_routing_fields(const FieldReader& reader, ApiKind api, msg::RoutingOptions& routing);

@@ -9,7 +9,8 @@
 namespace moe {
 
 CompletionOutput::CompletionOutput(std::string rid, int32_t index, const tokenizer::Tokenizer& tokenizer,
-                                   const msg::RequestOptions& options, int num_experts, int draft_num_experts)
+                                   const msg::RequestOptions& options, int num_experts, int draft_num_experts,
+                                   const RoutingLayerAxis& layer_axis)
     : tokenizer_(tokenizer),
       rid_(std::move(rid)),
       index_(index),
@@ -17,6 +18,7 @@ CompletionOutput::CompletionOutput(std::string rid, int32_t index, const tokeniz
       routing_(options.routing),
       num_experts_(num_experts),
       draft_num_experts_(draft_num_experts),
+      layer_axis_(layer_axis),
       detokenizer_(tokenizer, options.sampling.skip_special_tokens),
       stops_(options.sampling.stop) {}
 
@@ -130,9 +132,18 @@ msg::EncodedArray CompletionOutput::encode_ids(std::vector<int16_t>& ids, int ex
   return out;
 }
 
+bool CompletionOutput::spreads_layers() const {
+  return routing_.layers.value_or(msg::RoutedExpertsLayers::Moe) == msg::RoutedExpertsLayers::All &&
+         layer_axis_.has_dense_layers() && row_layers_ == static_cast<int32_t>(layer_axis_.moe_layer_ids.size());
+}
+
 std::optional<msg::EncodedArray> CompletionOutput::encode_ids() {
   if (!routing_.return_routed_experts) return std::nullopt;
-  return encode_ids(row_ids_, num_experts_, row_layers_, row_top_k_);
+  if (!spreads_layers()) return encode_ids(row_ids_, num_experts_, row_layers_, row_top_k_);
+  // As SGLang's rows: its capture buffer is zeroed and no router writes a dense layer's entries.
+  std::vector<int16_t> all_layers = spread_to_all_layers(row_ids_, layer_axis_, row_top_k_, int16_t{0});
+  row_ids_.clear();
+  return encode_ids(all_layers, num_experts_, layer_axis_.num_hidden_layers, row_top_k_);
 }
 
 std::optional<msg::EncodedArray> CompletionOutput::encode_draft_ids() {
@@ -143,8 +154,13 @@ std::optional<msg::EncodedArray> CompletionOutput::encode_draft_ids() {
 std::optional<msg::EncodedArray> CompletionOutput::encode_weights() {
   if (!routing_.return_router_weights) return std::nullopt;
   const RouterWeightsDtype dtype = routing_.weights_dtype;
+  int32_t layers = row_layers_;
+  if (spreads_layers()) {
+    row_weights_ = spread_to_all_layers(row_weights_, layer_axis_, row_top_k_, 0.0f);
+    layers = layer_axis_.num_hidden_layers;
+  }
   msg::EncodedArray out = to_array(pack_router_weights(row_weights_.data(), row_weights_.size(), dtype),
-                                   row_weights_.size(), msg::name_of(dtype), row_layers_, row_top_k_);
+                                   row_weights_.size(), msg::name_of(dtype), layers, row_top_k_);
   row_weights_.clear();
   return out;
 }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "capture/routing_layer_axis.h"
 #include "moe/messages.h"
 #include "tokenizer/streaming.h"
 
@@ -17,9 +18,11 @@ namespace moe {
 class CompletionOutput {
  public:
   // `options` passed the front door's checks: its routing dtype fits the model's num_experts (and,
-  // for its rows, the STANDALONE draft's draft_num_experts).
+  // for its rows, the STANDALONE draft's draft_num_experts). `layer_axis` places
+  // the model's MoE layers among its decoder layers, for rows of every layer.
   CompletionOutput(std::string rid, int32_t index, const tokenizer::Tokenizer& tokenizer,
-                   const msg::RequestOptions& options, int num_experts, int draft_num_experts = 0);
+                   const msg::RequestOptions& options, int num_experts, int draft_num_experts = 0,
+                   const RoutingLayerAxis& layer_axis = {});
 
   // Applies the scheduler's next item; returns what to send now (a stream chunk, or the final reply).
   std::optional<msg::TextOutput> apply(const msg::DetokenizeItem& item);
@@ -45,6 +48,8 @@ class CompletionOutput {
   // `ids` packed in the request's dtype resolved for `experts`, and cleared.
   msg::EncodedArray encode_ids(std::vector<int16_t>& ids, int experts, int32_t layers, int32_t top_k) const;
   std::optional<msg::EncodedArray> encode_ids();
+  // Whether the target's rows go out with an entry per decoder layer (dense ones filled).
+  bool spreads_layers() const;
   std::optional<msg::EncodedArray> encode_draft_ids();
   std::optional<msg::EncodedArray> encode_weights();
   // A token decoded alone (U+FFFD for a part of a UTF-8 character), as logprobs name tokens.
@@ -61,6 +66,7 @@ class CompletionOutput {
   msg::RoutingOptions routing_;
   int num_experts_;
   int draft_num_experts_;
+  RoutingLayerAxis layer_axis_;
   tokenizer::IncrementalDetokenizer detokenizer_;
   tokenizer::StopStringMatcher stops_;
   bool finished_ = false;

@@ -27,7 +27,8 @@ DetokenizerState::Result DetokenizerState::apply(const msg::DetokenizeBatch& bat
       // Items of a completion already ended by a stop string (still in flight) have nowhere to go.
       if (!item.options) continue;
       it = outputs_.emplace(key, std::make_unique<CompletionOutput>(item.rid, item.index, tokenizer_, *item.options,
-                                                                    num_experts_, draft_num_experts_)).first;
+                                                                    num_experts_, draft_num_experts_, layer_axis_))
+               .first;
     }
     CompletionOutput& output = *it->second;
     try {

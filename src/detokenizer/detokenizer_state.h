@@ -13,8 +13,13 @@ namespace moe {
 class DetokenizerState {
  public:
   // draft_num_experts: an MoE STANDALONE draft's experts (its rows' dtype), 0 without one.
-  DetokenizerState(tokenizer::Tokenizer tokenizer, int num_experts, int draft_num_experts = 0)
-      : tokenizer_(std::move(tokenizer)), num_experts_(num_experts), draft_num_experts_(draft_num_experts) {}
+  // layer_axis: the model's MoE layers among its decoder layers (none: rows of MoE layers only).
+  DetokenizerState(tokenizer::Tokenizer tokenizer, int num_experts, int draft_num_experts = 0,
+                   RoutingLayerAxis layer_axis = {})
+      : tokenizer_(std::move(tokenizer)),
+        num_experts_(num_experts),
+        draft_num_experts_(draft_num_experts),
+        layer_axis_(std::move(layer_axis)) {}
 
   struct Result {
     std::vector<msg::TextOutput> outputs;
@@ -30,6 +35,7 @@ class DetokenizerState {
   tokenizer::Tokenizer tokenizer_;
   int num_experts_;
   int draft_num_experts_;
+  RoutingLayerAxis layer_axis_;
   std::map<std::pair<std::string, int32_t>, std::unique_ptr<CompletionOutput>> outputs_;
 };
 

@@ -33,7 +33,8 @@ EngineCore::EngineCore(std::unique_ptr<Model> model, tokenizer::Tokenizer tokeni
                                              rows_ready_.notify_all();
                                            },
                                            options)),
-      detokenizer_(std::move(tokenizer), worker_.config().num_experts, sizing_.draft_num_experts) {
+      detokenizer_(std::move(tokenizer), worker_.config().num_experts, sizing_.draft_num_experts,
+                   {worker_.config().num_hidden_layers, worker_.config().moe_layer_ids}) {
   service_.on_heartbeat(worker_.heartbeat());  // the worker in this thread is the one steps go to
 }
 

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
+#include "moe/enum_names.h"
 #include "model/kv_row_width.h"
 #include "model/model_fingerprint.h"
 
@@ -25,6 +26,11 @@ void check_context_length(const EngineSettings& settings, const ModelConfig& mod
     throw Error(what + ": positions beyond it were never trained (--allow-long-context allows it)");
   spdlog::warn("{}: allowed by --allow-long-context; outputs past position {} may be poor", what,
                model.max_position_embeddings);
+}
+
+msg::RoutedExpertsLayers routed_experts_layers(const std::string& name) {
+  if (const auto layers = msg::enum_named<msg::RoutedExpertsLayers>(name)) return *layers;
+  throw Error("--routed-experts-layers " + name + ": give all or moe");
 }
 
 // The STANDALONE draft's config (read again when the worker loads it) and fingerprint (which a
@@ -117,7 +123,8 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                                 settings.enable_return_router_weights,
                                 settings.max_running_requests,
                                 sizing.draft_num_experts,
-                                model.num_experts};
+                                model.num_experts,
+                                routed_experts_layers(settings.routed_experts_layers)};
   return sizing;
 }
 

@@ -78,6 +78,7 @@ std::vector<int32_t> RequestPreparer::prompt_ids(const msg::GenerateRequest& req
     return *request.input_ids;
   }
   if (request.text) return tokenize(*request.text, "text");
+  require_tokenizer("messages");
   if (!chat_template_) throw Error("messages: this model's tokenizer has no chat template");
   check_chat_bytes(request);
   tokenizer::ChatTemplateInputs inputs;
@@ -107,8 +108,14 @@ void RequestPreparer::check_chat_bytes(const msg::GenerateRequest& request) cons
 }
 
 std::vector<int32_t> RequestPreparer::tokenize(const std::string& text, const std::string& field) const {
+  require_tokenizer(field);
   check_prompt_bytes(text.size(), field);
   return tokenizer_.encode(text);
+}
+
+void RequestPreparer::require_tokenizer(const std::string& field) const {
+  if (limits_.skip_tokenizer)
+    throw FieldError(field, field + ": this server runs with --skip-tokenizer-init (no tokenizer): give the prompt as input_ids");
 }
 
 void RequestPreparer::check_token_ids(const std::vector<int32_t>& ids, const std::string& field) const {
@@ -142,6 +149,7 @@ void RequestPreparer::check_routing(const msg::RoutingOptions& routing) const {
 }
 
 std::string RequestPreparer::detokenize(const std::vector<int32_t>& ids, const std::string& field) const {
+  require_tokenizer(field);
   check_token_ids(ids, field);
   return tokenizer_.decode(ids);
 }
@@ -195,9 +203,11 @@ msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& reque
     throw Error("logprob_start_len must be -1 (no prompt logprobs) or a prompt position >= 0, got " +
                 std::to_string(request.logprob_start_len));
   check_routing(request.routing);
+  if (!request.sampling.stop.empty()) require_tokenizer("sampling_params.stop");
 
   msg::TokenizedRequest out;
   static_cast<msg::RequestOptions&>(out) = request;
+  if (!out.routing.layers) out.routing.layers = limits_.routed_experts_layers;
   out.input_ids = prompt_ids(request);
   check_length(out, request.max_new_tokens_field);
   // SGLang refuses a start at or past the prompt's end the same way.

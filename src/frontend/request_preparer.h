@@ -33,6 +33,10 @@ struct RequestLimits {
   // return_draft_routed_experts can be served); 0 = it cannot.
   int32_t draft_num_experts = 0;
   int32_t num_experts{};  // the model's: what routed_experts_dtype must hold
+  // The layer axis of rows a request does not choose (--routed-experts-layers).
+  msg::RoutedExpertsLayers routed_experts_layers = msg::RoutedExpertsLayers::All;
+  // --skip-tokenizer-init: no tokenizer was loaded, so prompts are token ids and replies carry no text.
+  bool skip_tokenizer = false;
 };
 
 // The 400 of a request prepare() refused: the error's message and, for a moe::FieldError, the field.
@@ -62,6 +66,8 @@ class RequestPreparer {
 
  private:
   void check_token_ids(const std::vector<int32_t>& ids, const std::string& field) const;
+  // A moe::FieldError naming `field` and the flag when the server runs without a tokenizer.
+  void require_tokenizer(const std::string& field) const;
   // A moe::Error naming `field` when `bytes` is more than max_prompt_bytes().
   void check_prompt_bytes(size_t bytes, const std::string& field) const;
   // The chat's text (its messages, tools and template kwargs) within max_prompt_bytes(), checked before

@@ -2,6 +2,9 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/json_file.h"
@@ -62,25 +65,35 @@ TokenizerConfig load_tokenizer_config(const std::string& dir) {
   }
 }
 
+namespace {
+
+// The eos_token_id (an int or a list of them) of a JSON file in the model's directory; none when the
+// file or the key is absent.
+std::optional<std::vector<int32_t>> eos_ids_in(const std::string& file) {
+  if (!file_exists(file)) return std::nullopt;
+  const nlohmann::json json = read_json_file(file);
+  const auto eos = json.find("eos_token_id");
+  if (eos != json.end() && eos->is_number_integer()) return std::vector<int32_t>{eos->get<int32_t>()};
+  if (eos == json.end() || !eos->is_array() || eos->empty()) return std::nullopt;
+  std::vector<int32_t> ids;
+  for (const auto& id : *eos) {
+    if (!id.is_number_integer()) throw Error(file + ": eos_token_id holds a non-integer " + id.dump());
+    ids.push_back(id.get<int32_t>());
+  }
+  return ids;
+}
+
+}  // namespace
+
 std::vector<int32_t> resolve_eos_token_ids(const std::string& model_dir, const TokenizerConfig& config,
                                            const Tokenizer& tokenizer) {
   const std::string generation_config = (directory_of(model_dir) / "generation_config.json").string();
-  if (!model_dir.empty() && file_exists(generation_config)) {
-    const nlohmann::json generation = read_json_file(generation_config);
-    const auto eos = generation.find("eos_token_id");
-    if (eos != generation.end() && eos->is_number_integer()) return {eos->get<int32_t>()};
-    if (eos != generation.end() && eos->is_array() && !eos->empty()) {
-      std::vector<int32_t> ids;
-      for (const auto& id : *eos) {
-        if (!id.is_number_integer()) throw Error(generation_config + ": eos_token_id holds a non-integer " + id.dump());
-        ids.push_back(id.get<int32_t>());
-      }
-      return ids;
-    }
-  }
+  if (!model_dir.empty())
+    for (const std::string& file : {generation_config, (directory_of(model_dir) / "config.json").string()})
+      if (auto ids = eos_ids_in(file)) return *ids;
   if (config.eos_token.empty())
     throw Error("no end-of-sequence token: neither " + generation_config +
-                " nor tokenizer_config.json names one");
+                ", config.json nor tokenizer_config.json names one");
   const auto id = tokenizer.token_to_id(config.eos_token);
   if (!id) throw Error("eos_token '" + config.eos_token + "' of tokenizer_config.json is not in the vocabulary");
   return {*id};

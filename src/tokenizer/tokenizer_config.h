@@ -23,7 +23,8 @@ struct TokenizerConfig {
 TokenizerConfig load_tokenizer_config(const std::string& dir);
 
 // The ids generation stops on: generation_config.json's eos_token_id (int or list) in model_dir when
-// present, else the id of config.eos_token in the tokenizer. Throws moe::Error when neither names one.
+// present, else config.json's (as transformers' generation defaults), else the id of config.eos_token
+// in the tokenizer. Throws moe::Error when neither names one.
 std::vector<int32_t> resolve_eos_token_ids(const std::string& model_dir, const TokenizerConfig& config,
                                            const Tokenizer& tokenizer);
 

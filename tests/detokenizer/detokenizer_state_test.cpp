@@ -300,5 +300,51 @@ TEST(DetokenizerState, DraftRowsFollowTheTargetsPositionsInTheirOwnArray) {
   for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(values[static_cast<size_t>(r)], r + 2);
 }
 
+// A model of 3 decoder layers whose MoE layers are 1 and 2 (kLayers): "all" gives each row an entry
+// per decoder layer, the dense layer 0's zeros (ids) and 0.0 (weights), as SGLang's rows; "moe" and
+// an unset axis (what the front door never sends on) the MoE layers' rows as captured.
+TEST(DetokenizerState, RoutedExpertsLayersSpreadsRowsOverEveryDecoderLayer) {
+  const RoutingLayerAxis axis{3, {1, 2}};
+  const auto ids = qwen3().encode("one two three");
+  for (const auto layers : {std::optional<msg::RoutedExpertsLayers>{msg::RoutedExpertsLayers::All},
+                            std::optional<msg::RoutedExpertsLayers>{msg::RoutedExpertsLayers::Moe},
+                            std::optional<msg::RoutedExpertsLayers>{}}) {
+    msg::RequestOptions options;
+    options.routing.return_routed_experts = true;
+    options.routing.return_router_weights = true;
+    options.routing.raw = true;
+    options.routing.layers = layers;
+    std::vector<msg::DetokenizeItem> items = items_for(ids, options, 4);
+    for (auto& item : items)
+      for (size_t i = 0; i < item.routing.expert_ids.size(); ++i) item.routing.weights.push_back(0.5f + float(i));
+    DetokenizerState state(qwen3(), 64, 0, axis);
+    const std::vector<msg::TextOutput> outputs = run(state, items);
+    ASSERT_EQ(outputs.size(), 1u);
+    const msg::EncodedArray& experts = *outputs[0].routed_experts;
+    const msg::EncodedArray& weights = *outputs[0].router_weights;
+    const int64_t rows = 4 + static_cast<int64_t>(ids.size()) - 1;
+    const bool all = layers == msg::RoutedExpertsLayers::All;
+    ASSERT_EQ(experts.shape, (std::vector<int64_t>{rows, all ? 3 : kLayers, kTopK}));
+    ASSERT_EQ(weights.shape, experts.shape);
+    std::vector<int32_t> got(experts.data.size() / 4);
+    std::memcpy(got.data(), experts.data.data(), experts.data.size());
+    std::vector<float> got_weights(weights.data.size() / 4);
+    std::memcpy(got_weights.data(), weights.data.data(), weights.data.size());
+    const msg::RoutingRows expected = rows_from(0, static_cast<int>(rows));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int l = 0; l < (all ? 3 : kLayers); ++l)
+        for (int k = 0; k < kTopK; ++k) {
+          const size_t at = static_cast<size_t>((r * (all ? 3 : kLayers) + l) * kTopK + k);
+          const int moe_layer = all ? l - 1 : l;
+          if (moe_layer < 0) {
+            EXPECT_EQ(got[at], 0);
+            EXPECT_EQ(got_weights[at], 0.0f);
+          } else {
+            EXPECT_EQ(got[at], expected.expert_ids[static_cast<size_t>((r * kLayers + moe_layer) * kTopK + k)]);
+          }
+        }
+  }
+}
+
 }  // namespace
 }  // namespace moe

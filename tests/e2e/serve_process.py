@@ -54,6 +54,23 @@ def start(moe_serve, *flags, log=subprocess.PIPE, model=MODEL):
                             stderr=subprocess.STDOUT, text=True)
 
 
+def wait_until_healthy(process, url, timeout_s, log_text):
+    """Polls url/health until it answers 200; a RuntimeError with log_text() when the process exits or
+    the time runs out."""
+    import requests  # only the HTTP tests need it
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"moe-serve exited with {process.returncode} at startup:\n{log_text()}")
+        try:
+            if requests.get(url + "/health", timeout=2).status_code == 200:
+                return
+        except requests.ConnectionError:
+            pass  # not listening yet
+        time.sleep(0.1)
+    raise RuntimeError(f"moe-serve did not answer /health within {timeout_s} s:\n{log_text()}")
+
+
 def terminate(process, timeout=30):
     """SIGTERM, then the exit code (or -9 after a SIGKILL when it did not stop in time) and the log."""
     if process.poll() is None:

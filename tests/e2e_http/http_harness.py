@@ -8,7 +8,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import unittest
 
 import numpy as np
@@ -37,20 +36,7 @@ class Server:
             command.append("--enable-return-routed-experts")
         command += list(extra_flags)
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
-        self._wait_until_healthy(startup_timeout_s)
-
-    def _wait_until_healthy(self, timeout_s):
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"moe-serve exited with {self.process.returncode} at startup:\n{self.log_text()}")
-            try:
-                if requests.get(self.url + "/health", timeout=2).status_code == 200:
-                    return
-            except requests.ConnectionError:
-                pass  # not listening yet
-            time.sleep(0.1)
-        raise RuntimeError(f"moe-serve did not answer /health within {timeout_s} s:\n{self.log_text()}")
+        sp.wait_until_healthy(self.process, self.url, startup_timeout_s, self.log_text)
 
     def log_text(self):
         with open(self.log.name, errors="replace") as f:

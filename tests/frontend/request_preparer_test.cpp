@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "common/error.h"
 #include "common/json_file.h"
@@ -177,10 +178,41 @@ TEST_F(RequestPreparerTest, MintsDistinctRidsAndKeepsEverythingElse) {
   const msg::TokenizedRequest b = preparer.prepare(request);
   EXPECT_FALSE(a.rid.empty());
   EXPECT_NE(a.rid, b.rid);
-  EXPECT_EQ(static_cast<const msg::RequestOptions&>(a), static_cast<const msg::RequestOptions&>(request));
+  // Everything is kept, the layer axis of the rows filled in with the server's (every decoder layer).
+  msg::RequestOptions expected = request;
+  expected.routing.layers = msg::RoutedExpertsLayers::All;
+  EXPECT_EQ(static_cast<const msg::RequestOptions&>(a), expected);
   EXPECT_EQ(a.input_ids, *request.input_ids);
   request.rid = "mine";
   EXPECT_EQ(preparer.prepare(request).rid, "mine");
+  request.routing.layers = msg::RoutedExpertsLayers::Moe;
+  EXPECT_EQ(preparer.prepare(request).routing.layers, msg::RoutedExpertsLayers::Moe);
+}
+
+// --skip-tokenizer-init: token ids pass; what needs a tokenizer is a FieldError naming the flag.
+TEST_F(RequestPreparerTest, WithoutATokenizerOnlyTokenIdsPass) {
+  RequestLimits limits{4096, 64, 48, true, false};
+  limits.skip_tokenizer = true;
+  RequestPreparer preparer(tokenizer::Tokenizer::without_vocabulary(4096), {}, limits);
+  EXPECT_EQ(preparer.prepare(with_ids({1, 2, 3})).input_ids, (std::vector<int32_t>{1, 2, 3}));
+  msg::GenerateRequest text;
+  text.text = "hello";
+  msg::GenerateRequest chat;
+  chat.messages = std::vector<msg::ChatMessage>{{"user", "hello"}};
+  msg::GenerateRequest stop = with_ids({1, 2, 3});
+  stop.sampling.stop = {"x"};
+  for (const auto& [request, field] : {std::pair{text, "text"}, std::pair{chat, "messages"},
+                                       std::pair{stop, "sampling_params.stop"}}) {
+    try {
+      preparer.prepare(request);
+      ADD_FAILURE() << field << " was accepted";
+    } catch (const FieldError& e) {
+      EXPECT_EQ(e.field(), field);
+      EXPECT_NE(std::string(e.what()).find("--skip-tokenizer-init"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(preparer.tokenize("hello"), FieldError);
+  EXPECT_THROW(preparer.detokenize({1}, "ids"), FieldError);
 }
 
 TEST_F(RequestPreparerTest, AHugeTextIsRefusedBeforeItIsTokenized) {

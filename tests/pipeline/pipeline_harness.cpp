@@ -30,6 +30,7 @@ msg::GenerateRequest golden_request(const Golden& golden, const GoldenCase& c, c
   request.sampling.max_new_tokens = golden.max_new_tokens;
   request.sampling.ignore_eos = true;
   request.routing.return_routed_experts = true;
+  request.routing.layers = msg::RoutedExpertsLayers::Moe;  // the goldens' rows: MoE layers only
   return request;
 }
 

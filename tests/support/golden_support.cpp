@@ -116,6 +116,7 @@ msg::GenerateRequest greedy_request(const std::string& rid, const std::vector<in
   r.routing.return_routed_experts = true;
   r.routing.raw = true;
   r.routing.dtype = msg::RoutedExpertsDtype::Int16;
+  r.routing.layers = msg::RoutedExpertsLayers::Moe;  // the goldens' rows: MoE layers only
   return r;
 }
 

@@ -77,7 +77,7 @@ std::map<std::pair<std::string, int32_t>, JoinedOutput> join_outputs(const std::
 // The ids of an encoded routed-experts array (base64 or raw; int32, int16 or uint8).
 std::vector<int32_t> decode_routed_experts(const msg::EncodedArray& array);
 
-// A greedy request for ids, EOS ignored, with routing returned raw as int16 and logprobs.
+// A greedy request for ids, EOS ignored, with routing of the MoE layers returned raw as int16 and logprobs.
 msg::GenerateRequest greedy_request(const std::string& rid, const std::vector<int32_t>& ids, int max_new_tokens);
 
 // Greedy requests for every case (rid "case<i>"), generating the golden number of tokens.

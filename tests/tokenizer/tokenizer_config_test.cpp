@@ -57,6 +57,15 @@ TEST(EosTokenIds, GenerationConfigComesFirst) {
   EXPECT_EQ(resolve_eos_token_ids(dir.path(), config, tok), (std::vector<int32_t>{151643}));
 }
 
+// A model without generation_config.json (the id-only fixtures) stops at config.json's eos_token_id.
+TEST(EosTokenIds, ConfigJsonComesSecond) {
+  TempDir dir;
+  dir.write("config.json", R"({"eos_token_id": [7, 9]})");
+  EXPECT_EQ(resolve_eos_token_ids(dir.path(), TokenizerConfig{}, qwen3_tokenizer()), (std::vector<int32_t>{7, 9}));
+  dir.write("generation_config.json", R"({"eos_token_id": 3})");
+  EXPECT_EQ(resolve_eos_token_ids(dir.path(), TokenizerConfig{}, qwen3_tokenizer()), (std::vector<int32_t>{3}));
+}
+
 TEST(EosTokenIds, FallsBackToTheTokenizerConfig) {
   const Tokenizer& tok = qwen3_tokenizer();
   TokenizerConfig config = load_tokenizer_config(qwen3_dir());
