@@ -1,9 +1,43 @@
 #include "cuda/cuda_attention.h"
 
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
 #include "cuda/kernels.h"
+#include "cuda/partial_rotary_layout.h"
 #include "kernels/rotary.h"
 
 namespace moe::cuda {
+namespace {
+
+using Weights = AttentionWeights<DeviceMatrix, DeviceArray<float>>;
+
+// With partial rotary (GLM), q and k (weights, biases, norm scales) in the layout's order.
+Weights load_weights(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names) {
+  std::optional<PartialRotaryLayout> layout;
+  if (config.rotary_dim != config.head_dim) layout.emplace(config.head_dim, config.rotary_dim);
+  const std::set<std::string> reordered = {names.q_weight, names.k_weight, names.q_bias,
+                                           names.k_bias,   names.q_norm,   names.k_norm};
+  const auto reorders = [&](const std::string& name) { return layout && reordered.count(name) > 0; };
+  return Weights::load(
+      config, names,
+      [&](const std::string& name, int64_t rows, int64_t cols) {
+        return reorders(name) ? layout->upload_rows(ckpt, name, rows, cols) : upload_matrix(ckpt, name, rows, cols);
+      },
+      [&](const std::string& name, int64_t n) {
+        return reorders(name) ? layout->upload_vector(ckpt, name, n) : upload_vector(ckpt, name, n);
+      });
+}
+
+std::vector<float> rotary_inv_freq(const ModelConfig& config) {
+  std::vector<float> inv_freq = RotaryEmbedding(config.head_dim, config.rotary_dim, config.rope_theta).inv_freq();
+  if (config.rotary_dim == config.head_dim) return inv_freq;
+  return PartialRotaryLayout(config.head_dim, config.rotary_dim).padded_inv_freq(inv_freq);
+}
+
+}  // namespace
 
 CudaAttention::CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names,
                              int layer)
@@ -12,12 +46,8 @@ CudaAttention::CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, 
       num_kv_heads_(config.num_key_value_heads),
       head_dim_(config.head_dim),
       norm_eps_(static_cast<float>(config.rms_norm_eps)),
-      inv_freq_(DeviceArray<float>::from_host(
-          RotaryEmbedding(config.head_dim, config.rotary_dim, config.rope_theta).inv_freq())),
-      w_(AttentionWeights<DeviceMatrix, DeviceArray<float>>::load(
-          config, names,
-          [&](const std::string& name, int64_t rows, int64_t cols) { return upload_matrix(ckpt, name, rows, cols); },
-          [&](const std::string& name, int64_t n) { return upload_vector(ckpt, name, n); })) {}
+      inv_freq_(DeviceArray<float>::from_host(rotary_inv_freq(config))),
+      w_(load_weights(ckpt, config, names)) {}
 
 CudaAttention::Buffers CudaAttention::buffers(Scratch& scratch, int64_t T) const {
   const int64_t q_width = w_.q_weight.rows, kv_width = w_.k_weight.rows;

@@ -1,7 +1,7 @@
 #pragma once
 // One decoder layer's self-attention on the device, as model/attention_layer.h on the CPU: q/k/v
-// projections (+ bias), per-head q/k RMSNorm (Qwen3), rotary embeddings, K/V stored at each
-// token's slot, causal GQA, output projection.
+// projections (+ bias), per-head q/k RMSNorm (Qwen3), rotary embeddings (partial ones, GLM's,
+// through partial_rotary_layout.h), K/V stored at each token's slot, causal GQA, output projection.
 #include "cuda/device_weights.h"
 #include "cuda/kv_pool.h"
 #include "cuda/step_context.h"

@@ -18,25 +18,16 @@ namespace {
 static_assert(DecodeGraphs::kMaxBatch <= CudaMoeBlock::kGroupedOnDeviceTokens,
               "a captured step's MoE layers must find their experts' rows on the device");
 
-// What the CUDA model does not run yet (DeepSeek's and GLM's routing and shared experts, partial
-// rotary, DeepSeek's latent attention): a model that needs any of it is refused at load rather than run wrong.
-void check_cuda_runs(const std::string& model_dir, const ModelConfig& config) {
-  std::string missing;
-  auto add = [&](const char* feature) { missing += (missing.empty() ? "" : ", ") + std::string(feature); };
-  if (config.routing != RoutingKind::Softmax) add("sigmoid grouped routing");
-  if (config.rotary_dim != config.head_dim) add("partial rotary");
+// Whether the model's layers attend through latent attention (DeepSeek-V3): the K/V pool's rows are
+// then a latent and a rotary key each. A model mixing it with grouped-query attention, whose pool rows
+// would differ in width by layer, is refused.
+bool uses_latent_attention(const std::string& model_dir, const ModelConfig& config) {
   const ModelPlan plan = model_plan(config);
-  if (std::any_of(plan.layers.begin(), plan.layers.end(),
-                  [](const LayerPlan& layer) { return layer.attention == AttentionKind::Mla; }))
-    add("multi-head latent attention");
-  for (const LayerPlan& layer : plan.layers)
-    if (layer.ffn == FfnKind::Moe && layer.moe.shared_expert && layer.moe.shared_gate.empty()) {
-      add("ungated shared experts");
-      break;
-    }
-  if (!missing.empty())
-    throw Error(model_dir + ": " + config.architecture + " needs " + missing +
-                ", which the CUDA model does not run yet; it runs on --device cpu only for now");
+  const auto mla = std::count_if(plan.layers.begin(), plan.layers.end(),
+                                 [](const LayerPlan& layer) { return layer.attention == AttentionKind::Mla; });
+  if (mla > 0 && mla < static_cast<std::ptrdiff_t>(plan.layers.size()))
+    throw Error(model_dir + ": the CUDA model runs latent attention in every layer or in none");
+  return mla > 0;
 }
 
 ModelConfig checked_config(const std::string& model_dir, const ModelOptions& options) {
@@ -44,8 +35,7 @@ ModelConfig checked_config(const std::string& model_dir, const ModelOptions& opt
     throw Error("--moe-runner-backend " + std::string(options.moe_backend == MoeBackend::Reference ? "reference" : "grouped") +
                 " runs on the CPU only; --device cuda runs the cuda backend (auto or cuda)");
   ModelConfig config = load_model_config(model_dir);
-  check_cuda_runs(model_dir, config);
-  if (config.head_dim > kMaxHeadDim)
+  if (!uses_latent_attention(model_dir, config) && config.head_dim > kMaxHeadDim)
     throw Error(model_dir + ": head_dim " + std::to_string(config.head_dim) + " exceeds the CUDA attention's " +
                 std::to_string(kMaxHeadDim));
   if (device_count() == 0) throw Error("--device cuda: no CUDA device is visible to this process");
@@ -87,7 +77,7 @@ CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
     layer.post_attention_norm = upload_vector(checkpoint, names.post_attention_norm, H);
     switch (names.attention) {
       case AttentionKind::Gqa: layer.attention.emplace(checkpoint, config_, names.gqa, l); break;
-      case AttentionKind::Mla: break;  // refused by checked_config
+      case AttentionKind::Mla: layer.mla.emplace(checkpoint, config_, names.mla, l); break;
     }
     switch (names.ffn) {
       case FfnKind::Moe:
@@ -116,7 +106,9 @@ std::string memory_now() {
 }  // namespace
 
 KvCache CudaModel::make_kv_cache(int64_t num_slots) const {
-  const int64_t row_size = static_cast<int64_t>(config_.num_key_value_heads) * config_.head_dim;
+  // Latent attention's row is in the key pool (every layer's, checked at load); its values go unused.
+  const int64_t row_size = config_.mla ? CudaMlaAttention::row_floats(config_)
+                                       : static_cast<int64_t>(config_.num_key_value_heads) * config_.head_dim;
   kv_pool_ = DeviceKvPool();  // free the old pool before allocating the new one
   try {
     kv_pool_ = DeviceKvPool(config_.num_hidden_layers, num_slots, row_size, kv_element_bytes_);
@@ -142,15 +134,20 @@ void CudaModel::reserve_step_workspace(int64_t max_tokens) {
     scratch_.pick_logprobs.reserve(static_cast<size_t>(T));
     scratch_.pick_partials.reserve(greedy_pick_scratch_bytes(T, V));
     for (const DecoderLayer& layer : layers_) {
-      layer.attention->reserve(scratch_.attention, T);
+      if (layer.attention) layer.attention->reserve(scratch_.attention, T);
+      if (layer.mla) layer.mla->reserve(scratch_.mla, T);
       if (layer.moe) layer.moe->reserve(scratch_.moe, scratch_.mlp, T, blas_);
       if (layer.mlp) layer.mlp->reserve(scratch_.mlp, T);
     }
     // A linear's rows are at most the step's tokens (one expert's rows too: a token picks an expert
     // once); its inputs are as wide as the widest matrix's columns.
+    const int64_t latent_widths =
+        config_.mla ? std::max({config_.mla->q_lora_rank, config_.mla->kv_lora_rank,
+                                int64_t{config_.num_attention_heads} * config_.mla->v_head_dim})
+                    : 0;
     blas_.reserve(T, std::max({H, static_cast<int64_t>(config_.num_attention_heads) * config_.head_dim,
                                config_.intermediate_size, config_.moe_intermediate_size,
-                               config_.shared_expert_intermediate_size}));
+                               config_.shared_expert_intermediate_size, latent_widths}));
     batch_.reserve(T, kv_pool_.num_slots);
   } catch (const Error& e) {
     cudaGetLastError();
@@ -237,7 +234,10 @@ void CudaModel::queue_step(RoutingCapture* capture, bool notify_rows_queued, boo
   // Each residual add is fused into the norm that follows it (the next layer's input norm).
   for (int l = 0; l < config_.num_hidden_layers; ++l) {
     const DecoderLayer& layer = layers_[l];
-    layer.attention->forward(normed, step, kv_pool_, scratch_.attention, branch);
+    if (layer.attention)
+      layer.attention->forward(normed, step, kv_pool_, scratch_.attention, branch);
+    else
+      layer.mla->forward(normed, step, kv_pool_, scratch_.mla, branch);
     add_rms_norm(x, branch, T, H, layer.post_attention_norm.data(), eps, normed, stream);
     if (layer.moe)
       layer.moe->forward(normed, step, capture, scratch_.moe, scratch_.mlp, branch);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cuda/cuda_attention.h"
+#include "cuda/cuda_mla_attention.h"
 #include "cuda/cuda_mlp.h"
 #include "cuda/cuda_moe_block.h"
 #include "cuda/decode_graphs.h"
@@ -65,7 +66,8 @@ class CudaModel final : public Model {
  private:
   struct DecoderLayer {
     DeviceArray<float> input_norm, post_attention_norm;
-    std::optional<CudaAttention> attention;
+    std::optional<CudaAttention> attention;  // or, for DeepSeek-V3's latent attention, mla
+    std::optional<CudaMlaAttention> mla;
     std::optional<CudaMoeBlock> moe;
     std::optional<CudaMlp> mlp;
   };
@@ -107,6 +109,7 @@ class CudaModel final : public Model {
     DeviceArray<float> pick_logprobs;
     DeviceArray<unsigned char> pick_partials;   // greedy_pick's scratch
     CudaAttention::Scratch attention;
+    CudaMlaAttention::Scratch mla;
     CudaMoeBlock::Scratch moe;
     CudaMlp::Scratch mlp;
   } scratch_;

@@ -41,7 +41,13 @@ CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, co
   }
   if (names.shared_expert) {
     shared_expert_ = CudaMlp::load(ckpt, *names.shared_expert, hidden_, config.shared_expert_intermediate_size);
-    shared_gate_ = upload_matrix(ckpt, names.shared_gate, 1, hidden_);
+    if (!names.shared_gate.empty()) shared_gate_ = upload_matrix(ckpt, names.shared_gate, 1, hidden_);
+  }
+  if (config.routing == RoutingKind::SigmoidGrouped) {
+    correction_bias_ = upload_vector(ckpt, names.correction_bias, num_experts_);
+    grouped_sigmoid_ = GroupedSigmoidRouting{correction_bias_.data(), config.n_group, config.topk_group,
+                                             config.norm_topk_prob, static_cast<float>(config.routed_scaling_factor)};
+    check_grouped_sigmoid_shape(num_experts_, top_k_, *grouped_sigmoid_);
   }
 }
 
@@ -110,8 +116,10 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
 
   const DeviceRoutingRows captured = capture_rows(capture, T);
   step.blas.linear(x, T, router_, logits);
-  const ExpertLimitRef limit = expert_limit(logits, step, scratch);
-  if (T <= kFusedRoutingTokens) {
+  const ExpertLimitRef limit = grouped_sigmoid_ ? ExpertLimitRef{} : expert_limit(logits, step, scratch);
+  if (grouped_sigmoid_) {
+    route_grouped_sigmoid_and_group(logits, step, captured, scratch);
+  } else if (T <= kFusedRoutingTokens) {
     route_and_group(logits, T, num_experts_, top_k_, normalize_top_k_, limit, ids, weights, captured.ids,
                     captured.weights, offsets, order, slot_of_pair, active, stream);
   } else if (T <= kGroupedOnDeviceTokens) {
@@ -141,8 +149,22 @@ void CudaMoeBlock::forward(const float* x, const StepContext& step, RoutingCaptu
   float* shared = scratch.shared.data();
   float* gate = scratch.shared_gate.data();
   shared_expert_->forward(x, T, step.blas, stream, mlp_scratch, shared);
-  step.blas.linear(x, T, shared_gate_, gate);
+  if (!shared_gate_) {
+    add_in_place(out, shared, T * H, stream);
+    return;
+  }
+  step.blas.linear(x, T, *shared_gate_, gate);
   add_sigmoid_gated(out, gate, shared, T, H, stream);
+}
+
+void CudaMoeBlock::route_grouped_sigmoid_and_group(const float* logits, const StepContext& step,
+                                                   const DeviceRoutingRows& captured, Scratch& scratch) const {
+  if (step.batch.expert_limit() > 0) throw Error("an expert limit is implemented for softmax routing only");
+  const int64_t T = step.batch.num_tokens();
+  route_grouped_sigmoid(logits, T, num_experts_, top_k_, *grouped_sigmoid_, scratch.ids.data(), scratch.weights.data(),
+                        captured.ids, captured.weights, step.stream);
+  group_by_expert(scratch.ids.data(), T * top_k_, num_experts_, scratch.offsets.data(), scratch.cursor.data(),
+                  scratch.order.data(), scratch.slot_of_pair.data(), scratch.active.data(), step.stream);
 }
 
 void CudaMoeBlock::run_experts(const float* x, const StepContext& step, Path path, Scratch& scratch,

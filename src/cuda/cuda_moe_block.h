@@ -2,7 +2,8 @@
 // One decoder layer's MoE block on the device, as model/moe_block.h on the CPU: the router's top-k
 // (written by the router kernel straight into the capture's device buffer when routing is captured),
 // the routed experts grouped by expert, the weighted sum per token in top-k order, and Qwen2-MoE's
-// sigmoid-gated shared expert; with an expert limit (speculative verify), the tree tokens route
+// sigmoid-gated shared expert, or DeepSeek's and GLM's grouped sigmoid router (grouped_sigmoid_routing.h)
+// and ungated shared experts; with an expert limit (speculative verify), the tree tokens route
 // within the layer's pool (expert_pool). Up to kGroupedOnDeviceTokens tokens the experts run as two grouped
 // kernels that read each expert's row range on the device (no host round trip: such steps can be
 // captured in a CUDA graph). Larger steps in bf16 products run the tiled grouped kernels
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "cuda/cuda_mlp.h"
+#include "cuda/grouped_sigmoid_routing.h"
 #include "cuda/kernels.h"
 #include "cuda/step_context.h"
 #include "model/model_config.h"
@@ -84,6 +86,9 @@ class CudaMoeBlock {
   // the model checks), queues this layer's pool from the router logits and returns it for the
   // routing kernels; otherwise no limit.
   ExpertLimitRef expert_limit(const float* logits, const StepContext& step, Scratch& scratch) const;
+  // The grouped sigmoid router's ids and weights, then the pairs grouped by expert (no expert limit).
+  void route_grouped_sigmoid_and_group(const float* logits, const StepContext& step, const DeviceRoutingRows& captured,
+                                       Scratch& scratch) const;
   // The capture's device block for this layer; a capture without one, or too small, is a moe::Error.
   DeviceRoutingRows capture_rows(RoutingCapture* capture, int64_t num_tokens) const;
   // One shard's experts (`experts`: their global ids) over their grouped rows into expert_out: on the
@@ -112,7 +117,10 @@ class CudaMoeBlock {
   DeviceArray<int32_t> expert_owner_;  // [E]
   ExpertTables shard_tables_{};
   std::optional<CudaMlp> shared_expert_;
-  DeviceMatrix shared_gate_;  // [1, H]
+  std::optional<DeviceMatrix> shared_gate_;  // [1, H]; none: the shared expert is added as is
+  // RoutingKind::SigmoidGrouped: the rule, whose correction bias [E] lives in correction_bias_.
+  std::optional<GroupedSigmoidRouting> grouped_sigmoid_;
+  DeviceArray<float> correction_bias_;
 };
 
 }  // namespace moe::cuda

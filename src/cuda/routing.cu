@@ -28,45 +28,13 @@ __device__ void route_token(const float* logits, int64_t t, int num_experts, int
     candidate[j] = e < num_experts && (!pool || pool[e]);
   }
 
-  // Pick j is the largest expert ranked below pick j - 1, so nothing needs marking as taken. Every
-  // lane sees every pick; lane k keeps pick k and writes it at the end (top_k <= 32).
-  float previous = INFINITY, kept = 0.0f, my_prob = 0.0f;
-  int previous_id = -1, my_id = -1;
-  for (int k = 0; k < top_k; ++k) {
-    int best = -1;
-    float best_prob = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kExpertsPerLane; ++j) {
-      const int e = lane + j * kWarpSize;
-      const float p = probs[j];
-      const bool ranked_below = p < previous || (p == previous && e > previous_id);
-      if (candidate[j] && ranked_below && (best < 0 || p > best_prob)) {
-        best = e;
-        best_prob = p;
-      }
-    }
-    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-      const int other = __shfl_xor_sync(kFullWarp, best, offset);
-      const float other_prob = __shfl_xor_sync(kFullWarp, best_prob, offset);
-      if (other >= 0 && (best < 0 || other_prob > best_prob || (other_prob == best_prob && other < best))) {
-        best = other;
-        best_prob = other_prob;
-      }
-    }
-    if (lane == k) {
-      my_id = best;
-      my_prob = best_prob;
-    }
-    kept += best_prob;
-    previous = best_prob;
-    previous_id = best;
-  }
+  const WarpPick pick = warp_top_k(probs, probs, candidate, top_k);
   if (lane >= top_k) return;
   const int64_t pair = t * top_k + lane;
-  const float weight = normalize ? my_prob / kept : my_prob;
-  ids[pair] = my_id;
+  const float weight = normalize ? pick.carry / pick.carried_sum : pick.carry;
+  ids[pair] = pick.id;
   weights[pair] = weight;
-  if (capture_ids) capture_ids[pair] = static_cast<int16_t>(my_id);
+  if (capture_ids) capture_ids[pair] = static_cast<int16_t>(pick.id);
   if (capture_weights) capture_weights[pair] = weight;
 }
 

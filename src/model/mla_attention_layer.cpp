@@ -11,23 +11,21 @@
 #include "model/safetensors.h"
 
 namespace moe {
-namespace {
 
-RotaryEmbedding latent_rotary(const ModelConfig& config) {
-  const MlaConfig& m = *config.mla;
-  if (!config.yarn)
-    return RotaryEmbedding(RotaryEmbedding(m.qk_rope_head_dim, m.qk_rope_head_dim, config.rope_theta).inv_freq(), 1.0f,
-                           m.rope_interleave);
-  return RotaryEmbedding(yarn_inv_freq(m.qk_rope_head_dim, config.rope_theta, *config.yarn),
-                         static_cast<float>(yarn_attention_factor(*config.yarn)), m.rope_interleave);
+std::vector<float> mla_inv_freq(const ModelConfig& config) {
+  const int rope = config.mla->qk_rope_head_dim;
+  if (!config.yarn) return RotaryEmbedding(rope, rope, config.rope_theta).inv_freq();
+  return yarn_inv_freq(rope, config.rope_theta, *config.yarn);
 }
 
-float softmax_scale(const ModelConfig& config) {
+float mla_rotary_scale(const ModelConfig& config) {
+  return config.yarn ? static_cast<float>(yarn_attention_factor(*config.yarn)) : 1.0f;
+}
+
+float mla_softmax_scale(const ModelConfig& config) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(config.mla->qk_head_dim()));
   return static_cast<float>(config.yarn ? scale * yarn_softmax_scale_factor(*config.yarn) : scale);
 }
-
-}  // namespace
 
 MlaAttentionLayer::MlaAttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, const MlaTensorNames& names,
                                      int kv_layer)
@@ -35,8 +33,8 @@ MlaAttentionLayer::MlaAttentionLayer(const Checkpoint& ckpt, const ModelConfig& 
       num_heads_(config.num_attention_heads),
       dims_(*config.mla),
       norm_eps_(static_cast<float>(config.rms_norm_eps)),
-      softmax_scale_(softmax_scale(config)),
-      rotary_(latent_rotary(config)) {
+      softmax_scale_(mla_softmax_scale(config)),
+      rotary_(mla_inv_freq(config), mla_rotary_scale(config), config.mla->rope_interleave) {
   const int64_t H = config.hidden_size, heads = num_heads_;
   const int64_t q_width = heads * dims_.qk_head_dim();
   if (names.q_weight.empty()) {

@@ -10,6 +10,8 @@
 // is lost. At attention time the visible tokens' latents are expanded through kv_b again, each step:
 // O(visible · kv_lora_rank · heads · (nope + v)) per sequence and layer, the price of exactness (the
 // absorbed form, q_nope folded into kv_b, would read the latents as they are).
+#include <vector>
+
 #include "kernels/rotary.h"
 #include "kernels/weight.h"
 #include "model/forward_batch.h"
@@ -20,6 +22,13 @@
 namespace moe {
 
 class Checkpoint;
+
+// The rotary part's frequencies (YaRN's where the config scales rope), the factor on its cos and sin,
+// and the softmax scale (times YaRN's mscale² where mscale_all_dim is set): what the CPU's and the
+// device's latent attention both rotate and scale by.
+std::vector<float> mla_inv_freq(const ModelConfig& config);
+float mla_rotary_scale(const ModelConfig& config);
+float mla_softmax_scale(const ModelConfig& config);
 
 class MlaAttentionLayer {
  public:

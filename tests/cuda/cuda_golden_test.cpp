@@ -104,7 +104,7 @@ TEST_P(CudaGoldenTest, OnlyTheCudaRunnerBackendLoads) {
   EXPECT_NE(load(cuda), nullptr);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, CudaGoldenTest, ::testing::ValuesIn(kGoldenFixtures), fixture_test_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaGoldenTest, ::testing::ValuesIn(kAllGoldenFixtures), fixture_test_name);
 
 }  // namespace
 }  // namespace moe::testing

@@ -80,7 +80,7 @@ TEST(DeepseekV3Random, WithoutQLoraAndWithYarnLoadsAndRuns) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ManifestTest, ::testing::ValuesIn(testing::kCpuGoldenFixtures),
+INSTANTIATE_TEST_SUITE_P(Fixtures, ManifestTest, ::testing::ValuesIn(testing::kAllGoldenFixtures),
                          testing::fixture_test_name);
 
 }  // namespace

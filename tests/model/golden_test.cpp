@@ -52,7 +52,7 @@ TEST_P(GoldenTest, ExpertParallelShardsUniformAndRandomPlacement) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::ValuesIn(kCpuGoldenFixtures), fixture_test_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::ValuesIn(kAllGoldenFixtures), fixture_test_name);
 
 }  // namespace
 }  // namespace moe::testing

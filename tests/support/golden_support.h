@@ -39,10 +39,11 @@ Golden load_golden(const std::string& fixture);
 
 // The fixtures of tests/data with goldens, one per architecture, and a test's name for each (gtest
 // names allow no '-'): INSTANTIATE_TEST_SUITE_P(Fixtures, T, ValuesIn(kGoldenFixtures), fixture_test_name).
-// kGoldenFixtures run on every backend; kCpuGoldenFixtures adds the families only the CPU model runs
-// (GLM-4.5 and DeepSeek-V3, whose prompts are token ids: they have no tokenizer).
+// kAllGoldenFixtures adds GLM-4.5 and DeepSeek-V3, whose prompts are token ids (they have no
+// tokenizer): the suites that check the CPU and CUDA models against the goldens take them all;
+// kGoldenFixtures are the three the other suites (quantization, bf16, speculation, pipeline stages) run.
 inline const std::vector<std::string> kGoldenFixtures = {"qwen3-moe-tiny", "mixtral-tiny", "qwen2-moe-tiny"};
-inline const std::vector<std::string> kCpuGoldenFixtures = [] {
+inline const std::vector<std::string> kAllGoldenFixtures = [] {
   std::vector<std::string> fixtures = kGoldenFixtures;
   fixtures.push_back("glm4-moe-tiny");
   fixtures.push_back("deepseek-v3-tiny");
