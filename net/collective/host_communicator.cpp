@@ -34,6 +34,10 @@ Header read_header(const zmq::message_t& frame) {
   return h;
 }
 
+std::string seconds(std::chrono::milliseconds wait) {
+  return wait.count() % 1000 ? std::to_string(wait.count()) + " ms" : std::to_string(wait.count() / 1000) + " s";
+}
+
 std::string str(const zmq::message_t& frame) { return std::string(static_cast<const char*>(frame.data()), frame.size()); }
 
 }  // namespace
@@ -42,6 +46,10 @@ struct HostCommunicator::State {
   GroupOptions options;
   zmq::context_t context{1};
   zmq::socket_t socket;
+  // ZeroMQ's reports of `socket`'s connections closing: a peer that stopped is noticed at once, not
+  // only when a wait runs out.
+  zmq::socket_t monitor;
+  bool peer_lost = false;  // set by receive when the monitor reported a closed connection
   std::string endpoint;
   std::string welcome;
   std::vector<std::string> ids;  // the hub: each rank's routing id, by rank
@@ -58,10 +66,27 @@ struct HostCommunicator::State {
     if (!broken.empty()) throw Error(broken + " (every rank must be restarted)");
   }
 
-  // One message within `timeout` (nullopt when none came); waits forever when timeout is negative.
+  // Reports of closed connections from now on reach `monitor`.
+  void watch_connections() {
+    const std::string address = "inproc://host-communicator-" + std::to_string(reinterpret_cast<uintptr_t>(this));
+    if (zmq_socket_monitor(socket.handle(), address.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
+      throw Error("the host communicator could not watch its connections");
+    monitor = zmq::socket_t(context, zmq::socket_type::pair);
+    monitor.set(zmq::sockopt::linger, 0);
+    monitor.connect(address);
+  }
+
+  // One message within `timeout`; nullopt when none came, with peer_lost set when a connection closed.
   std::optional<std::vector<zmq::message_t>> receive(std::chrono::milliseconds timeout) {
-    zmq::pollitem_t item{static_cast<void*>(socket), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, timeout) == 0) return std::nullopt;
+    zmq::pollitem_t items[] = {{static_cast<void*>(socket), 0, ZMQ_POLLIN, 0},
+                               {static_cast<void*>(monitor), 0, ZMQ_POLLIN, 0}};
+    if (zmq::poll(items, 2, timeout) == 0) return std::nullopt;
+    if (!(items[0].revents & ZMQ_POLLIN)) {
+      std::vector<zmq::message_t> event;
+      (void)zmq::recv_multipart(monitor, std::back_inserter(event));
+      peer_lost = true;
+      return std::nullopt;
+    }
     std::vector<zmq::message_t> frames;
     (void)zmq::recv_multipart(socket, std::back_inserter(frames));
     return frames;
@@ -103,6 +128,7 @@ struct HostCommunicator::State {
     const auto deadline = std::chrono::steady_clock::now() + options.timeout;
     while (missing > 0) {
       auto frames = receive_by(deadline);
+      if (!frames && peer_lost) fail(absent(arrived) + " stopped (its connection closed) during a collective");
       if (!frames) {
         fail(absent(arrived) + " did not take part in a collective within " + std::to_string(options.timeout.count()) +
              " ms (stopped or too slow)");
@@ -134,6 +160,7 @@ struct HostCommunicator::State {
     frames.emplace_back(part, part_bytes);
     send(std::move(frames));
     auto answer = receive(options.timeout);
+    if (!answer && peer_lost) fail(member(0) + " stopped (its connection closed) during a collective");
     if (!answer)
       fail(member(0) + " did not answer a collective within " + std::to_string(options.timeout.count()) +
            " ms (stopped, or another rank did not take part)");
@@ -144,8 +171,8 @@ struct HostCommunicator::State {
     return std::move((*answer)[1]);
   }
 
-  void join_as_hub();
-  void join_as_member();
+  void join_as_hub(const JoinOptions& join);
+  void join_as_member(const JoinOptions& join);
 };
 
 HostCommunicator::HostCommunicator(GroupOptions options) : state_(std::make_unique<State>()) {
@@ -154,7 +181,6 @@ HostCommunicator::HostCommunicator(GroupOptions options) : state_(std::make_uniq
     throw Error(options.name + " " + std::to_string(options.rank) + " is outside a group of " +
                 std::to_string(options.size));
   s.options = std::move(options);
-  s.welcome = s.options.welcome;
   const bool hub = s.options.rank == 0;
   s.socket = zmq::socket_t(s.context, hub ? zmq::socket_type::router : zmq::socket_type::dealer);
   s.socket.set(zmq::sockopt::linger, 0);
@@ -169,6 +195,7 @@ HostCommunicator::HostCommunicator(GroupOptions options) : state_(std::make_uniq
     s.socket.connect(s.options.endpoint);
     s.endpoint = s.options.endpoint;
   }
+  s.watch_connections();
 }
 
 HostCommunicator::~HostCommunicator() = default;
@@ -178,27 +205,32 @@ const std::string& HostCommunicator::welcome() const { return state_->welcome; }
 int HostCommunicator::rank() const { return state_->options.rank; }
 int HostCommunicator::size() const { return state_->options.size; }
 
-void HostCommunicator::join() {
+void HostCommunicator::join(const JoinOptions& join) {
+  if (state_->options.rank == 0) state_->welcome = join.welcome;
   if (state_->options.size == 1) return;
   if (state_->options.rank == 0)
-    state_->join_as_hub();
+    state_->join_as_hub(join);
   else
-    state_->join_as_member();
+    state_->join_as_member(join);
 }
 
-void HostCommunicator::State::join_as_hub() {
+void HostCommunicator::State::join_as_hub(const JoinOptions& join) {
   std::vector<bool> joined(static_cast<size_t>(options.size), false);
   int missing = options.size - 1;
   // Why the group cannot form, told to every member once all are there (or the wait ends), so that
   // each learns the same reason; a process that cannot be a member is answered at once.
   std::string refusal;
   auto add_reason = [&](const std::string& why) { refusal += (refusal.empty() ? "" : "; ") + why; };
-  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  const auto deadline = std::chrono::steady_clock::now() + join.timeout;
   while (missing > 0) {
     auto frames = receive_by(deadline);
+    if (!frames && peer_lost) {
+      peer_lost = false;  // a process that was refused, or left before the group formed
+      continue;
+    }
     if (!frames) {
       add_reason(absent(joined) + " of " + std::to_string(options.size) + " did not join at " + endpoint + " within " +
-                 std::to_string(options.timeout.count() / 1000) + " s");
+                 seconds(join.timeout));
       break;
     }
     if (frames->size() != 3) continue;  // not one of ours
@@ -222,8 +254,8 @@ void HostCommunicator::State::join_as_hub() {
     ids[static_cast<size_t>(rank)] = str((*frames)[0]);
     joined[static_cast<size_t>(rank)] = true;
     --missing;
-    if (options.check) {
-      const std::string why = options.check(rank, str((*frames)[2]));
+    if (join.check) {
+      const std::string why = join.check(rank, str((*frames)[2]));
       if (!why.empty()) add_reason(member(rank) + " differs from rank 0: " + why);
     }
   }
@@ -234,15 +266,18 @@ void HostCommunicator::State::join_as_hub() {
   if (refused) fail(refusal);
 }
 
-void HostCommunicator::State::join_as_member() {
+void HostCommunicator::State::join_as_member(const JoinOptions& join) {
   std::vector<zmq::message_t> frames;
   frames.push_back(header_frame(Kind::Hello, options.rank, options.size, 0));
-  frames.emplace_back(options.hello.data(), options.hello.size());
+  frames.emplace_back(join.hello.data(), join.hello.size());
   send(std::move(frames));
-  auto answer = receive(options.timeout);
-  if (!answer)
-    fail(member(0) + " at " + endpoint + " did not accept " + member(options.rank) + " within " +
-         std::to_string(options.timeout.count() / 1000) + " s");
+  const auto deadline = std::chrono::steady_clock::now() + join.timeout;
+  std::optional<std::vector<zmq::message_t>> answer;
+  while (!(answer = receive_by(deadline))) {
+    if (!peer_lost)
+      fail(member(0) + " at " + endpoint + " did not accept " + member(options.rank) + " within " + seconds(join.timeout));
+    peer_lost = false;  // rank 0 went before answering; one started again may still answer
+  }
   if (answer->size() != 2) fail("the host communicator received a malformed message");
   const Header h = read_header((*answer)[0]);
   if (h.kind == Kind::Refused) fail(str((*answer)[1]));
@@ -298,8 +333,10 @@ bool HostCommunicator::broadcast(std::string& bytes, const std::function<bool()>
     return true;
   }
   std::optional<std::vector<zmq::message_t>> message;
-  while (!(message = s.receive(std::chrono::milliseconds(200))))
+  while (!(message = s.receive(std::chrono::milliseconds(200)))) {
+    if (s.peer_lost) s.fail(s.member(0) + " stopped (its connection closed)");
     if (!keep_waiting()) return false;
+  }
   ++s.seq;
   if (message->size() != 2) s.fail("the host communicator received a malformed message");
   const Header h = read_header((*message)[0]);

@@ -23,12 +23,17 @@ struct GroupOptions {
   int rank = 0;
   int size = 1;
   std::string name = "rank";  // how errors name a member, e.g. "expert-parallel rank"
-  std::string hello;          // this rank's credentials, checked by rank 0
+  // Longest wait inside a collective for the other ranks' parts (or rank 0's answer).
+  std::chrono::milliseconds timeout{60000};
+};
+
+// What a rank brings to the join.
+struct JoinOptions {
+  std::string hello;  // this rank's credentials, checked by rank 0
   // Rank 0: "" accepts rank r's hello, anything else is why the group is refused.
   std::function<std::string(int rank, const std::string& hello)> check;
   std::string welcome;  // rank 0: handed to every other rank once all are accepted
-  // Longest wait for the others: to join, and inside a collective for their parts.
-  std::chrono::milliseconds timeout{60000};
+  std::chrono::milliseconds timeout{60000};  // longest wait for the others to join
 };
 
 class HostCommunicator final : public Communicator {
@@ -40,7 +45,7 @@ class HostCommunicator final : public Communicator {
   // Rank 0's bound endpoint, its port resolved (what the other ranks are given).
   const std::string& endpoint() const;
   // Blocks until every rank joined and was accepted; a moe::Error naming the rank otherwise.
-  void join();
+  void join(const JoinOptions& join = {});
   // What rank 0 handed out at the join (rank 0: its own welcome).
   const std::string& welcome() const;
 

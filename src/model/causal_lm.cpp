@@ -49,6 +49,11 @@ class CausalLm final : public Model {
       lm_head_ = checkpoint_.projection(plan.lm_head.empty() ? plan.embedding : plan.lm_head, config_.vocab_size, H);
       final_norm_ = checkpoint_.vector(plan.final_norm, H);
     }
+    const ExpertPlacement placement = expert_placement_for(config_, options);
+    // An expert-parallel rank in a process of its own reads only its shard's experts.
+    const std::vector<int32_t> held_experts =
+        options.expert_group ? placement.device_expert_mapping.at(static_cast<size_t>(options.expert_group->rank()))
+                             : std::vector<int32_t>{};
     layers_.resize(layers_range_.size());
     for (int l = layers_range_.begin; l < layers_range_.end; ++l) {
       const LayerPlan& names = plan.layers[l];
@@ -62,12 +67,12 @@ class CausalLm final : public Model {
       }
       switch (names.ffn) {
         case FfnKind::Moe:
-          layer.moe.emplace(checkpoint_, config_, names.moe, config_.moe_index(l) - moe_range_.begin);
+          layer.moe.emplace(checkpoint_, config_, names.moe, config_.moe_index(l) - moe_range_.begin, held_experts);
           break;
         case FfnKind::Dense: layer.mlp = DenseMlp::load(checkpoint_, names.mlp, H, config_.intermediate_size); break;
       }
     }
-    runner_ = MoeRunner::create(options.moe_backend, expert_placement_for(config_, options));
+    runner_ = MoeRunner::create(options.moe_backend, placement, options.expert_group);
   }
 
   const ModelConfig& config() const override { return config_; }

@@ -14,6 +14,9 @@ void register_cuda_model_loader(CudaModelLoader loader) { cuda_model_loader = lo
 
 std::unique_ptr<Model> load_model_on_device(const std::string& model_dir, const ModelOptions& options) {
   if (options.device == Device::Cpu) return Model::load(model_dir, options);
+  if (options.expert_group)
+    throw Error("expert-parallel ranks in processes of their own run on the CPU (--device cpu); on one GPU "
+                "--ep-size runs the shards in turn in one process");
   // The CUDA backend reads bf16/f16/f32 weights only.
   if (options.kernel_dtype == KernelDType::Int8)
     throw Error("--kernel-dtype int8 multiplies int8/int4 weights, which run on the CPU only (--device cpu)");

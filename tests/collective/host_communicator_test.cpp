@@ -23,18 +23,24 @@ GroupOptions options_for(int rank, int size, const std::string& endpoint) {
   o.rank = rank;
   o.size = size;
   o.name = "test rank";
-  o.hello = "settings";
-  o.welcome = "unique id bytes";
-  o.check = [](int, const std::string& hello) { return hello == "settings" ? "" : "hello is '" + hello + "'"; };
   o.timeout = std::chrono::milliseconds(5000);
   return o;
+}
+
+JoinOptions join_with(const std::string& hello = "settings", std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  JoinOptions j;
+  j.hello = hello;
+  j.welcome = "unique id bytes";
+  j.check = [](int, const std::string& theirs) { return theirs == "settings" ? "" : "hello is '" + theirs + "'"; };
+  j.timeout = timeout;
+  return j;
 }
 
 // A member joining in this thread: "joined", or why it was refused.
 std::string join_member(const GroupOptions& options) {
   HostCommunicator c(options);
   try {
-    c.join();
+    c.join(join_with());
     return "joined";
   } catch (const Error& e) {
     return e.what();
@@ -42,19 +48,17 @@ std::string join_member(const GroupOptions& options) {
 }
 
 // Runs body(communicator) on `size` ranks, rank 0 in this thread; each member's answer (or error) by rank.
+// `hello_of(rank)`: what each rank brings to the join.
 template <typename Body>
-std::vector<std::string> run_group(int size, Body body, std::function<void(GroupOptions&)> adjust = {}) {
-  GroupOptions hub_options = options_for(0, size, "tcp://127.0.0.1:*");
-  if (adjust) adjust(hub_options);
-  HostCommunicator hub(hub_options);
+std::vector<std::string> run_group(int size, Body body,
+                                   std::function<std::string(int)> hello_of = [](int) { return "settings"; }) {
+  HostCommunicator hub(options_for(0, size, "tcp://127.0.0.1:*"));
   std::vector<std::future<std::string>> members;
   for (int r = 1; r < size; ++r)
     members.push_back(std::async(std::launch::async, [&, r] {
-      GroupOptions o = options_for(r, size, hub.endpoint());
-      if (adjust) adjust(o);
       try {
-        HostCommunicator member(o);
-        member.join();
+        HostCommunicator member(options_for(r, size, hub.endpoint()));
+        member.join(join_with(hello_of(r)));
         return body(member);
       } catch (const Error& e) {
         return std::string("error: ") + e.what();
@@ -62,7 +66,7 @@ std::vector<std::string> run_group(int size, Body body, std::function<void(Group
     }));
   std::vector<std::string> answers;
   try {
-    hub.join();
+    hub.join(join_with());
     answers.push_back(body(hub));
   } catch (const Error& e) {
     answers.push_back(std::string("error: ") + e.what());
@@ -133,12 +137,10 @@ TEST(HostCommunicator, AWaitingRankStopsWhenAskedTo) {
 }
 
 TEST(HostCommunicator, AMissingRankStopsTheStartNamingIt) {
-  GroupOptions o = options_for(0, 3, "tcp://127.0.0.1:*");
-  o.timeout = std::chrono::milliseconds(300);
-  HostCommunicator hub(o);
+  HostCommunicator hub(options_for(0, 3, "tcp://127.0.0.1:*"));
   auto member = std::async(std::launch::async, [&] { return join_member(options_for(1, 3, hub.endpoint())); });
   try {
-    hub.join();
+    hub.join(join_with("settings", std::chrono::milliseconds(300)));
     FAIL() << "the group formed without rank 2";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("test rank 2 of 3 did not join"), std::string::npos) << e.what();
@@ -149,32 +151,26 @@ TEST(HostCommunicator, AMissingRankStopsTheStartNamingIt) {
 TEST(HostCommunicator, DifferentSettingsAreRefusedNamingTheRankAndWhy) {
   const auto answers = run_group(
       3, [](Communicator&) { return std::string("joined"); },
-      [](GroupOptions& o) {
-        if (o.rank == 2) o.hello = "--ep-size 4";
-      });
+      [](int rank) { return rank == 2 ? "--ep-size 4" : "settings"; });
   for (const std::string& a : answers)
     EXPECT_NE(a.find("test rank 2 differs from rank 0: hello is '--ep-size 4'"), std::string::npos) << a;
 }
 
 TEST(HostCommunicator, AnotherGroupSizeIsRefused) {
-  GroupOptions o = options_for(0, 2, "tcp://127.0.0.1:*");
-  o.timeout = std::chrono::milliseconds(500);
-  HostCommunicator hub(o);
+  HostCommunicator hub(options_for(0, 2, "tcp://127.0.0.1:*"));
   auto member = std::async(std::launch::async, [&] { return join_member(options_for(1, 3, hub.endpoint())); });
-  EXPECT_THROW(hub.join(), Error);
+  EXPECT_THROW(hub.join(join_with("settings", std::chrono::milliseconds(500))), Error);
   EXPECT_NE(member.get().find("was started for a group of 3 but rank 0's has 2"), std::string::npos);
 }
 
 TEST(HostCommunicator, TwoProcessesOfOneRankAreRefused) {
   // Rank 2 never comes, so the group waits long enough to see the second rank 1.
-  GroupOptions o = options_for(0, 3, "tcp://127.0.0.1:*");
-  o.timeout = std::chrono::milliseconds(500);
-  HostCommunicator hub(o);
+  HostCommunicator hub(options_for(0, 3, "tcp://127.0.0.1:*"));
   std::vector<std::future<std::string>> twins;
   for (int i = 0; i < 2; ++i)
     twins.push_back(std::async(std::launch::async, [&] { return join_member(options_for(1, 3, hub.endpoint())); }));
   try {
-    hub.join();
+    hub.join(join_with("settings", std::chrono::milliseconds(500)));
     FAIL() << "rank 1 joined twice unnoticed";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("test rank 1 joined twice"), std::string::npos) << e.what();
@@ -183,24 +179,46 @@ TEST(HostCommunicator, TwoProcessesOfOneRankAreRefused) {
 }
 
 TEST(HostCommunicator, ARankThatStopsFailsTheCollectiveAndEveryLaterOne) {
-  GroupOptions o = options_for(0, 2, "tcp://127.0.0.1:*");
-  o.timeout = std::chrono::milliseconds(300);
-  HostCommunicator hub(o);
+  HostCommunicator hub(options_for(0, 2, "tcp://127.0.0.1:*"));
   // Rank 1 joins, then stops without taking part in anything.
   auto member = std::async(std::launch::async, [&] {
     HostCommunicator c(options_for(1, 2, hub.endpoint()));
-    c.join();
+    c.join(join_with());
   });
-  hub.join();
+  hub.join(join_with());
   member.get();
   float value = 1.0f;
   try {
     hub.all_reduce_sum(&value, 1);
     FAIL() << "the collective completed without rank 1";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("test rank 1 did not take part"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("test rank 1 stopped (its connection closed)"), std::string::npos) << e.what();
   }
   EXPECT_THROW(hub.all_reduce_sum(&value, 1), Error);
+}
+
+TEST(HostCommunicator, ARankThatDoesNotTakePartInTimeIsNamed) {
+  GroupOptions o = options_for(0, 2, "tcp://127.0.0.1:*");
+  o.timeout = std::chrono::milliseconds(300);
+  HostCommunicator hub(o);
+  std::promise<void> done;
+  auto member = std::async(std::launch::async, [&] {
+    HostCommunicator c(options_for(1, 2, hub.endpoint()));
+    c.join(join_with());
+    done.get_future().wait();  // connected, silent
+  });
+  hub.join(join_with());
+  float value = 1.0f;
+  try {
+    hub.all_reduce_sum(&value, 1);
+    FAIL() << "the collective completed without rank 1";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("test rank 1 did not take part in a collective within 300 ms"),
+              std::string::npos)
+        << e.what();
+  }
+  done.set_value();
+  member.get();
 }
 
 }  // namespace

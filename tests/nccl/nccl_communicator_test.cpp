@@ -44,17 +44,18 @@ TEST(NcclCommunicator, TwoGpusJoinThroughTheHandshakeAndReduce) {
   collective::GroupOptions o;
   o.endpoint = "tcp://127.0.0.1:*";
   o.size = 2;
-  o.welcome = nccl_unique_id();
   collective::HostCommunicator hub(o);
   auto other = std::async(std::launch::async, [&] {
     collective::GroupOptions m = o;
     m.endpoint = hub.endpoint();
     m.rank = 1;
     collective::HostCommunicator member(m);
-    member.join();
+    member.join({});
     return run_rank(member, kCount);
   });
-  hub.join();
+  collective::JoinOptions join;
+  join.welcome = nccl_unique_id();
+  hub.join(join);
   const std::vector<float> answers[2] = {run_rank(hub, kCount), other.get()};
   for (const auto& answer : answers)
     for (int i = 0; i < kCount; ++i) {
