@@ -69,12 +69,13 @@ std::unique_ptr<Model> load_served_model(const ServeOptions& options, const std:
   // The files are read front to back first, with progress, so that the load, which copies the
   // half-precision weights into the GEMM's tiled order, reads them from memory.
   int last_percent = -1;
-  prefetch_checkpoint(model_dir, [&](int64_t done, int64_t total) {
+  auto report = [&](int64_t done, int64_t total) {
     const int percent = total ? static_cast<int>(100 * done / total) : 100;
     if (percent / 10 == last_percent / 10) return;
     last_percent = percent;
     spdlog::info("loading weights of {}: {}% of {:.1f} MiB", model_dir, percent, total / 1048576.0);
-  });
+  };
+  if (!mo.dummy_weights_seed) prefetch_checkpoint(model_dir, report);
   auto model = load_model_on_device(model_dir, mo);
   // Read now, so a bad MOE_GEMM_ISA stops the start instead of failing every request.
   if (mo.device == Device::Cpu)
@@ -86,7 +87,10 @@ std::unique_ptr<Model> load_served_model(const ServeOptions& options, const std:
 
 // What a worker and its scheduler must agree on besides their sizes.
 ModelIdentity identity_of(const ServeOptions& options, const ModelConfig& config) {
-  return {model_fingerprint(options.model_path), options.ep_size, stage_layers(options, config),
+  const uint64_t fingerprint = options.load_format == "dummy"
+                                   ? dummy_weights_fingerprint(options.model_path, options.dummy_seed)
+                                   : model_fingerprint(options.model_path);
+  return {fingerprint, options.ep_size, stage_layers(options, config),
           compute_settings_of(options)};
 }
 

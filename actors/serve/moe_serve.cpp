@@ -97,6 +97,10 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        "float32 | bf16 | int8: bf16 rounds the GEMMs' activations to bf16 (AVX-512 BF16 dot products where the "
        "CPU has them; bf16 checkpoints on the CPU only); int8 quantizes them per 32-column block for integer "
        "products with int8/int4 weights (--quantization or GPTQ, CPU only)")
+      ("load-format", po::value(&o.load_format)->default_value(o.load_format),
+       "auto (the checkpoint's files) | dummy (random bf16 weights made from config.json alone, seeded by "
+       "--dummy-seed: serves and measures a model whose weights are not on disk; CPU)")
+      ("dummy-seed", po::value(&o.dummy_seed)->default_value(o.dummy_seed), "the seed of --load-format dummy")
       ("ep-size", po::value(&o.ep_size)->default_value(1),
        "expert-parallel shards: with --device cpu each a process (ranks 1.. started by this one, or by hand with "
        "--role worker --ep-rank R); with --device cuda run in turn on the one GPU")

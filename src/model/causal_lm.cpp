@@ -20,6 +20,14 @@
 namespace moe {
 namespace {
 
+// The checkpoint's files, or with dummy_weights_seed random weights made from the config.
+Checkpoint open_checkpoint(const std::string& dir, const ModelConfig& config, const ModelOptions& options) {
+  const ProjectionFormat format =
+      projection_format(config.gptq, options.quantization, options.quantization_group_size, options.kernel_dtype);
+  if (options.dummy_weights_seed) return Checkpoint::dummy(config, *options.dummy_weights_seed, format);
+  return Checkpoint::open(dir, format);
+}
+
 struct DecoderLayer {
   VectorParam input_norm, post_attention_norm;
   std::optional<AttentionLayer> attention;        // AttentionKind::Gqa
@@ -32,9 +40,7 @@ class CausalLm final : public Model {
  public:
   CausalLm(const std::string& dir, const ModelOptions& options)
       : config_(load_model_config(dir)),
-        checkpoint_(Checkpoint::open(
-            dir, projection_format(config_.gptq, options.quantization, options.quantization_group_size,
-                                   options.kernel_dtype))),
+        checkpoint_(open_checkpoint(dir, config_, options)),
         layers_range_(options.layers.value_or(LayerRange{0, config_.num_hidden_layers})),
         moe_range_(moe_layers_of(config_.moe_layer_ids, layers_range_)) {
     if (layers_range_.begin < 0 || layers_range_.end > config_.num_hidden_layers || layers_range_.size() < 1)

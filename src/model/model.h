@@ -44,6 +44,9 @@ struct ModelOptions {
   // only the shard of its rank, then all-reduces every MoE layer's output across the group. Null: every
   // shard in this process. Not owned; outlives the model.
   Communicator* expert_group = nullptr;
+  // --load-format dummy: random weights made from config.json alone with this seed (Checkpoint::dummy),
+  // no weight file read. None: the checkpoint's files.
+  std::optional<uint64_t> dummy_weights_seed;
 };
 
 // The expert shards `options` ask for over config's experts: the placement file's (whose device count

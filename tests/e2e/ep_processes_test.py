@@ -4,13 +4,16 @@ communicator). For every fixture, through --ep-size 2, and 4 in prefill chunks o
 alone, all at once, and again from the prefix cache gets the ids and routing rows of one process (and the
 goldens). Ranks started by hand meet rank 0 at --dist-init-addr; one whose settings differ, or one that
 never comes, stops the start naming that rank; a rank killed while serving fails the requests in flight
-with an error, never a wrong reply.
+with an error, never a wrong reply. --load-format dummy serves random weights made from a config.json
+alone, alike through one process and two ranks.
 Usage: ep_processes_test.py PATH/TO/moe-serve"""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import msgpack
@@ -92,6 +95,17 @@ class ExpertRanksInProcesses(unittest.TestCase):
                             sp.expect_golden(self, g["cases"][i], ids, rows, g["max_new_tokens"])
                             if round_index == 2:
                                 self.assertEqual(cached, len(g["cases"][i]["prompt_ids"]) - 1)
+
+    def test_dummy_weights_from_a_config_alone_through_one_process_and_two_ranks(self):
+        with tempfile.TemporaryDirectory() as config_only:
+            shutil.copy(os.path.join(sp.MODEL, "config.json"), config_only)
+            shutil.copy(os.path.join(sp.MODEL, "golden.json"), config_only)  # the prompts, not their answers
+            flags = ["--load-format", "dummy", "--dummy-seed", "3"]
+            one = answers(self, config_only, flags)
+            two = answers(self, config_only, [*flags, "--ep-size", "2"])
+        self.assertEqual([[(ids, rows) for ids, rows, _ in r] for r in one],
+                         [[(ids, rows) for ids, rows, _ in r] for r in two])
+        self.assertNotEqual(one[0][0][0], golden_of(sp.MODEL)["cases"][0]["output_ids"])  # other weights
 
     def start_by_hand(self, rank0_flags, rank1_flags, timeout=120):
         """Rank 0 (the server) and rank 1 (--role worker) started by hand, meeting at a free port."""
