@@ -1,5 +1,6 @@
 #include "collective/host_communicator.h"
 
+#include <cerrno>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -80,7 +81,12 @@ struct HostCommunicator::State {
   std::optional<std::vector<zmq::message_t>> receive(std::chrono::milliseconds timeout) {
     zmq::pollitem_t items[] = {{static_cast<void*>(socket), 0, ZMQ_POLLIN, 0},
                                {static_cast<void*>(monitor), 0, ZMQ_POLLIN, 0}};
-    if (zmq::poll(items, 2, timeout) == 0) return std::nullopt;
+    try {
+      if (zmq::poll(items, 2, timeout) == 0) return std::nullopt;
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+      return std::nullopt;  // a signal: the caller decides whether to wait on
+    }
     if (!(items[0].revents & ZMQ_POLLIN)) {
       std::vector<zmq::message_t> event;
       (void)zmq::recv_multipart(monitor, std::back_inserter(event));
