@@ -159,7 +159,7 @@ TEST(HostCommunicator, DifferentSettingsAreRefusedNamingTheRankAndWhy) {
 TEST(HostCommunicator, AnotherGroupSizeIsRefused) {
   HostCommunicator hub(options_for(0, 2, "tcp://127.0.0.1:*"));
   auto member = std::async(std::launch::async, [&] { return join_member(options_for(1, 3, hub.endpoint())); });
-  EXPECT_THROW(hub.join(join_with("settings", std::chrono::milliseconds(500))), Error);
+  EXPECT_THROW(hub.join(join_with("settings", std::chrono::seconds(2))), Error);
   EXPECT_NE(member.get().find("was started for a group of 3 but rank 0's has 2"), std::string::npos);
 }
 
@@ -170,7 +170,7 @@ TEST(HostCommunicator, TwoProcessesOfOneRankAreRefused) {
   for (int i = 0; i < 2; ++i)
     twins.push_back(std::async(std::launch::async, [&] { return join_member(options_for(1, 3, hub.endpoint())); }));
   try {
-    hub.join(join_with("settings", std::chrono::milliseconds(500)));
+    hub.join(join_with("settings", std::chrono::seconds(2)));
     FAIL() << "rank 1 joined twice unnoticed";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("test rank 1 joined twice"), std::string::npos) << e.what();
