@@ -4,6 +4,8 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <atomic>
+#include <csignal>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -22,6 +24,7 @@
 #include "kernels/half_gemm.h"
 #include "kernels/thread_pool.h"
 #include "pipeline/detokenizer_actor.h"
+#include "pipeline/expert_parallel_group.h"
 #include "pipeline/http_frontend.h"
 #include "pipeline/pipeline_endpoints.h"
 #include "pipeline/scheduler_actor.h"
@@ -53,22 +56,26 @@ std::vector<LayerRange> stage_layers(const ServeOptions& options, const ModelCon
 
 // The one way this process loads weights: at start (from --model-path), for weight updates and the
 // STANDALONE draft; `layers` for a pipeline stage (none: the whole model), `quantization` in place
-// of --quantization (the draft's --speculative-draft-model-quantization).
+// of --quantization (the draft's --speculative-draft-model-quantization), `expert_group` for an
+// expert-parallel rank in a process of its own.
 std::unique_ptr<Model> load_served_model(const ServeOptions& options, const std::string& model_dir,
                                          std::optional<LayerRange> layers = std::nullopt,
-                                         std::optional<Quantization> quantization = std::nullopt) {
+                                         std::optional<Quantization> quantization = std::nullopt,
+                                         ExpertParallelGroup* expert_group = nullptr) {
   ModelOptions mo = model_options(options);
   mo.layers = layers;
+  if (expert_group) mo.expert_group = &expert_group->communicator();
   if (quantization) mo.quantization = *quantization;
   // The files are read front to back first, with progress, so that the load, which copies the
   // half-precision weights into the GEMM's tiled order, reads them from memory.
   int last_percent = -1;
-  prefetch_checkpoint(model_dir, [&](int64_t done, int64_t total) {
+  auto report = [&](int64_t done, int64_t total) {
     const int percent = total ? static_cast<int>(100 * done / total) : 100;
     if (percent / 10 == last_percent / 10) return;
     last_percent = percent;
     spdlog::info("loading weights of {}: {}% of {:.1f} MiB", model_dir, percent, total / 1048576.0);
-  });
+  };
+  if (!mo.dummy_weights_seed) prefetch_checkpoint(model_dir, report);
   auto model = load_model_on_device(model_dir, mo);
   // Read now, so a bad MOE_GEMM_ISA stops the start instead of failing every request.
   if (mo.device == Device::Cpu)
@@ -80,7 +87,10 @@ std::unique_ptr<Model> load_served_model(const ServeOptions& options, const std:
 
 // What a worker and its scheduler must agree on besides their sizes.
 ModelIdentity identity_of(const ServeOptions& options, const ModelConfig& config) {
-  return {model_fingerprint(options.model_path), options.ep_size, stage_layers(options, config),
+  const uint64_t fingerprint = options.load_format == "dummy"
+                                   ? dummy_weights_fingerprint(options.model_path, options.dummy_seed)
+                                   : model_fingerprint(options.model_path);
+  return {fingerprint, options.ep_size, stage_layers(options, config),
           compute_settings_of(options)};
 }
 
@@ -102,6 +112,16 @@ EngineSizing sized(const ServeOptions& options, const ModelConfig& config, std::
   return sizing;
 }
 
+// Set by SIGINT or SIGTERM in an expert-parallel rank other than 0, which runs no event loop.
+std::atomic<bool> stop_following{false};
+
+// An expert-parallel rank other than 0: computes every step rank 0 hands it until a signal stops it.
+void follow_expert_rank_zero(ExpertParallelGroup& group, std::unique_ptr<Model> model, const ModelWorkerOptions& options) {
+  ModelWorker worker(std::move(model), options);
+  for (int signal : {SIGINT, SIGTERM}) std::signal(signal, [](int) { stop_following = true; });
+  group.follow(worker, [] { return !stop_following.load(); });
+}
+
 // Runs `task` on `loop`'s thread and waits for its answer (from any other thread).
 template <typename Task>
 auto run_on(transport::ActorLoop& loop, Task task) {
@@ -113,6 +133,8 @@ auto run_on(transport::ActorLoop& loop, Task task) {
 }  // namespace
 
 struct EngineRuntime::Actors {
+  // Expert-parallel ranks in other processes, which the worker's model all-reduces with: outlives it.
+  std::unique_ptr<ExpertParallelGroup> expert_group;
   std::unique_ptr<transport::ActorLoop> tokenizer_loop, scheduler_loop, heartbeat_loop, detokenizer_loop;
   std::vector<std::unique_ptr<transport::ActorLoop>> stage_loops;  // one model worker per pipeline stage
   std::unique_ptr<TokenizerActor> tokenizer;
@@ -153,9 +175,12 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   tokenizer::TokenizerConfig tok_config = skip_tokenizer ? tokenizer::TokenizerConfig{} : tokenizer::load_tokenizer_config(tok_dir);
   if (!options.chat_template.empty()) tok_config.chat_template = read_text_file(options.chat_template);
   const bool local_worker = options.worker_endpoint.empty();
+  Actors& a = *actors_;
+  if (local_worker && expert_ranks_in_processes(options)) a.expert_group = std::make_unique<ExpertParallelGroup>(options);
   std::vector<std::unique_ptr<Model>> stage_models;
   for (int rank = 0; local_worker && rank < options.pp_size; ++rank)
-    stage_models.push_back(load_served_model(options, options.model_path, layers_of_stage(options, config, rank)));
+    stage_models.push_back(load_served_model(options, options.model_path, layers_of_stage(options, config, rank),
+                                             std::nullopt, a.expert_group.get()));
   model_name_ = options.model_path;
 
   PipelineEndpoints endpoints = PipelineEndpoints::in_process("engine");
@@ -180,8 +205,8 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
       sizing.service, ServingModelInfo{config.num_moe_layers(), config.num_experts_per_tok, config.num_experts});
   kv_slots_ = service->kv_cache_slots();
   const int64_t host_cache_bytes = service->host_cache_bytes();
+  if (a.expert_group) a.expert_group->join(sizing.service.expected_stages.at(0), options.model_path);
 
-  Actors& a = *actors_;
   ExpertLoadReader read_expert_load = [this](bool reset) { return expert_load(reset); };
   a.tokenizer_loop = std::make_unique<transport::ActorLoop>(*context_, "tokenizer");
   a.scheduler_loop = std::make_unique<transport::ActorLoop>(*context_, "scheduler");
@@ -248,7 +273,8 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
       stage.settings = sizing.service.expected_stages.at(static_cast<size_t>(rank));
       a.stages.push_back(std::make_unique<WorkerActor>(
           *a.stage_loops.back(), *a.heartbeat_loop, std::move(stage_models[rank]), stage, stage_inbox(rank),
-          endpoints.scheduler, rank + 1 < options.pp_size ? stage_inbox(rank + 1) : std::string()));
+          endpoints.scheduler, rank + 1 < options.pp_size ? stage_inbox(rank + 1) : std::string(),
+          a.expert_group.get()));
       names.push_back(name);
     }
   }
@@ -307,22 +333,27 @@ void EngineRuntime::drain(std::chrono::milliseconds timeout) {
 }
 
 void run_worker_process(const ServeOptions& options) {
-  if (options.scheduler_endpoint.empty() || options.worker_endpoint.empty())
+  std::unique_ptr<ExpertParallelGroup> expert_group;
+  if (expert_ranks_in_processes(options)) expert_group = std::make_unique<ExpertParallelGroup>(options);
+  const bool follows = expert_group && options.ep_rank > 0;  // talks to rank 0 only
+  if (!follows && (options.scheduler_endpoint.empty() || options.worker_endpoint.empty()))
     throw Error("a worker process needs --worker-endpoint (to bind) and --scheduler-endpoint (to connect)");
   check_model_directories(options);
   const ModelConfig config = load_model_config(options.model_path);
   if (options.pp_rank < 0 || options.pp_rank >= options.pp_size)
     throw Error("--pp-rank must lie in [0, --pp-size), got " + std::to_string(options.pp_rank));
-  std::unique_ptr<Model> model =
-      load_served_model(options, options.model_path, layers_of_stage(options, config, options.pp_rank));
+  std::unique_ptr<Model> model = load_served_model(
+      options, options.model_path, layers_of_stage(options, config, options.pp_rank), std::nullopt, expert_group.get());
   // The worker sizes its KV cache and capture buffer exactly as the front sizes the scheduler's pool.
   EngineSizing sizing = sized(options, config, {}, 0);
   sizing.worker.settings = sizing.service.expected_stages.at(static_cast<size_t>(options.pp_rank));
+  if (expert_group) expert_group->join(sizing.worker.settings, options.model_path);
+  if (follows) return follow_expert_rank_zero(*expert_group, std::move(model), sizing.worker);
   transport::Context context;
   transport::ActorLoop loop(context, "worker");
   transport::ActorLoop heartbeat(context, "worker-heartbeat");
   WorkerActor worker(loop, heartbeat, std::move(model), sizing.worker, options.worker_endpoint,
-                     options.scheduler_endpoint, options.pp_next_endpoint);
+                     options.scheduler_endpoint, options.pp_next_endpoint, expert_group.get());
   boost::asio::signal_set signals(heartbeat.io(), SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int) {
     loop.stop();

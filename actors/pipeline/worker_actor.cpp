@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
+#include "pipeline/expert_parallel_group.h"
 #include "transport/endpoints.h"
 
 namespace moe::actors {
@@ -21,8 +22,9 @@ struct WorkerActor::Timer {
 
 WorkerActor::WorkerActor(transport::ActorLoop& loop, transport::ActorLoop& heartbeat_loop, std::unique_ptr<Model> model,
                          ModelWorkerOptions options, const std::string& inbox_endpoint,
-                         const std::string& scheduler_endpoint, const std::string& next_stage_endpoint)
-    : loop_(loop), heartbeat_loop_(heartbeat_loop) {
+                         const std::string& scheduler_endpoint, const std::string& next_stage_endpoint,
+                         ExpertParallelGroup* expert_group)
+    : loop_(loop), heartbeat_loop_(heartbeat_loop), expert_group_(expert_group) {
   // The copy thread finishes a step's rows: hand them out from the worker's own loop.
   options.on_routing_ready = [this] { loop_.post([this] { send_ready_routing(); }); };
   worker_ = std::make_unique<ModelWorker>(std::move(model), options);
@@ -54,6 +56,7 @@ void WorkerActor::on_batch(const msg::WorkerBatch& batch, std::optional<transpor
   const auto rank = static_cast<size_t>(worker_->pp_rank());
   if (!meant_for_this_worker(rank < batch.stage_instances.size() ? batch.stage_instances[rank] : 0, "a step")) return;
   try {
+    if (expert_group_) expert_group_->share(batch);
     if (worker_->whole_model())
       results_->send(worker_->execute(batch));
     else
@@ -88,6 +91,13 @@ void WorkerActor::run_stage(const msg::WorkerBatch& batch, std::optional<transpo
 // scheduler the process is alive meanwhile.
 void WorkerActor::on_update_weights(const msg::UpdateWeights& update) {
   if (!meant_for_this_worker(update.worker_instance, "a weight update")) return;
+  if (expert_group_) {
+    results_->send(msg::WeightsUpdated{update, false,
+                                       "update_weights_from_disk is not supported with expert-parallel ranks in "
+                                       "processes of their own: restart every rank on the new checkpoint",
+                                       0, "", worker_->instance()});
+    return;
+  }
   spdlog::info("worker: loading new weights from {}", update.model_path);
   msg::WeightsUpdated answer = worker_->update_weights(update);
   if (answer.success)

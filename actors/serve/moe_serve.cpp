@@ -7,6 +7,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/program_options.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 #include <spdlog/spdlog.h>
@@ -20,6 +21,22 @@ namespace po = boost::program_options;
 using moe::actors::ServeOptions;
 
 namespace {
+
+// The command that starts one more rank of this deployment: this program with this process's flags, but
+// its --role (the rank adds its own).
+std::vector<std::string> rank_command(int argc, char** argv) {
+  std::vector<std::string> command = {std::filesystem::read_symlink("/proc/self/exe").string()};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--role" && i + 1 < argc) {
+      ++i;
+      continue;
+    }
+    if (arg.rfind("--role=", 0) == 0) continue;
+    command.push_back(arg);
+  }
+  return command;
+}
 
 // Fills `options` from the command line; returns false when only --help was asked.
 bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std::string& log_level,
@@ -84,7 +101,20 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        "float32 | bf16 | int8: bf16 rounds the GEMMs' activations to bf16 (AVX-512 BF16 dot products where the "
        "CPU has them; bf16 checkpoints on the CPU only); int8 quantizes them per 32-column block for integer "
        "products with int8/int4 weights (--quantization or GPTQ, CPU only)")
-      ("ep-size", po::value(&o.ep_size)->default_value(1), "expert-parallel shards")
+      ("load-format", po::value(&o.load_format)->default_value(o.load_format),
+       "auto (the checkpoint's files) | dummy (random bf16 weights made from config.json alone, seeded by "
+       "--dummy-seed: serves and measures a model whose weights are not on disk; CPU)")
+      ("dummy-seed", po::value(&o.dummy_seed)->default_value(o.dummy_seed), "the seed of --load-format dummy")
+      ("ep-size", po::value(&o.ep_size)->default_value(1),
+       "expert-parallel shards: with --device cpu each a process (ranks 1.. started by this one, or by hand with "
+       "--role worker --ep-rank R); with --device cuda run in turn on the one GPU")
+      ("ep-rank", po::value(&o.ep_rank)->default_value(0),
+       "with --role worker: the expert-parallel rank this process runs (rank 0 is the worker the scheduler talks to)")
+      ("dist-init-addr", po::value(&o.dist_init_addr),
+       "tcp://HOST:PORT where the expert-parallel ranks meet (rank 0 binds it, the others connect); given to rank 0, "
+       "it starts no ranks itself and waits for those started by hand")
+      ("dist-timeout", po::value(&o.dist_timeout_s)->default_value(o.dist_timeout_s),
+       "seconds the expert-parallel ranks wait for each other to join (their model loads included)")
       ("expert-placement", po::value(&o.expert_placement), "JSON device_expert_mapping file")
       ("pp-size", po::value(&o.pp_size)->default_value(1), "pipeline stages the decoder layers are cut into")
       ("pp-layer-split", po::value(&o.pp_layer_split), "layers per stage, such as 4,4,3 (default: balanced)")
@@ -143,6 +173,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (role != "all") throw moe::Error("--role must be all or worker");
+    // Expert-parallel ranks on the CPU are processes: this one is rank 0 and starts the others, unless
+    // they are started by hand and meet it at --dist-init-addr.
+    if (options.ep_size > 1 && options.device == "cpu" && options.dist_init_addr.empty() &&
+        options.worker_endpoint.empty())
+      options.rank_command = rank_command(argc, argv);
     if (options.port == 0 && options.zmq_endpoint.empty())
       throw moe::Error("--port 0 serves no HTTP and no --zmq-endpoint was given, so no client could reach this "
                        "server: give a --port, a --zmq-endpoint (e.g. tcp://127.0.0.1:30001) or both");

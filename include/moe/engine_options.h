@@ -22,6 +22,10 @@ struct EngineOptions : EngineSettings {
   bool disable_cuda_graph = false;  // cuda: run decode steps uncaptured (SGLang's --disable-cuda-graph)
   std::string zmq_endpoint;    // also serve ZeroMQ clients here; empty = only this process
   std::string weight_version = "default";  // the label of the weights loaded at start (SGLang's --weight-version)
+  // auto: the checkpoint's files; dummy: random weights made from config.json alone, seeded by
+  // dummy_seed (vLLM's and SGLang's --load-format dummy), to serve and measure a model without its files.
+  std::string load_format = "auto";
+  uint64_t dummy_seed = 0;
 };
 
 }  // namespace moe

@@ -20,6 +20,14 @@
 namespace moe {
 namespace {
 
+// The checkpoint's files, or with dummy_weights_seed random weights made from the config.
+Checkpoint open_checkpoint(const std::string& dir, const ModelConfig& config, const ModelOptions& options) {
+  const ProjectionFormat format =
+      projection_format(config.gptq, options.quantization, options.quantization_group_size, options.kernel_dtype);
+  if (options.dummy_weights_seed) return Checkpoint::dummy(config, *options.dummy_weights_seed, format);
+  return Checkpoint::open(dir, format);
+}
+
 struct DecoderLayer {
   VectorParam input_norm, post_attention_norm;
   std::optional<AttentionLayer> attention;        // AttentionKind::Gqa
@@ -32,9 +40,7 @@ class CausalLm final : public Model {
  public:
   CausalLm(const std::string& dir, const ModelOptions& options)
       : config_(load_model_config(dir)),
-        checkpoint_(Checkpoint::open(
-            dir, projection_format(config_.gptq, options.quantization, options.quantization_group_size,
-                                   options.kernel_dtype))),
+        checkpoint_(open_checkpoint(dir, config_, options)),
         layers_range_(options.layers.value_or(LayerRange{0, config_.num_hidden_layers})),
         moe_range_(moe_layers_of(config_.moe_layer_ids, layers_range_)) {
     if (layers_range_.begin < 0 || layers_range_.end > config_.num_hidden_layers || layers_range_.size() < 1)
@@ -49,6 +55,11 @@ class CausalLm final : public Model {
       lm_head_ = checkpoint_.projection(plan.lm_head.empty() ? plan.embedding : plan.lm_head, config_.vocab_size, H);
       final_norm_ = checkpoint_.vector(plan.final_norm, H);
     }
+    const ExpertPlacement placement = expert_placement_for(config_, options);
+    // An expert-parallel rank in a process of its own reads only its shard's experts.
+    const std::vector<int32_t> held_experts =
+        options.expert_group ? placement.device_expert_mapping.at(static_cast<size_t>(options.expert_group->rank()))
+                             : std::vector<int32_t>{};
     layers_.resize(layers_range_.size());
     for (int l = layers_range_.begin; l < layers_range_.end; ++l) {
       const LayerPlan& names = plan.layers[l];
@@ -62,12 +73,12 @@ class CausalLm final : public Model {
       }
       switch (names.ffn) {
         case FfnKind::Moe:
-          layer.moe.emplace(checkpoint_, config_, names.moe, config_.moe_index(l) - moe_range_.begin);
+          layer.moe.emplace(checkpoint_, config_, names.moe, config_.moe_index(l) - moe_range_.begin, held_experts);
           break;
         case FfnKind::Dense: layer.mlp = DenseMlp::load(checkpoint_, names.mlp, H, config_.intermediate_size); break;
       }
     }
-    runner_ = MoeRunner::create(options.moe_backend, expert_placement_for(config_, options));
+    runner_ = MoeRunner::create(options.moe_backend, placement, options.expert_group);
   }
 
   const ModelConfig& config() const override { return config_; }

@@ -14,6 +14,7 @@
 #include "model/model_config.h"
 #include "moe/moe_runner.h"
 #include "moe/routing_capture.h"
+#include "parallel/communicator.h"
 #include "model/quantization.h"
 #include "kernels/kernel_dtype.h"
 
@@ -28,7 +29,7 @@ Device parse_device(const std::string& name);
 struct ModelOptions {
   Device device = Device::Cpu;
   MoeBackend moe_backend = MoeBackend::Auto;
-  int ep_size = 1;                      // expert-parallel shards run in this process
+  int ep_size = 1;                      // expert-parallel shards (all run in this process without expert_group)
   std::string expert_placement_file;    // JSON device_expert_mapping; empty = uniform split
   bool cuda_graphs = true;              // Device::Cuda: replay decode steps as CUDA graphs
   Quantization quantization = Quantization::None;  // projections quantized at load (float checkpoints)
@@ -39,6 +40,13 @@ struct ModelOptions {
   // A pipeline stage: only these decoder layers (plus the embedding for the first stage, the final
   // norm and lm_head for the last) are loaded. None = the whole model.
   std::optional<LayerRange> layers;
+  // The expert-parallel ranks in other processes (CPU only; size ep_size): this process loads and runs
+  // only the shard of its rank, then all-reduces every MoE layer's output across the group. Null: every
+  // shard in this process. Not owned; outlives the model.
+  Communicator* expert_group = nullptr;
+  // --load-format dummy: random weights made from config.json alone with this seed (Checkpoint::dummy),
+  // no weight file read. None: the checkpoint's files.
+  std::optional<uint64_t> dummy_weights_seed;
 };
 
 // The expert shards `options` ask for over config's experts: the placement file's (whose device count

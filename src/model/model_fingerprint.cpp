@@ -93,12 +93,28 @@ std::string file_bytes(const std::filesystem::path& path) {
 
 }  // namespace
 
-uint64_t model_fingerprint(const std::string& model_dir) {
-  namespace fs = std::filesystem;
-  const fs::path config = fs::path(model_dir) / "config.json";
-  if (!fs::is_regular_file(config)) throw Error(model_dir + " has no readable config.json");
+namespace {
+
+// A hash begun with model_dir's config.json.
+Hasher hash_of_config(const std::string& model_dir) {
+  const std::filesystem::path config = std::filesystem::path(model_dir) / "config.json";
+  if (!std::filesystem::is_regular_file(config)) throw Error(model_dir + " has no readable config.json");
   Hasher hash;
   hash.text(file_bytes(config));
+  return hash;
+}
+
+}  // namespace
+
+uint64_t dummy_weights_fingerprint(const std::string& model_dir, uint64_t seed) {
+  Hasher hash = hash_of_config(model_dir);
+  hash.text("dummy weights, seed " + std::to_string(seed));
+  return hash.value();
+}
+
+uint64_t model_fingerprint(const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  Hasher hash = hash_of_config(model_dir);
   std::vector<fs::path> files;
   for (const fs::directory_entry& entry : fs::directory_iterator(model_dir)) {
     const std::string name = entry.path().filename().string();

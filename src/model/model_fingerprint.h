@@ -15,4 +15,8 @@ namespace moe {
 // tensor) tell it apart; a change confined to unsampled bytes of a tensor is not seen.
 uint64_t model_fingerprint(const std::string& model_dir);
 
+// The identity of random weights made from model_dir's config.json alone with `seed`
+// (--load-format dummy): config.json's bytes and the seed; no weight file is read.
+uint64_t dummy_weights_fingerprint(const std::string& model_dir, uint64_t seed);
+
 }  // namespace moe

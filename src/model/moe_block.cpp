@@ -1,5 +1,6 @@
 #include "model/moe_block.h"
 
+#include <numeric>
 #include <vector>
 
 #include "common/error.h"
@@ -9,20 +10,29 @@
 
 namespace moe {
 
-ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names) {
+ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names,
+                                  std::span<const int32_t> held) {
   const int64_t hidden = config.hidden_size, width = config.moe_intermediate_size;
   ExpertWeights experts;
   experts.hidden_size = hidden;
   experts.intermediate_size = width;
-  for (const MlpTensorNames& expert : names.experts) {
-    experts.gate.push_back(ckpt.projection(expert.gate, width, hidden));
-    experts.up.push_back(ckpt.projection(expert.up, width, hidden));
-    experts.down.push_back(ckpt.projection(expert.down, hidden, width));
+  const size_t count = names.experts.size();
+  experts.gate.resize(count);
+  experts.up.resize(count);
+  experts.down.resize(count);
+  std::vector<int32_t> every(count);
+  std::iota(every.begin(), every.end(), 0);
+  for (const int32_t e : held.empty() ? std::span<const int32_t>(every) : held) {
+    const MlpTensorNames& expert = names.experts.at(static_cast<size_t>(e));
+    experts.gate[e] = ckpt.projection(expert.gate, width, hidden);
+    experts.up[e] = ckpt.projection(expert.up, width, hidden);
+    experts.down[e] = ckpt.projection(expert.down, hidden, width);
   }
   return experts;
 }
 
-MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int capture_index)
+MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int capture_index,
+                   std::span<const int32_t> held_experts)
     : capture_index_(capture_index),
       top_k_(config.num_experts_per_tok),
       normalize_top_k_(config.norm_topk_prob),
@@ -35,7 +45,7 @@ MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeT
     check_grouped_sigmoid_rule(config.num_experts, top_k_, grouped_rule_);
     correction_bias_ = ckpt.vector(names.correction_bias, config.num_experts);
   }
-  experts_ = load_routed_experts(ckpt, config, names);
+  experts_ = load_routed_experts(ckpt, config, names, held_experts);
   if (names.shared_expert) {
     shared_expert_ = DenseMlp::load(ckpt, *names.shared_expert, hidden, config.shared_expert_intermediate_size);
     if (!names.shared_gate.empty()) shared_gate_ = ckpt.matrix(names.shared_gate, 1, hidden);

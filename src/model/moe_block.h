@@ -2,6 +2,7 @@
 // One decoder layer's MoE block: the router's choice by the config's routing kind (reported to the
 // capture hook), the routed experts through the configured runner, and the shared expert when present
 // (Qwen2-MoE's behind a sigmoid gate, DeepSeek's and GLM's added as is).
+#include <span>
 #include <optional>
 
 #include "kernels/weight.h"
@@ -16,14 +17,18 @@ namespace moe {
 
 class Checkpoint;
 
-// The routed experts of one MoE layer, named by `names`, as views into the checkpoint.
-ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names);
+// The routed experts of one MoE layer, named by `names`, as views into the checkpoint; with `held`
+// (an expert-parallel rank's shard) only those experts are read, the others left empty.
+ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names,
+                                  std::span<const int32_t> held = {});
 
 class MoeBlock {
  public:
   // `capture_index`: the layer's index among the MoE layers its capture buffer holds (a pipeline
   // stage captures only its own).
-  MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int capture_index);
+  // `held_experts`: the routed experts this process runs (empty: all of them).
+  MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int capture_index,
+           std::span<const int32_t> held_experts = {});
   // out[T, H] = moe(x[T, H]); out is overwritten. `limit` restricts a verify pass's tokens to a
   // shared pool of experts (off by default; softmax routing only); the capture hook sees the routing
   // actually used.

@@ -290,6 +290,20 @@ std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
   return specs;
 }
 
+std::vector<TensorToWrite> random_tensors(const ModelConfig& config, const RandomCheckpointOptions& options) {
+  if (options.gptq_bits != 0) throw Error("random_tensors: float tensors only");
+  const std::vector<PlannedTensor> planned = plan(checkpoint_manifest(config), options);
+  std::vector<TensorToWrite> tensors;
+  std::vector<size_t> members;
+  for (size_t i = 0; i < planned.size(); ++i) {
+    tensors.push_back({planned[i].name, planned[i].dtype, planned[i].shape, {}});
+    tensors.back().bytes.resize(static_cast<size_t>(byte_count(planned[i])));
+    members.push_back(i);
+  }
+  fill_shard(planned, members, options, tensors);
+  return tensors;
+}
+
 void write_random_checkpoint(const nlohmann::json& config, const std::string& out_dir,
                              const RandomCheckpointOptions& options) {
   namespace fs = std::filesystem;

@@ -61,4 +61,8 @@ struct RandomCheckpointOptions {
 void write_random_checkpoint(const nlohmann::json& config, const std::string& out_dir,
                              const RandomCheckpointOptions& options);
 
+// In memory, the float tensors write_random_checkpoint would write for `config` (the same bytes for the
+// same seed and dtype; gptq_bits must be 0): the weights of --load-format dummy.
+std::vector<TensorToWrite> random_tensors(const ModelConfig& config, const RandomCheckpointOptions& options);
+
 }  // namespace moe

@@ -1,3 +1,4 @@
+#include "model/random_checkpoint.h"
 #include "model/safetensors.h"
 
 #include <fcntl.h>
@@ -197,6 +198,23 @@ Checkpoint Checkpoint::open(const std::string& model_dir, const ProjectionFormat
   for (const auto& [tensor, shard] : weight_map)
     if (!ckpt.tensors_.count(tensor))
       throw Error(model_dir + "/" + shard + ": tensor '" + tensor + "' is listed in the index but missing");
+  return ckpt;
+}
+
+struct Checkpoint::DummyWeights {
+  std::string name;  // what errors call it, in place of a shard's path
+  std::vector<TensorToWrite> tensors;
+};
+
+Checkpoint Checkpoint::dummy(const ModelConfig& config, uint64_t seed, const ProjectionFormat& format) {
+  Checkpoint ckpt;
+  ckpt.dir_ = "dummy weights (seed " + std::to_string(seed) + ")";
+  ckpt.format_ = format;
+  RandomCheckpointOptions options;
+  options.seed = seed;
+  ckpt.dummy_ = std::make_shared<DummyWeights>(DummyWeights{ckpt.dir_, random_tensors(config, options)});
+  for (const TensorToWrite& t : ckpt.dummy_->tensors)
+    ckpt.tensors_[t.name] = TensorInfo{t.dtype, t.shape, t.bytes.data(), &ckpt.dummy_->name};
   return ckpt;
 }
 

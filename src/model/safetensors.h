@@ -18,6 +18,8 @@
 
 namespace moe {
 
+struct ModelConfig;
+
 // A read-only memory mapping of a whole file, unmapped on destruction.
 class MappedFile {
  public:
@@ -88,6 +90,9 @@ class Checkpoint {
   // DIR/model.safetensors.index.json when present, else DIR/model.safetensors. `format` says what
   // projection() does.
   static Checkpoint open(const std::string& model_dir, const ProjectionFormat& format = {});
+  // No files: random bf16 weights made in memory from `config` alone with `seed` (random_checkpoint.h's
+  // random_tensors, the bytes of moe-make-checkpoint's checkpoint of that seed), for --load-format dummy.
+  static Checkpoint dummy(const ModelConfig& config, uint64_t seed, const ProjectionFormat& format = {});
 
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   // Every tensor of every shard, by name.
@@ -122,6 +127,8 @@ class Checkpoint {
   std::string dir_;
   ProjectionFormat format_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
+  struct DummyWeights;
+  std::shared_ptr<DummyWeights> dummy_;  // the tensors of Checkpoint::dummy
   std::map<std::string, TensorInfo> tensors_;
   // The tiled (and quantized) copies, shared by copies of this checkpoint; layers may load on
   // several threads.

@@ -122,6 +122,29 @@ class GroupedMoeRunner final : public MoeRunner {
   std::vector<WeightView> local_gate_, local_up_, local_down_;
   std::vector<float> gate_, up_;
   std::vector<std::vector<float>> partials_;  // devices 1..D-1; device 0 writes straight into out
+
+  friend class GroupMoeRunner;
+};
+
+// One shard of D, the others in other processes: this rank's device through the same ops, then the
+// group's all-reduce, which adds the partials in rank order as the one-process runner adds devices.
+class GroupMoeRunner final : public MoeRunner {
+ public:
+  GroupMoeRunner(ExpertPlacement placement, Communicator& group) : shards_(std::move(placement)), group_(group) {
+    if (shards_.placement_.ep_size() != group.size())
+      throw Error("the expert placement has " + std::to_string(shards_.placement_.ep_size()) +
+                  " devices but the expert-parallel group " + std::to_string(group.size()) + " ranks");
+  }
+
+  void run(const float* hidden, int64_t num_tokens, const Routing& routing, const ExpertWeights& experts,
+           float* out) override {
+    shards_.run_device(group_.rank(), hidden, num_tokens, routing, experts, out);
+    group_.all_reduce_sum(out, num_tokens * experts.hidden_size);
+  }
+
+ private:
+  GroupedMoeRunner shards_;
+  Communicator& group_;
 };
 
 }  // namespace
@@ -198,9 +221,16 @@ MoeBackend parse_moe_backend(const std::string& name) {
   throw Error("unknown MoE runner backend '" + name + "'; choose one of: auto, reference, grouped, cuda");
 }
 
-std::unique_ptr<MoeRunner> MoeRunner::create(MoeBackend backend, const ExpertPlacement& placement) {
-  if (backend == MoeBackend::Reference) return std::make_unique<ReferenceMoeRunner>();
+std::unique_ptr<MoeRunner> MoeRunner::create(MoeBackend backend, const ExpertPlacement& placement,
+                                             Communicator* group) {
   if (backend == MoeBackend::Cuda) throw Error("--moe-runner-backend cuda runs with --device cuda only");
+  if (group && group->size() > 1) {
+    if (backend == MoeBackend::Reference)
+      throw Error("--moe-runner-backend reference runs every expert in one process; expert-parallel ranks in "
+                  "processes of their own need grouped (or auto)");
+    return std::make_unique<GroupMoeRunner>(placement, *group);
+  }
+  if (backend == MoeBackend::Reference) return std::make_unique<ReferenceMoeRunner>();
   return std::make_unique<GroupedMoeRunner>(placement);
 }
 

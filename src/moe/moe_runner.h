@@ -9,6 +9,7 @@
 
 #include "kernels/weight.h"
 #include "moe/expert_placement.h"
+#include "parallel/communicator.h"
 
 namespace moe {
 
@@ -74,8 +75,10 @@ class MoeRunner {
   // Reference: a per-token loop over its k experts (the oracle). Grouped: the three expert-parallel
   // ops of moe_ops.h (prepare_moe_routing_tensors, projection_to_intermediate, projection_to_output)
   // over every device of the placement, then the all-reduce. Auto picks Grouped; Cuda is a moe::Error
-  // (that runner lives in the GPU model).
-  static std::unique_ptr<MoeRunner> create(MoeBackend backend, const ExpertPlacement& placement);
+  // (that runner lives in the GPU model). With `group` (the placement's devices being processes), Grouped
+  // runs only the device of the group's rank and all-reduces across the group; Reference is refused.
+  static std::unique_ptr<MoeRunner> create(MoeBackend backend, const ExpertPlacement& placement,
+                                           Communicator* group = nullptr);
 };
 
 }  // namespace moe

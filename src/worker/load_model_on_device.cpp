@@ -14,6 +14,11 @@ void register_cuda_model_loader(CudaModelLoader loader) { cuda_model_loader = lo
 
 std::unique_ptr<Model> load_model_on_device(const std::string& model_dir, const ModelOptions& options) {
   if (options.device == Device::Cpu) return Model::load(model_dir, options);
+  if (options.dummy_weights_seed)
+    throw Error("--load-format dummy runs on the CPU (--device cpu) in this build; the GPU model reads a checkpoint");
+  if (options.expert_group)
+    throw Error("expert-parallel ranks in processes of their own run on the CPU (--device cpu); on one GPU "
+                "--ep-size runs the shards in turn in one process");
   // The CUDA backend reads bf16/f16/f32 weights only.
   if (options.kernel_dtype == KernelDType::Int8)
     throw Error("--kernel-dtype int8 multiplies int8/int4 weights, which run on the CPU only (--device cpu)");
@@ -37,6 +42,11 @@ ModelOptions model_options(const EngineOptions& options) {
   mo.quantization = parse_quantization(options.quantization);
   mo.quantization_group_size = options.quantization_group_size;
   mo.kernel_dtype = parse_kernel_dtype(options.kernel_dtype);
+  if (options.load_format == "dummy")
+    mo.dummy_weights_seed = options.dummy_seed;
+  else if (options.load_format != "auto")
+    throw Error("--load-format must be auto (the checkpoint's files) or dummy (random weights from config.json), got '" +
+                options.load_format + "'");
   return mo;
 }
 

@@ -1,0 +1,46 @@
+#pragma once
+// Expert parallelism over processes (--ep-size N on the CPU): rank 0 is the model worker the scheduler
+// talks to; before computing a step it hands the step to the other ranks, which compute it alike (each
+// only its experts' share, every MoE layer all-reduced across the group) and answer nobody, so the
+// scheduler sees one worker and one set of results, identical to one process's.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "collective/host_communicator.h"
+#include "moe/messages.h"
+#include "pipeline/serve_options.h"
+#include "worker/model_worker.h"
+
+namespace moe::actors {
+
+class RankProcesses;
+
+// Whether `options` ask for expert-parallel ranks in processes of their own.
+bool expert_ranks_in_processes(const ServeOptions& options);
+
+class ExpertParallelGroup {
+ public:
+  // Rank options.ep_rank's side of the group: rank 0 binds options.dist_init_addr (a free loopback port
+  // when empty) and starts ranks 1.. when options.rank_command is given; the others connect. The model
+  // may be loaded over communicator() before join().
+  explicit ExpertParallelGroup(const ServeOptions& options);
+  ~ExpertParallelGroup();
+
+  Communicator& communicator();
+  // Blocks until every rank has joined; rank 0 refuses a rank whose `settings` (what it serves: the
+  // checkpoint, sizes, how it computes) differ from its own, and one missing, naming it.
+  void join(const msg::WorkerSettings& settings, const std::string& model_path);
+  // Rank 0: hands the step to every other rank before computing it.
+  void share(const msg::WorkerBatch& batch);
+  // Ranks 1..: computes every step rank 0 shares on `worker`, dropping the results, until
+  // `keep_running` says no (then returns); a failure (a rank out of step) throws moe::Error.
+  void follow(ModelWorker& worker, const std::function<bool()>& keep_running);
+
+ private:
+  const ServeOptions& options_;
+  std::unique_ptr<collective::HostCommunicator> comm_;
+  std::unique_ptr<RankProcesses> processes_;
+};
+
+}  // namespace moe::actors

@@ -1,0 +1,44 @@
+#include "pipeline/rank_processes.h"
+
+#include <csignal>
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/error.h"
+
+namespace moe::actors {
+
+RankProcesses::RankProcesses(const std::vector<std::string>& command, int ranks, const std::string& endpoint) {
+  if (command.empty()) throw Error("no command to start the expert-parallel ranks with");
+  const pid_t parent = getpid();
+  for (int rank = 1; rank < ranks; ++rank) {
+    // Built before fork: the child may only exec (this process has threads).
+    std::vector<std::string> args = command;
+    for (const char* flag : {"--role", "worker", "--ep-rank"}) args.emplace_back(flag);
+    args.push_back(std::to_string(rank));
+    args.emplace_back("--dist-init-addr");
+    args.push_back(endpoint);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0) throw Error("could not start expert-parallel rank " + std::to_string(rank) + ": fork failed");
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);  // the parent died before the line above
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    spdlog::info("started expert-parallel rank {} (pid {})", rank, pid);
+    pids_.push_back(pid);
+  }
+}
+
+RankProcesses::~RankProcesses() {
+  for (pid_t pid : pids_) kill(pid, SIGTERM);
+  for (pid_t pid : pids_) waitpid(pid, nullptr, 0);
+}
+
+}  // namespace moe::actors

@@ -1,0 +1,41 @@
+#pragma once
+// The communicator of GPU ranks, one process (or thread) per GPU: NCCL's collectives on the rank's
+// CUDA stream, over buffers in device memory. Rank 0 makes the group's unique id (nccl_unique_id) and
+// the others receive it through the engine's own handshake (the host communicator's welcome), so
+// ranks on different hosts join alike. NCCL adds in its own order (ring or tree, fixed for one
+// topology and group size), not rank order: results repeat from run to run but need not equal the
+// host communicator's bit for bit. Built only where nccl.h and libnccl are found (MOE_NCCL).
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+
+#include "parallel/communicator.h"
+
+namespace moe {
+
+// A new group's id (NCCL's ncclUniqueId), as bytes to hand to every rank.
+std::string nccl_unique_id();
+
+class NcclCommunicator final : public Communicator {
+ public:
+  // Joins the group of `size` ranks named by `unique_id` as `rank`, on the current CUDA device; blocks
+  // until every rank has joined. A moe::Error naming NCCL's reason otherwise.
+  NcclCommunicator(const std::string& unique_id, int rank, int size, cudaStream_t stream);
+  ~NcclCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  // Enqueued on the stream: the caller synchronizes before reading on the host.
+  void all_reduce_sum(float* data, int64_t count) override;
+  void all_gather(const void* in, size_t bytes, void* out) override;
+
+ private:
+  struct Comm;
+  std::unique_ptr<Comm> comm_;
+  int rank_;
+  int size_;
+  cudaStream_t stream_;
+};
+
+}  // namespace moe

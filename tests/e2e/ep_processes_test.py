@@ -1,0 +1,160 @@
+"""Expert parallelism over processes on the CPU: `moe-serve --ep-size N` starts ranks 1..N-1 itself (each
+its own process, holding only its experts; every MoE layer all-reduced in rank order over the host
+communicator). For every fixture, through --ep-size 2, and 4 in prefill chunks of 7, every golden case
+alone, all at once, and again from the prefix cache gets the ids and routing rows of one process (and the
+goldens). Ranks started by hand meet rank 0 at --dist-init-addr; one whose settings differ, or one that
+never comes, stops the start naming that rank; a rank killed while serving fails the requests in flight
+with an error, never a wrong reply. --load-format dummy serves random weights made from a config.json
+alone, alike through one process and two ranks.
+Usage: ep_processes_test.py PATH/TO/moe-serve"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import msgpack
+
+import serve_process as sp
+
+MOE_SERVE = sys.argv.pop(1) if len(sys.argv) > 1 else os.environ.get("MOE_SERVE", "moe-serve")
+FIXTURES = ["qwen3-moe-tiny", "qwen2-moe-tiny", "mixtral-tiny", "glm4-moe-tiny", "deepseek-v3-tiny"]
+LOG_LEVEL = os.environ.get("MOE_E2E_LOG_LEVEL", "warn")
+
+
+def golden_of(model):
+    with open(os.path.join(model, "golden.json")) as f:
+        return json.load(f)
+
+
+def start(model, *flags, chunk=512):
+    """moe-serve on `model` speaking ZeroMQ on a free port: (process, port)."""
+    port = sp.free_port()
+    process = subprocess.Popen(
+        [MOE_SERVE, "--model-path", model, "--tokenizer-path", sp.TOKENIZER, "--enable-return-routed-experts",
+         "--max-total-tokens", "4096", "--chunked-prefill-size", str(chunk), "--log-level", LOG_LEVEL,
+         "--port", "0", "--zmq-endpoint", f"tcp://127.0.0.1:{port}", *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return process, port
+
+
+def ask(test, sock, requests):
+    """Sends every request at once; the replies by rid."""
+    for request in requests:
+        sock.send(msgpack.packb(request))
+    replies = {}
+    while len(replies) < len(requests):
+        reply = sp.wait_for_reply(test, sock, 120)
+        test.assertNotIn("error", reply, reply)
+        replies[reply["meta_info"]["id"]] = reply
+    return replies
+
+
+def answers(test, model, flags, chunk=512):
+    """Every golden case of `model` alone, then all at once twice (the second from the prefix cache):
+    three lists of (output ids, routing rows, cached tokens), one per round, in case order."""
+    g = golden_of(model)
+    process, port = start(model, *flags, chunk=chunk)
+    sock = sp.connect(port)
+    try:
+        rounds = []
+        alone = []
+        for i, case in enumerate(g["cases"]):
+            rid = f"alone{i}"
+            alone.append(ask(test, sock, [sp.golden_request(case, g["max_new_tokens"], rid)])[rid])
+        rounds.append(alone)
+        for name in ("batch", "cached"):
+            replies = ask(test, sock, [sp.golden_request(case, g["max_new_tokens"], f"{name}{i}")
+                                       for i, case in enumerate(g["cases"])])
+            rounds.append([replies[f"{name}{i}"] for i in range(len(g["cases"]))])
+    finally:
+        sock.close()
+        code, log = sp.terminate(process)
+    test.assertEqual(code, 0, log)
+    return [[(r["output_ids"], sp.zmq_client.routed_experts(r["meta_info"]).tolist(), r["meta_info"]["cached_tokens"])
+             for r in one_round] for one_round in rounds]
+
+
+class ExpertRanksInProcesses(unittest.TestCase):
+    def test_every_fixture_through_2_and_4_ranks_and_chunks_equals_one_process(self):
+        for fixture in FIXTURES:
+            model = os.path.join(sp.DATA, fixture)
+            g = golden_of(model)
+            one_process = answers(self, model, [])
+            runs = [(["--ep-size", "2"], 512), (["--ep-size", "4"], 7)]  # every fixture's experts divide by 4
+            for flags, chunk in runs:
+                with self.subTest(fixture=fixture, flags=flags, chunk=chunk):
+                    got = answers(self, model, flags, chunk)
+                    for round_index, (ours, theirs) in enumerate(zip(got, one_process)):
+                        for i, ((ids, rows, cached), (ids1, rows1, _)) in enumerate(zip(ours, theirs)):
+                            self.assertEqual(ids, ids1, f"round {round_index} case {i}")
+                            self.assertEqual(rows, rows1, f"round {round_index} case {i}")
+                            sp.expect_golden(self, g["cases"][i], ids, rows, g["max_new_tokens"])
+                            if round_index == 2:
+                                self.assertEqual(cached, len(g["cases"][i]["prompt_ids"]) - 1)
+
+    def test_dummy_weights_from_a_config_alone_through_one_process_and_two_ranks(self):
+        with tempfile.TemporaryDirectory() as config_only:
+            shutil.copy(os.path.join(sp.MODEL, "config.json"), config_only)
+            shutil.copy(os.path.join(sp.MODEL, "golden.json"), config_only)  # the prompts, not their answers
+            flags = ["--load-format", "dummy", "--dummy-seed", "3"]
+            one = answers(self, config_only, flags)
+            two = answers(self, config_only, [*flags, "--ep-size", "2"])
+        self.assertEqual([[(ids, rows) for ids, rows, _ in r] for r in one],
+                         [[(ids, rows) for ids, rows, _ in r] for r in two])
+        self.assertNotEqual(one[0][0][0], golden_of(sp.MODEL)["cases"][0]["output_ids"])  # other weights
+
+    def start_by_hand(self, rank0_flags, rank1_flags, timeout=120):
+        """Rank 0 (the server) and rank 1 (--role worker) started by hand, meeting at a free port."""
+        meet = f"tcp://127.0.0.1:{sp.free_port()}"
+        server, port = start(sp.MODEL, "--ep-size", "2", "--dist-init-addr", meet, "--dist-timeout", str(timeout),
+                             *rank0_flags)
+        rank1 = None
+        if rank1_flags is not None:
+            rank1, _ = start(sp.MODEL, "--role", "worker", "--ep-size", "2", "--ep-rank", "1", "--dist-init-addr",
+                             meet, "--dist-timeout", str(timeout), *rank1_flags)
+        return server, rank1, port
+
+    def test_a_rank_started_by_hand_with_other_settings_is_refused_by_name(self):
+        server, rank1, _ = self.start_by_hand([], ["--kernel-dtype", "bf16"])
+        for process in (server, rank1):
+            log, _ = process.communicate(timeout=240)
+            self.assertNotEqual(process.returncode, 0, log)
+            self.assertIn("expert-parallel rank 1 differs from rank 0", log)
+            self.assertIn("--kernel-dtype", log)
+
+    def test_a_missing_rank_stops_the_start_naming_it(self):
+        server, _, _ = self.start_by_hand([], None, timeout=2)
+        log, _ = server.communicate(timeout=240)
+        self.assertNotEqual(server.returncode, 0, log)
+        self.assertIn("expert-parallel rank 1 of 2 did not join", log)
+
+    def test_golden_by_hand_then_a_killed_rank_fails_requests_never_a_wrong_reply(self):
+        server, rank1, port = self.start_by_hand([], [])
+        sock = sp.connect(port)
+        try:
+            g = sp.golden()
+            case = g["cases"][0]
+            reply = ask(self, sock, [sp.golden_request(case, g["max_new_tokens"], "before")])["before"]
+            sp.expect_golden(self, case, reply["output_ids"], sp.zmq_client.routed_experts(reply["meta_info"]),
+                             g["max_new_tokens"])
+            rank1.send_signal(signal.SIGKILL)
+            rank1.wait(30)
+            request = sp.golden_request(case, 64, "after")
+            request["input_ids"] = case["prompt_ids"] + [7, 8, 9]  # not all from the prefix cache
+            sock.send(msgpack.packb(request))
+            failed = sp.wait_for_reply(self, sock, 120)
+            self.assertIn("error", failed, failed)
+        finally:
+            sock.close()
+            sp.terminate(server)
+            if rank1.poll() is None:
+                rank1.kill()
+            rank1.communicate()
+
+
+if __name__ == "__main__":
+    unittest.main()
