@@ -19,6 +19,8 @@ struct SchedulerActor::Timer {
 SchedulerActor::SchedulerActor(transport::ActorLoop& loop, std::unique_ptr<SchedulerService> service,
                                const SchedulerActorEndpoints& endpoints, std::chrono::milliseconds worker_timeout)
     : service_(std::move(service)),
+      worker_name_(endpoints.worker.rfind("inproc://", 0) == 0 ? "the model worker"
+                                                               : "the model worker at " + endpoints.worker),
       worker_timeout_(worker_timeout),
       last_heard_(static_cast<size_t>(service_->num_stages()), std::chrono::steady_clock::now()),
       timer_(std::make_unique<Timer>(loop.io())) {
@@ -156,12 +158,17 @@ void SchedulerActor::count_for_stats(size_t tokens) {
 }
 
 std::string SchedulerActor::worker_problem() const {
-  if (!service_->worker_refusal().empty()) return "the model worker was refused: " + service_->worker_refusal();
-  if (!service_->worker_accepted())
+  if (!service_->worker_refusal().empty()) return worker_name_ + " was refused: " + service_->worker_refusal();
+  if (!service_->worker_accepted() && !silent_stage())
     return service_->num_stages() > 1 ? "not every pipeline stage's model worker is connected"
                                       : "no model worker is connected";
   if (std::optional<int> stage = silent_stage()) return stopped_responding(*stage);
   return {};
+}
+
+std::string SchedulerActor::worker_unusable() const {
+  if (service_->worker_refusal().empty() && !silent_stage()) return {};
+  return worker_problem();
 }
 
 std::optional<int> SchedulerActor::silent_stage() const {
@@ -172,14 +179,14 @@ std::optional<int> SchedulerActor::silent_stage() const {
 }
 
 std::string SchedulerActor::stopped_responding(int stage) const {
-  return service_->num_stages() > 1 ? "the model worker of pipeline stage " + std::to_string(stage) +
-                                          " stopped responding"
-                                    : "the model worker stopped responding";
-}
-
-void SchedulerActor::expect_answers() {
-  const auto now = std::chrono::steady_clock::now();
-  for (auto& heard : last_heard_) heard = std::max(heard, now);
+  const double silent_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_heard_[static_cast<size_t>(stage)]).count();
+  const std::string who = service_->num_stages() > 1 && stage > 0
+                              ? "the model worker of pipeline stage " + std::to_string(stage)
+                              : worker_name_ + (service_->num_stages() > 1 ? " (pipeline stage 0)" : "");
+  const std::string what = service_->stage_has_worker(stage) ? " stopped responding" : " has not connected";
+  return fmt::format("{}{}: nothing heard from it for {:.1f} s (--worker-timeout-ms {})", who, what, silent_s,
+                     worker_timeout_.count());
 }
 
 std::optional<api::ExpertLoad> SchedulerActor::expert_load(bool reset) {
@@ -196,6 +203,12 @@ int64_t SchedulerActor::flush_cache() {
 }
 
 void SchedulerActor::on_tokenized(const msg::TokenizedRequest& request) {
+  // Refused at once rather than queued for a worker that may never answer: the client can retry
+  // elsewhere, and the request never waits behind a silent or refused worker.
+  if (const std::string problem = worker_unusable(); !problem.empty()) {
+    to_tokenizer_->send(msg::ErrorReply{request.rid, problem, 503, "scheduler", {}});
+    return;
+  }
   if (auto error = service_->add_request(request)) to_tokenizer_->send(*error);
 }
 
@@ -212,15 +225,12 @@ void SchedulerActor::pump() {
   bool sent_step = false;
   // Up to one micro-batch per pipeline stage in flight.
   while (auto batch = service_->next_batch()) {
-    // The worker's silence is measured from the moment it was given work, not from start-up.
-    expect_answers();
     step_sent_[batch->step] = std::chrono::steady_clock::now();
     to_worker_->send(*batch);
     sent_step = true;
   }
   if (!sent_step) {
     if (auto update = service_->next_weight_update()) {
-      expect_answers();
       to_worker_->send(*update);
     }
   }
@@ -233,21 +243,23 @@ void SchedulerActor::fail_all(const std::string& message, int32_t code) {
   send_errors(service_->fail_all(message, code));
 }
 
-// Every half second: a step in flight with no word from the worker for worker_timeout means the
-// worker is gone (killed, or its host unreachable); requests get an error instead of hanging.
+// Every half second: no word from a worker (its heartbeats come every half second, from a thread
+// of their own, busy or not) for worker_timeout means it is gone (killed, stopped, or its host
+// unreachable); requests get an error instead of hanging. Silence is measured from the last
+// message only, never from the last step sent: a step sent to a frozen worker is no sign of life.
 void SchedulerActor::watch_worker() {
   const std::optional<int> silent_rank = silent_stage();
   const bool silent = silent_rank.has_value();
   if (silent && service_->batch_in_flight()) {
     fail_all(stopped_responding(*silent_rank));
-  } else if (silent && service_->has_weight_updates()) {
+  } else if (silent && service_->has_weight_updates() && service_->worker_accepted()) {
     // A worker that stopped while loading may never answer; it may yet (its answer is applied).
     service_->fail_weight_updates(stopped_responding(*silent_rank));
-  } else if (!service_->worker_accepted() && (service_->has_unfinished() || service_->has_weight_updates()) &&
-             (silent || !service_->worker_refusal().empty())) {
+  } else if (const std::string problem = worker_unusable();
+             !problem.empty() && (service_->has_unfinished() || service_->has_weight_updates())) {
     // Requests and updates would wait for a worker that may never come.
-    service_->fail_weight_updates(worker_problem());
-    fail_all(worker_problem(), 503);
+    service_->fail_weight_updates(problem);
+    fail_all(problem, 503);
   }
   pump();
   timer_->timer.expires_after(std::chrono::milliseconds(500));

@@ -73,14 +73,17 @@ class SchedulerActor {
   void fail_all(const std::string& message, int32_t code = 500);
   // Why no step can run now (see SchedulerSnapshot::worker_problem).
   std::string worker_problem() const;
+  // Why requests are refused now: a refused worker, or one silent past worker_timeout (also one
+  // that never connected since start); empty while one answers, or may still connect.
+  std::string worker_unusable() const;
   // The first pipeline stage not heard from for worker_timeout, if any.
   std::optional<int> silent_stage() const;
+  // The error naming the silent stage's worker, how long it has been silent and the timeout.
   std::string stopped_responding(int stage) const;
-  // Marks every stage as heard from now at the latest (work was just given to them).
-  void expect_answers();
   void watch_worker();
 
   std::unique_ptr<SchedulerService> service_;
+  std::string worker_name_;  // "the model worker", with its endpoint when it is another process
   transport::Outbox* to_worker_ = nullptr;
   transport::Outbox* to_detokenizer_ = nullptr;
   transport::Outbox* to_tokenizer_ = nullptr;

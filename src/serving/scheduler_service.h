@@ -83,6 +83,8 @@ class SchedulerService {
   // The pipeline stage whose accepted worker is `instance`, if any.
   std::optional<int> stage_of(uint64_t instance) const;
   int num_stages() const { return static_cast<int>(stages_.size()); }
+  // Whether a worker was ever accepted for pipeline stage `rank` (it may have gone silent since).
+  bool stage_has_worker(int rank) const { return stages_.at(static_cast<size_t>(rank)).accepted != 0; }
   // Why a connected worker was refused; empty when none was.
   std::string worker_refusal() const;
   // What the accepted worker (pipeline stage 0's) reported of itself; none while none is accepted.
