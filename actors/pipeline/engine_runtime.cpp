@@ -122,6 +122,28 @@ void follow_expert_rank_zero(ExpertParallelGroup& group, std::unique_ptr<Model> 
   group.follow(worker, [] { return !stop_following.load(); });
 }
 
+// The ZeroMQ context of this process. With --internal-key-file its sockets to the deployment's other
+// processes authenticate every peer; without it, none may be a tcp:// endpoint, since anyone who
+// reaches the port could send steps, results or heartbeats (one forged heartbeat fails every live
+// request and empties the prefix cache). ipc:// stays on one host, behind the file's permissions.
+std::unique_ptr<transport::Context> deployment_context(const ServeOptions& options) {
+  auto context = std::make_unique<transport::Context>();
+  if (!options.internal_key_file.empty()) {
+    context->authenticate_internal_peers(transport::InternalKey::read_file(options.internal_key_file));
+    return context;
+  }
+  const std::pair<const char*, const std::string&> endpoints[] = {{"--worker-endpoint", options.worker_endpoint},
+                                                                  {"--scheduler-endpoint", options.scheduler_endpoint},
+                                                                  {"--pp-next-endpoint", options.pp_next_endpoint}};
+  for (const auto& [flag, endpoint] : endpoints)
+    if (endpoint.rfind("tcp://", 0) == 0)
+      throw Error(std::string(flag) + " " + endpoint +
+                  " is reachable over the network, so its peers must authenticate: give every process of the "
+                  "deployment the same --internal-key-file (moe-serve --make-internal-key FILE writes one), or use "
+                  "ipc:// endpoints on one host");
+  return context;
+}
+
 // Runs `task` on `loop`'s thread and waits for its answer (from any other thread).
 template <typename Task>
 auto run_on(transport::ActorLoop& loop, Task task) {
@@ -159,7 +181,7 @@ struct EngineRuntime::Actors {
 };
 
 EngineRuntime::EngineRuntime(const ServeOptions& options)
-    : context_(std::make_unique<transport::Context>()), actors_(std::make_unique<Actors>()) {
+    : context_(deployment_context(options)), actors_(std::make_unique<Actors>()) {
   // Before anything loads: a misspelt parser stops the start naming its flag.
   const api::OutputParsers output_parsers = api::output_parsers_named(options.tool_call_parser, options.reasoning_parser);
   check_model_directories(options);
@@ -339,6 +361,7 @@ void run_worker_process(const ServeOptions& options) {
   if (!follows && (options.scheduler_endpoint.empty() || options.worker_endpoint.empty()))
     throw Error("a worker process needs --worker-endpoint (to bind) and --scheduler-endpoint (to connect)");
   check_model_directories(options);
+  const std::unique_ptr<transport::Context> context = deployment_context(options);
   const ModelConfig config = load_model_config(options.model_path);
   if (options.pp_rank < 0 || options.pp_rank >= options.pp_size)
     throw Error("--pp-rank must lie in [0, --pp-size), got " + std::to_string(options.pp_rank));
@@ -349,9 +372,8 @@ void run_worker_process(const ServeOptions& options) {
   sizing.worker.settings = sizing.service.expected_stages.at(static_cast<size_t>(options.pp_rank));
   if (expert_group) expert_group->join(sizing.worker.settings, options.model_path);
   if (follows) return follow_expert_rank_zero(*expert_group, std::move(model), sizing.worker);
-  transport::Context context;
-  transport::ActorLoop loop(context, "worker");
-  transport::ActorLoop heartbeat(context, "worker-heartbeat");
+  transport::ActorLoop loop(*context, "worker");
+  transport::ActorLoop heartbeat(*context, "worker-heartbeat");
   WorkerActor worker(loop, heartbeat, std::move(model), sizing.worker, options.worker_endpoint,
                      options.scheduler_endpoint, options.pp_next_endpoint, expert_group.get());
   boost::asio::signal_set signals(heartbeat.io(), SIGINT, SIGTERM);

@@ -22,6 +22,9 @@ struct ServeOptions : EngineOptions {
   std::string worker_endpoint;
   std::string scheduler_endpoint;
   int worker_timeout_ms = 5000;        // a silent worker fails in-flight requests after this long
+  // The deployment's key (transport/internal_key.h): with it, the sockets between its processes
+  // authenticate every peer; without it, only inproc:// and ipc:// endpoints may be given.
+  std::string internal_key_file;
   // Pipeline parallelism: the decoder layers cut into pp_size stages (balanced, or pp_layer_split
   // such as "4,4,3"), each a model worker of its own. A worker process runs stage pp_rank and sends
   // its activations to pp_next_endpoint (the next stage's --worker-endpoint; none for the last).

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "engine/engine_sizing.h"
 #include "pipeline/engine_runtime.h"
+#include "transport/internal_key.h"
 
 namespace po = boost::program_options;
 using moe::actors::ServeOptions;
@@ -40,10 +41,10 @@ std::vector<std::string> rank_command(int argc, char** argv) {
 
 // Fills `options` from the command line; returns false when only --help was asked.
 bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std::string& log_level,
-                 int& shutdown_timeout_s) {
+                 int& shutdown_timeout_s, std::string& make_internal_key) {
   po::options_description desc("moe-serve options (named after SGLang's)");
   desc.add_options()("help,h", "show this help")
-      ("model-path", po::value(&o.model_path)->required(), "Hugging Face model directory")
+      ("model-path", po::value(&o.model_path), "Hugging Face model directory (required)")
       ("tokenizer-path", po::value(&o.tokenizer_path), "tokenizer directory (default: the model's)")
       ("skip-tokenizer-init", po::bool_switch(&o.skip_tokenizer_init),
        "load no tokenizer: prompts are input_ids, replies carry output_ids and no text")
@@ -145,6 +146,11 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("role", po::value(&role)->default_value("all"), "all | worker (only the model worker, for multi-process)")
       ("worker-endpoint", po::value(&o.worker_endpoint), "the model worker's inbox when it runs in another process")
       ("scheduler-endpoint", po::value(&o.scheduler_endpoint), "the scheduler's inbox a remote worker connects to")
+      ("internal-key-file", po::value(&o.internal_key_file),
+       "the deployment's key: the sockets between its processes (--worker-endpoint, --scheduler-endpoint, "
+       "--pp-next-endpoint) accept only peers holding it; needed for tcp:// endpoints")
+      ("make-internal-key", po::value(&make_internal_key),
+       "write a new deployment key to this file (readable by its owner only) and exit")
       ("worker-timeout-ms", po::value(&o.worker_timeout_ms)->default_value(o.worker_timeout_ms),
        "fail in-flight requests when the worker is silent this long")
       ("graceful-shutdown-timeout", po::value(&shutdown_timeout_s)->default_value(30),
@@ -157,10 +163,17 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
 
 int main(int argc, char** argv) {
   ServeOptions options;
-  std::string role, log_level;
+  std::string role, log_level, make_internal_key;
   int shutdown_timeout_s = 30;
   try {
-    if (!parse_flags(argc, argv, options, role, log_level, shutdown_timeout_s)) return 0;
+    if (!parse_flags(argc, argv, options, role, log_level, shutdown_timeout_s, make_internal_key)) return 0;
+    if (!make_internal_key.empty()) {
+      moe::transport::InternalKey::generate().write_file(make_internal_key);
+      std::cout << "wrote a new deployment key to " << make_internal_key
+                << ": give it to every process of the deployment with --internal-key-file\n";
+      return 0;
+    }
+    if (options.model_path.empty()) throw po::error("the option '--model-path' is required but missing");
     // spdlog reads any unknown name as "off": a typo would silence every log line.
     const spdlog::level::level_enum level = spdlog::level::from_str(log_level);
     if (level == spdlog::level::off && log_level != "off")

@@ -15,7 +15,10 @@ set -euo pipefail
 serve=$1 bench=$2 model=$3
 front_core=${FRONT_CORE:-0}
 read -r -a cores <<<"${STAGE_CORES:-1 2}"
-common=(--model-path "$model" --enable-return-routed-experts --max-total-tokens 8192 --chunked-prefill-size "${CHUNK:-8192}")
+key=$(mktemp -d)/deployment.key  # the processes' tcp:// sockets authenticate each other with it
+"$serve" --make-internal-key "$key" >/dev/null
+common=(--model-path "$model" --enable-return-routed-experts --max-total-tokens 8192 --chunked-prefill-size "${CHUNK:-8192}"
+        --internal-key-file "$key")
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 

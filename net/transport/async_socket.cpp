@@ -47,7 +47,8 @@ enum class SendOutcome { Sent, WouldBlock, Unreachable };
 // AsyncSocket never leaves a handler pointing at freed memory.
 struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
   Impl(boost::asio::io_context& io, Context& context, SocketKind kind, const SocketOptions& options)
-      : io(io), context(context), socket(context.native(), zmq_type(kind)), readiness(io), kind(kind) {
+      : io(io), context(context), socket(context.native(), zmq_type(kind)), readiness(io), kind(kind),
+        internal(options.internal) {
     socket.set(zmq::sockopt::sndhwm, options.send_high_water_mark);
     socket.set(zmq::sockopt::rcvhwm, options.receive_high_water_mark);
     socket.set(zmq::sockopt::linger, options.linger_ms);
@@ -65,6 +66,8 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
   // Watches ZMQ_FD, which becomes readable whenever ZMQ_EVENTS may have changed.
   boost::asio::posix::stream_descriptor readiness;
   SocketKind kind;
+  bool internal;
+  bool refusals_monitored = false;  // an authenticating bound socket: the ZapHandler logs its refusals
   ReceiveHandler receive_handler;
   FramesHandler frames_handler;
   UnreachableHandler unreachable_handler;
@@ -254,6 +257,35 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
     }
   }
 
+  // Before the bind or connect to `endpoint`: an internal socket to another process speaks CURVE
+  // with the context's key, if it has one (the key given as 40 Z85 characters and their NUL).
+  void authenticate(const std::string& endpoint, bool bound) {
+    const InternalKey* key = context.internal_key();
+    if (!internal || key == nullptr || endpoint.rfind("inproc://", 0) == 0) return;
+    auto set_key = [this](int option, const std::string& z85) {
+      if (zmq_setsockopt(socket.handle(), option, z85.c_str(), z85.size() + 1) != 0)
+        throw Error(std::string("cannot set a CURVE key: ") + zmq_strerror(zmq_errno()));
+    };
+    if (!bound) {
+      set_key(ZMQ_CURVE_SERVERKEY, key->public_key);
+      set_key(ZMQ_CURVE_PUBLICKEY, key->public_key);
+      set_key(ZMQ_CURVE_SECRETKEY, key->secret_key);
+      return;
+    }
+    socket.set(zmq::sockopt::curve_server, true);
+    set_key(ZMQ_CURVE_SECRETKEY, key->secret_key);
+    socket.set(zmq::sockopt::zap_domain, "moe-internal");  // every handshake asks the ZapHandler
+    // Handshakes that fail before a key is shown (no CURVE, another server key) reach no ZAP
+    // handler: the socket's monitor reports them, and the ZapHandler's thread logs them.
+    static std::atomic<uint64_t> monitors{0};
+    const std::string address = "inproc://moe-refusals-" + std::to_string(++monitors);
+    if (zmq_socket_monitor(socket.handle(), address.c_str(),
+                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0)
+      throw Error(std::string("cannot monitor an internal socket: ") + zmq_strerror(zmq_errno()));
+    refusals_monitored = true;
+    context.watch_refusals(address, endpoint);
+  }
+
   // Starts the socket monitor on_disconnect needs (once).
   void watch_connections() {
     if (monitor) return;
@@ -328,6 +360,7 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
   void close() {
     if (closed) return;
     closed = true;
+    if (refusals_monitored) zmq_socket_monitor(socket.handle(), nullptr, 0);
     boost::system::error_code ignored;
     readiness.cancel(ignored);
     readiness.release();  // the descriptor belongs to ZeroMQ: never close it ourselves
@@ -357,6 +390,7 @@ AsyncSocket::~AsyncSocket() { impl_->close(); }
 
 std::string AsyncSocket::bind(const std::string& endpoint) {
   try {
+    impl_->authenticate(endpoint, true);
     impl_->socket.bind(endpoint);
   } catch (const zmq::error_t& e) {
     throw Error("cannot bind " + endpoint + ": " + e.what());
@@ -367,6 +401,7 @@ std::string AsyncSocket::bind(const std::string& endpoint) {
 
 void AsyncSocket::connect(const std::string& endpoint) {
   try {
+    impl_->authenticate(endpoint, false);
     impl_->socket.connect(endpoint);
   } catch (const zmq::error_t& e) {
     throw Error("cannot connect to " + endpoint + ": " + e.what());

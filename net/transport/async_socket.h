@@ -37,6 +37,10 @@ struct SocketOptions {
   int linger_ms = 0;
   // A peer sending a bigger message is disconnected (protects a public ROUTER); -1 = no limit.
   int64_t max_message_bytes = -1;
+  // A socket of the actor pipeline (Inbox, StageInbox, Outbox): to another process (tcp://, ipc://)
+  // it speaks CURVE with the Context's internal key when the Context has one, and when bound it
+  // accepts only peers that hold that key, logging the others (see Context::authenticate_internal_peers).
+  bool internal = false;
 };
 
 // One received frame left in ZeroMQ's own buffer: nothing is copied, and the bytes are writable (a

@@ -6,10 +6,19 @@
 #include "transport/message_codec.h"
 
 namespace moe::transport {
+namespace {
+
+// The pipeline's sockets: between processes they authenticate their peers (SocketOptions::internal).
+SocketOptions internal(SocketOptions options) {
+  options.internal = true;
+  return options;
+}
+
+}  // namespace
 
 Inbox::Inbox(boost::asio::io_context& io, Context& context, const std::string& bind_endpoint, Handler on_message,
              const SocketOptions& options)
-    : socket_(io, context, SocketKind::Pull, options), endpoint_(socket_.bind(bind_endpoint)) {
+    : socket_(io, context, SocketKind::Pull, internal(options)), endpoint_(socket_.bind(bind_endpoint)) {
   socket_.on_receive([this, on_message = std::move(on_message)](Multipart&& frames) {
     if (frames.size() != 1) {
       spdlog::warn("inbox {}: dropped a message of {} frames (expected 1)", endpoint_, frames.size());
@@ -28,7 +37,7 @@ Inbox::Inbox(boost::asio::io_context& io, Context& context, const std::string& b
 
 StageInbox::StageInbox(boost::asio::io_context& io, Context& context, const std::string& bind_endpoint,
                        Handler on_message, const SocketOptions& options)
-    : socket_(io, context, SocketKind::Pull, options), endpoint_(socket_.bind(bind_endpoint)) {
+    : socket_(io, context, SocketKind::Pull, internal(options)), endpoint_(socket_.bind(bind_endpoint)) {
   socket_.on_receive_frames([this, on_message = std::move(on_message)](std::vector<ReceivedFrame>&& frames) {
     if (frames.size() != 1 && frames.size() != 2) {
       spdlog::warn("stage inbox {}: dropped a message of {} frames (expected 1 or 2)", endpoint_, frames.size());
@@ -49,7 +58,7 @@ StageInbox::StageInbox(boost::asio::io_context& io, Context& context, const std:
 
 Outbox::Outbox(boost::asio::io_context& io, Context& context, const std::string& connect_endpoint,
                const SocketOptions& options)
-    : socket_(io, context, SocketKind::Push, options) {
+    : socket_(io, context, SocketKind::Push, internal(options)) {
   socket_.connect(connect_endpoint);
 }
 

@@ -1,11 +1,14 @@
 """Helpers of the end-to-end tests: start moe-serve processes as a user would, talk to them over
 ZeroMQ with the example client, and compare with the golden outputs of transformers."""
+import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import msgpack
@@ -19,9 +22,25 @@ TOKENIZER = os.path.join(DATA, "qwen3-tokenizer")
 sys.path.insert(0, os.path.join(REPO, "examples"))
 import zmq_client  # noqa: E402  (the example client is what these tests exercise)
 
+
+
+def internal_key_file():
+    """A new deployment key (what moe-serve --make-internal-key writes: a CURVE secret key in Z85),
+    readable by its owner only, removed when the test process exits."""
+    directory = tempfile.mkdtemp(prefix="moe-e2e-key-")
+    path = os.path.join(directory, "deployment.key")
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(zmq.curve_keypair()[1].decode() + "\n")
+    atexit.register(shutil.rmtree, directory, True)
+    return path
+
+
+# The key every process of a test deployment shares: their tcp:// sockets accept only its holders.
+KEY_FILE = internal_key_file()
 # Flags both processes of a deployment must agree on: they size the worker's KV cache and batches.
 SHARED_FLAGS = ["--model-path", MODEL, "--enable-return-routed-experts", "--max-total-tokens", "4096",
-                "--chunked-prefill-size", "512", "--log-level", os.environ.get("MOE_E2E_LOG_LEVEL", "warn")]
+                "--chunked-prefill-size", "512", "--internal-key-file", KEY_FILE,
+                "--log-level", os.environ.get("MOE_E2E_LOG_LEVEL", "warn")]
 
 
 def free_port():
