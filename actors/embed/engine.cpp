@@ -51,7 +51,7 @@ bool Engine::abort(const std::string& rid) {
   std::promise<bool> found;
   std::future<bool> done = found.get_future();
   runtime_->tokenizer_loop().post([this, &found, rid] {
-    found.set_value(runtime_->tokenizer().abort_request(rid, "aborted by moe::Engine::abort") > 0);
+    found.set_value(runtime_->tokenizer().abort_request(actors::kEmbeddingClient, rid, "aborted by moe::Engine::abort") > 0);
   });
   return done.get();
 }
@@ -61,7 +61,7 @@ void Engine::start(msg::GenerateRequest request, OutputHandler on_output, DoneHa
                                    on_done = std::move(on_done)]() mutable {
     auto sink = std::make_shared<ReplySink>(request.sampling.n, std::move(on_output), std::move(on_done));
     runtime_->tokenizer().submit(
-        request, [sink](const msg::TextOutput& output) { sink->deliver(output); },
+        actors::kEmbeddingClient, request, [sink](const msg::TextOutput& output) { sink->deliver(output); },
         [sink](const msg::ErrorReply& error) { sink->fail(error); });
   });
 }

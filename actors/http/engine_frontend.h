@@ -41,9 +41,10 @@ class EngineFrontend {
   // arrive and are ignored; aborting a finished or unknown rid does nothing.
   virtual void abort(const std::string& rid) = 0;
 
-  // POST /abort_request: ends request `rid` (every live request when empty) with finish reason
-  // abort; its own client gets that reply. Returns how many requests were live.
-  virtual size_t abort_request(const std::string& rid) = 0;
+  // POST /abort_request: ends HTTP request `rid` (every live HTTP request when empty) with finish
+  // reason abort; its own client gets that reply. With `every_client` (the admin key), the
+  // requests of that rid (or all) of every client, ZeroMQ's too. Returns how many requests were live.
+  virtual size_t abort_request(const std::string& rid, bool every_client) = 0;
 
   // POST /update_weights_from_disk: loads new weights between two steps (the running requests end);
   // `on_done` gets the answer, a failed one too, once the load is over (seconds or minutes later).

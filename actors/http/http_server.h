@@ -10,6 +10,7 @@
 #include <string>
 
 #include "api/chat_output_parser.h"
+#include "http/access_keys.h"
 
 namespace boost::asio {
 class io_context;
@@ -37,8 +38,9 @@ struct HttpServerConfig {
   std::chrono::milliseconds request_timeout{60'000};  // to receive a request's body
   std::chrono::milliseconds write_timeout{60'000};    // for a client to take one write of the answer
   std::chrono::milliseconds close_linger{2'000};      // reading what a refused client still sends before closing
-  // When set, every endpoint but /health and /metrics needs "Authorization: Bearer <api_key>" (401 otherwise).
-  std::string api_key;
+  // When set, every endpoint but /health and /metrics needs "Authorization: Bearer <api_key>", and
+  // the admin endpoints the admin key (401 otherwise; access_keys.h).
+  AccessKeys keys;
   // The chat output parsers (--tool-call-parser, --reasoning-parser).
   api::OutputParsers output_parsers;
   // --skip-tokenizer-init: /generate answers carry output_ids and no text.

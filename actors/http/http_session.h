@@ -28,7 +28,7 @@ class HttpSession;
 struct ServerShared {
   ServerShared(EngineFrontend& engine, HttpServerConfig server_config)
       : config(std::move(server_config)),
-        router(engine, config.api_key, config.output_parsers, config.max_batch_prompts, config.ids_only) {}
+        router(engine, config.keys, config.output_parsers, config.max_batch_prompts, config.ids_only) {}
   HttpServerConfig config;
   RequestRouter router;
   std::unordered_map<HttpSession*, std::weak_ptr<HttpSession>> sessions;  // open connections, for stop()

@@ -21,9 +21,11 @@ void RequestRouter::update_weights(const HttpRequest& request, const std::shared
   });
 }
 
-HttpReply RequestRouter::abort_request(const HttpRequest& request) {
+HttpReply RequestRouter::abort_request(const HttpRequest& request, bool admin) {
   const api::AbortCall call = api::parse_abort_request(api::parse_json_body(request.body));
-  const size_t aborted = engine_.abort_request(call.all ? std::string() : call.rid);
+  if (call.all && !keys_.admin_api_key.empty() && !admin)
+    return unauthorized("abort_all needs the admin key (--admin-api-key): Authorization: Bearer <admin key>");
+  const size_t aborted = engine_.abort_request(call.all ? std::string() : call.rid, admin);
   return json_reply(200, {{"aborted", aborted}});
 }
 

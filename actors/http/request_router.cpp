@@ -62,22 +62,28 @@ constexpr std::array kRoutes = {
 
 }  // namespace
 
-RequestRouter::RequestRouter(EngineFrontend& engine, std::string api_key, api::OutputParsers parsers,
+RequestRouter::RequestRouter(EngineFrontend& engine, AccessKeys keys, api::OutputParsers parsers,
                              size_t max_batch_prompts, bool ids_only)
     : engine_(engine),
-      api_key_(std::move(api_key)),
+      keys_(std::move(keys)),
       parsers_(parsers),
       max_batch_prompts_(max_batch_prompts),
       ids_only_(ids_only),
       started_(static_cast<int64_t>(std::time(nullptr))) {}
 
 std::optional<HttpReply> RequestRouter::refuse_without_key(const std::string& path, const HttpRequest& request) const {
-  if (api_key_.empty() || path == "/health" || path == "/metrics") return std::nullopt;
-  if (request.authorization == "Bearer " + api_key_) return std::nullopt;
-  HttpReply reply = error_reply(api::ApiError(401, request.authorization.empty()
-                                                       ? "this server needs an API key: Authorization: Bearer <key>"
-                                                       : "the API key is not this server's",
-                                              {}, "invalid_api_key"));
+  if (path == "/health" || path == "/metrics") return std::nullopt;
+  if (is_admin_path(path) && !keys_.admin_api_key.empty()) {
+    if (keys_.admin(request.authorization)) return std::nullopt;
+    return unauthorized("this endpoint needs the admin key (--admin-api-key): Authorization: Bearer <admin key>");
+  }
+  if (keys_.user(request.authorization)) return std::nullopt;
+  return unauthorized(request.authorization.empty() ? "this server needs an API key: Authorization: Bearer <key>"
+                                                    : "the API key is not this server's");
+}
+
+HttpReply RequestRouter::unauthorized(const std::string& message) {
+  HttpReply reply = error_reply(api::ApiError(401, message, {}, "invalid_api_key"));
   reply.headers.emplace_back("WWW-Authenticate", "Bearer");
   return reply;
 }
@@ -118,7 +124,7 @@ std::shared_ptr<PendingAnswer> RequestRouter::route(const HttpRequest& request,
         break;
       }
       case Endpoint::UpdateWeights: update_weights(request, channel); break;
-      case Endpoint::AbortRequest: channel->send(abort_request(request)); break;
+      case Endpoint::AbortRequest: channel->send(abort_request(request, keys_.admin(request.authorization))); break;
       case Endpoint::FlushCache: channel->send(flush_cache()); break;
       case Endpoint::HealthGenerate: return health_generate(channel);
       case Endpoint::Tokenize: channel->send(tokenize(request)); break;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "api/generation_call.h"
+#include "http/access_keys.h"
 #include "http/engine_frontend.h"
 #include "http/generation_exchange.h"
 #include "http/http_exchange.h"
@@ -19,12 +20,13 @@ namespace moe::http {
 // Answers each request of every connection of one server.
 class RequestRouter {
  public:
-  // `engine` must outlive the router. A non-empty `api_key` is required as a Bearer token by every
-  // endpoint but /health and /metrics (which load balancers and Prometheus probe without one).
+  // `engine` must outlive the router. A non-empty api key is required as a Bearer token by every
+  // endpoint but /health and /metrics (which load balancers and Prometheus probe without one); a
+  // non-empty admin key by the admin endpoints (access_keys.h).
   // `parsers`: the chat output parsers (--tool-call-parser, --reasoning-parser). A request bringing
   // more than `max_batch_prompts` prompts (or texts or id lists) is refused before any is submitted.
   // `ids_only`: a server without a tokenizer, whose /generate answers carry no text.
-  RequestRouter(EngineFrontend& engine, std::string api_key = {}, api::OutputParsers parsers = {},
+  RequestRouter(EngineFrontend& engine, AccessKeys keys = {}, api::OutputParsers parsers = {},
                 size_t max_batch_prompts = kDefaultMaxBatchPrompts, bool ids_only = false);
 
   // Answers `request` through `channel` now, or later: then it returns what the session must
@@ -41,7 +43,9 @@ class RequestRouter {
   // SGLang's native endpoints (native_endpoints.cpp).
   // Starts a weight update; the answer goes to `channel` when it is over.
   void update_weights(const HttpRequest& request, const std::shared_ptr<ResponseChannel>& channel);
-  HttpReply abort_request(const HttpRequest& request);
+  // By rid or abort_all: HTTP requests only, or every client's with the admin key (`admin`);
+  // abort_all needs the admin key when the server has one (401).
+  HttpReply abort_request(const HttpRequest& request, bool admin);
   HttpReply flush_cache();
   std::shared_ptr<PendingAnswer> health_generate(const std::shared_ptr<ResponseChannel>& channel);
   HttpReply tokenize(const HttpRequest& request) const;
@@ -55,11 +59,12 @@ class RequestRouter {
   // Prometheus text.
   HttpReply metrics() const;
 
-  // The 401 for a request without the API key, or nothing when it may pass.
+  // The 401 for a request without the key its endpoint needs, or nothing when it may pass.
   std::optional<HttpReply> refuse_without_key(const std::string& path, const HttpRequest& request) const;
+  static HttpReply unauthorized(const std::string& message);
 
   EngineFrontend& engine_;
-  std::string api_key_;
+  AccessKeys keys_;
   api::OutputParsers parsers_;
   size_t max_batch_prompts_;
   bool ids_only_;

@@ -276,7 +276,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     http::HttpServerConfig http_config;
     http_config.host = options.host;
     http_config.port = static_cast<uint16_t>(options.port);
-    http_config.api_key = options.api_key;
+    http_config.keys = {options.api_key, options.admin_api_key};
     http_config.max_batch_prompts = options.max_batch_prompts;
     http_config.max_body_bytes = options.max_request_bytes;
     http_config.output_parsers = output_parsers;

@@ -12,13 +12,14 @@ HttpFrontend::HttpFrontend(TokenizerActor& tokenizer, std::string model_name, En
 
 std::optional<std::string> HttpFrontend::submit(msg::GenerateRequest request, OutputHandler on_output,
                                                 ErrorHandler on_error) {
-  return tokenizer_.submit(request, std::move(on_output), std::move(on_error));
+  return tokenizer_.submit(kHttpClients, request, std::move(on_output), std::move(on_error));
 }
 
-void HttpFrontend::abort(const std::string& rid) { tokenizer_.abort(rid, "client disconnected"); }
+void HttpFrontend::abort(const std::string& rid) { tokenizer_.abort(kHttpClients, rid, "client disconnected"); }
 
-size_t HttpFrontend::abort_request(const std::string& rid) {
-  return tokenizer_.abort_request(rid, "aborted by POST /abort_request");
+size_t HttpFrontend::abort_request(const std::string& rid, bool every_client) {
+  return tokenizer_.abort_request(every_client ? std::nullopt : std::optional<std::string>(kHttpClients), rid,
+                                  "aborted by POST /abort_request");
 }
 
 void HttpFrontend::update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) {

@@ -28,7 +28,7 @@ class HttpFrontend final : public http::EngineFrontend {
   std::optional<std::string> submit(msg::GenerateRequest request, OutputHandler on_output,
                                     ErrorHandler on_error) override;
   void abort(const std::string& rid) override;
-  size_t abort_request(const std::string& rid) override;
+  size_t abort_request(const std::string& rid, bool every_client) override;
   void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) override;
   int64_t flush_cache() override { return queries_.flush_cache(); }
   std::vector<int32_t> tokenize(const std::string& text, const std::string& field) const override;

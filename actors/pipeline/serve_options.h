@@ -42,6 +42,7 @@ struct ServeOptions : EngineOptions {
   int dist_timeout_s = 600;  // how long the ranks wait for each other to join (model loads included)
   std::vector<std::string> rank_command;
   std::string api_key;                 // HTTP clients must send it as a Bearer token; empty = no key
+  std::string admin_api_key;           // the admin endpoints need it (http/access_keys.h); empty = as the rest
   size_t max_batch_prompts = http::kDefaultMaxBatchPrompts;  // prompts one HTTP request may bring
   size_t max_request_bytes = http::kDefaultMaxRequestBytes;  // an HTTP body or a ZeroMQ client's frame
   bool log_requests = false;           // log each finished request: rid, lengths, timings, finish reason

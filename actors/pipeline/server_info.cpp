@@ -43,6 +43,7 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"chat_template", options.chat_template},
       {"random_seed", options.random_seed ? nlohmann::json(*options.random_seed) : nlohmann::json()},
       {"api_key_required", !options.api_key.empty()},  // never the key itself
+      {"admin_api_key_required", !options.admin_api_key.empty()},
       {"max_batch_prompts", options.max_batch_prompts},
       {"max_request_bytes", options.max_request_bytes},
       {"tool_call_parser", options.tool_call_parser},

@@ -8,6 +8,24 @@
 #include "transport/client_protocol.h"
 
 namespace moe::actors {
+namespace {
+
+// A request's name inside the engine: its client's, then its own.
+std::string scoped(const std::string& client, const std::string& rid) { return client + ":" + rid; }
+
+// A ZeroMQ peer as a client: its identity frame (binary, chosen by ROUTER or by the peer), in hex.
+std::string zmq_client(const transport::ClientAddress& address) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string name = "zmq-";
+  if (!address.frames.empty())
+    for (const unsigned char byte : address.frames.front()) {
+      name += kHex[byte >> 4];
+      name += kHex[byte & 15];
+    }
+  return name;
+}
+
+}  // namespace
 
 TokenizerActor::TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<RequestPreparer> preparer,
                                const TokenizerActorEndpoints& endpoints, ExpertLoadReader read_expert_load)
@@ -24,8 +42,8 @@ TokenizerActor::TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<Reque
   }
 }
 
-std::optional<std::string> TokenizerActor::submit(const msg::GenerateRequest& request, OutputHandler on_output,
-                                                  ErrorHandler on_error) {
+std::optional<std::string> TokenizerActor::submit(const std::string& client, const msg::GenerateRequest& request,
+                                                  OutputHandler on_output, ErrorHandler on_error) {
   ++traffic_.requests;
   if (shutting_down_) {
     on_error(msg::ErrorReply{request.rid, "the server is shutting down", 503, "tokenizer", {}});
@@ -34,7 +52,8 @@ std::optional<std::string> TokenizerActor::submit(const msg::GenerateRequest& re
   const api::SteadyTime arrival = std::chrono::steady_clock::now();
   msg::TokenizedRequest tokenized;
   try {
-    if (!request.rid.empty() && clients_.count(request.rid)) throw Error("rid '" + request.rid + "' is already in use");
+    if (!request.rid.empty() && clients_.count(scoped(client, request.rid)))
+      throw Error("rid '" + request.rid + "' is already in use");
     tokenized = preparer_->prepare(request);
   } catch (const Error& e) {
     on_error(refusal_reply(request.rid, e, "tokenizer"));
@@ -48,22 +67,23 @@ std::optional<std::string> TokenizerActor::submit(const msg::GenerateRequest& re
     }
     on_output(output);
   };
-  clients_.insert_or_assign(tokenized.rid, Client{std::move(counted), std::move(on_error), tokenized.sampling.n,
-                                                  std::nullopt, api::RequestTiming(arrival)});
+  std::string rid = std::exchange(tokenized.rid, scoped(client, tokenized.rid));
+  clients_.insert_or_assign(tokenized.rid, Client{std::move(counted), std::move(on_error), tokenized.sampling.n, client,
+                                                  rid, api::RequestTiming(arrival)});
   to_scheduler_->send(tokenized);
-  return tokenized.rid;
+  return rid;
 }
 
-void TokenizerActor::abort(const std::string& rid, const std::string& reason) {
-  if (!clients_.erase(rid)) return;
-  to_scheduler_->send(msg::Abort{rid, reason});
+void TokenizerActor::abort(const std::string& client, const std::string& rid, const std::string& reason) {
+  if (!clients_.erase(scoped(client, rid))) return;
+  to_scheduler_->send(msg::Abort{scoped(client, rid), reason});
 }
 
-size_t TokenizerActor::abort_request(const std::string& rid, const std::string& reason) {
+size_t TokenizerActor::abort_request(const std::optional<std::string>& client, const std::string& rid,
+                                     const std::string& reason) {
   std::vector<std::string> rids;
-  if (!rid.empty() && clients_.count(rid)) rids.push_back(rid);
-  if (rid.empty())
-    for (const auto& [live, client] : clients_) rids.push_back(live);
+  for (const auto& [live, request] : clients_)
+    if ((!client || request.client == *client) && (rid.empty() || request.rid == rid)) rids.push_back(live);
   // The scheduler ends each with finish reason abort; the final reply reaches its client as usual.
   for (const std::string& live : rids) to_scheduler_->send(msg::Abort{live, reason});
   return rids.size();
@@ -91,7 +111,7 @@ void TokenizerActor::fail_remaining(const std::string& message) {
   std::map<std::string, Client> clients = std::exchange(clients_, {});  // handlers may re-enter
   for (auto& [rid, client] : clients) {
     to_scheduler_->send(msg::Abort{rid, message});
-    client.on_error(msg::ErrorReply{rid, message, 503, "tokenizer", {}});
+    client.on_error(msg::ErrorReply{client.rid, message, 503, "tokenizer", {}});
   }
   // An update still loading may yet succeed: its requester is told it did not finish in time.
   for (auto& [id, on_done] : std::exchange(weight_updates_, {})) {
@@ -106,9 +126,10 @@ void TokenizerActor::on_message(msg::Message&& message) {
   // Handlers may re-enter the actor (a client that is gone aborts its request), so none runs while
   // this function still holds an iterator into clients_.
   if (auto* batch = std::get_if<msg::TextOutputBatch>(&message)) {
-    for (const msg::TextOutput& output : batch->outputs) {
+    for (msg::TextOutput& output : batch->outputs) {
       auto it = clients_.find(output.rid);
       if (it == clients_.end()) continue;  // aborted meanwhile
+      output.rid = it->second.rid;  // the client's own name for it
       const bool last = output.finish_reason && --it->second.remaining == 0;
       it->second.timing.observe(output, std::chrono::steady_clock::now(), latencies_);
       if (last) {
@@ -126,8 +147,10 @@ void TokenizerActor::on_message(msg::Message&& message) {
       return;
     }
     ErrorHandler on_error = std::move(it->second.on_error);
+    std::string rid = std::move(it->second.rid);
     clients_.erase(it);
     to_scheduler_->send(msg::Abort{error->rid, "failed: " + error->message});
+    error->rid = std::move(rid);
     on_error(*error);
   } else if (auto* answer = std::get_if<msg::WeightsUpdated>(&message)) {
     on_weights_updated(*answer);
@@ -158,13 +181,11 @@ void TokenizerActor::on_zmq_request(transport::ClientAddress address, std::strin
 }
 
 void TokenizerActor::on_zmq_generate(transport::ClientAddress address, const msg::GenerateRequest& request) {
-  const std::optional<std::string> rid = submit(
-      request,
+  const std::string client = zmq_client(address);
+  submit(
+      client, request,
       [this, address](const msg::TextOutput& output) { router_->reply(address, transport::encode_client_reply(output)); },
       [this, address](const msg::ErrorReply& error) { router_->reply(address, transport::encode_client_error(error)); });
-  if (!rid) return;  // refused: a live request of the same rid stays its own client's
-  auto it = clients_.find(*rid);
-  if (it != clients_.end()) it->second.zmq_address = std::move(address);
 }
 
 // Answered at once: the read waits only for the scheduler's loop, which never runs a forward.
@@ -178,17 +199,16 @@ void TokenizerActor::on_zmq_expert_load(const transport::ClientAddress& address,
 }
 
 void TokenizerActor::on_zmq_abort(const transport::ClientAddress& address, const std::string& rid) {
-  const auto it = clients_.find(rid);
-  const bool own = it != clients_.end() && it->second.zmq_address == address;
-  if (own) abort_request(rid, "aborted by its client");
+  const bool own = !rid.empty() && abort_request(zmq_client(address), rid, "aborted by its client") > 0;
   router_->reply(address, transport::encode_abort_reply({rid, own}));
 }
 
 void TokenizerActor::on_zmq_client_gone(const transport::ClientAddress& address) {
+  const std::string client = zmq_client(address);
   std::vector<std::string> gone;
-  for (const auto& [rid, client] : clients_)
-    if (client.zmq_address && client.zmq_address->same_peer(address)) gone.push_back(rid);
-  for (const std::string& rid : gone) abort(rid, "client disconnected");
+  for (const auto& [rid, request] : clients_)
+    if (request.client == client) gone.push_back(request.rid);
+  for (const std::string& rid : gone) abort(client, rid, "client disconnected");
 }
 
 }  // namespace moe::actors

@@ -32,6 +32,14 @@ struct TrafficTotals {
   uint64_t cached_tokens = 0;      // prompt tokens served from the prefix cache, of finished completions
 };
 
+// Whose requests a request is among: a client's rids are its own, unique among its live requests
+// only, so no client can see, abort or take another's rid. All HTTP clients are one (they share the
+// API key, and SGLang's /abort_request ends a request sent on another connection); each ZeroMQ peer
+// is one; the embedding API is one. Inside the engine (scheduler, detokenizer) a request goes by
+// "<client>:<rid>"; its client sees only its own rid.
+inline constexpr const char* kHttpClients = "http";
+inline constexpr const char* kEmbeddingClient = "engine";
+
 struct TokenizerActorEndpoints {
   std::string inbox, scheduler;
   std::string clients;  // ROUTER endpoint for ZeroMQ clients; empty = none
@@ -47,17 +55,19 @@ class TokenizerActor {
   TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<RequestPreparer> preparer,
                  const TokenizerActorEndpoints& endpoints, ExpertLoadReader read_expert_load);
 
-  // On the loop's thread: queue a request; outputs and errors come back through the handlers.
-  // Returns the request id (generated when the request had none), or nothing when the request was
-  // refused at once (on_error has been called; a live request with the same rid is left untouched).
-  std::optional<std::string> submit(const msg::GenerateRequest& request, OutputHandler on_output,
-                                    ErrorHandler on_error);
-  // On the loop's thread: the client of rid went away (its handlers are dropped, nothing more is sent).
-  void abort(const std::string& rid, const std::string& reason);
-  // On the loop's thread: a client asked to end request rid (or, with an empty rid, every live
-  // request). Each ends with finish reason abort, its own client getting the reply. Returns how
-  // many requests were live.
-  size_t abort_request(const std::string& rid, const std::string& reason);
+  // On the loop's thread: queue a request of `client` (kHttpClients, kEmbeddingClient); outputs and
+  // errors come back through the handlers, carrying the client's own rid. Returns that rid
+  // (generated when the request had none), or nothing when the request was refused at once
+  // (on_error has been called; a live request of the client with the same rid is left untouched).
+  std::optional<std::string> submit(const std::string& client, const msg::GenerateRequest& request,
+                                    OutputHandler on_output, ErrorHandler on_error);
+  // On the loop's thread: the client's request rid lost its listener (its handlers are dropped,
+  // nothing more is sent).
+  void abort(const std::string& client, const std::string& rid, const std::string& reason);
+  // On the loop's thread: ends `client`'s request rid (every one of its live requests with an empty
+  // rid); with no client, those of every client (an administrator's abort). Each ends with finish
+  // reason abort, its own client getting the reply. Returns how many requests were live.
+  size_t abort_request(const std::optional<std::string>& client, const std::string& rid, const std::string& reason);
   // On the loop's thread: loads new weights (see SchedulerService::update_weights); `on_done` gets
   // the answer, also a failed one (the update is refused at once while shutting down).
   void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done);
@@ -82,7 +92,8 @@ class TokenizerActor {
     OutputHandler on_output;
     ErrorHandler on_error;
     int32_t remaining = 1;  // completions still to finish
-    std::optional<transport::ClientAddress> zmq_address;
+    std::string client;     // whose it is (see kHttpClients)
+    std::string rid;        // what its client calls it
     api::RequestTiming timing;
   };
   void on_message(msg::Message&& message);
@@ -100,7 +111,7 @@ class TokenizerActor {
   ExpertLoadReader read_expert_load_;
   transport::Outbox* to_scheduler_ = nullptr;
   transport::RouterEndpoint* router_ = nullptr;
-  std::map<std::string, Client> clients_;
+  std::map<std::string, Client> clients_;  // by "<client>:<rid>"
   std::map<uint64_t, WeightsUpdatedHandler> weight_updates_;  // by UpdateWeights::id
   uint64_t next_update_id_ = 1;
   bool shutting_down_ = false;

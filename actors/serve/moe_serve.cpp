@@ -58,6 +58,10 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("log-requests", po::bool_switch(&o.log_requests),
        "log every finished request: rid, prompt and output lengths, time to first output, total time, finish reason")
       ("api-key", po::value(&o.api_key), "HTTP clients must send Authorization: Bearer KEY (not /health, /metrics)")
+      ("admin-api-key", po::value(&o.admin_api_key),
+       "the admin endpoints (update_weights_*, flush_cache, abort_request with abort_all, ...) need Authorization: "
+       "Bearer KEY, and an HTTP abort with it reaches ZeroMQ clients' requests too (default: none; the admin "
+       "endpoints are guarded like the rest, and HTTP aborts reach HTTP requests only)")
       ("max-batch-prompts", po::value(&o.max_batch_prompts)->default_value(o.max_batch_prompts),
        "the most prompts one HTTP request may bring (a /generate or /v1/completions list, /tokenize's texts); more get 400")
       ("max-request-bytes", po::value(&o.max_request_bytes)->default_value(o.max_request_bytes),

@@ -100,7 +100,8 @@ class Engine {
   // handlers (they run on the thread that delivers it).
   msg::WeightsUpdated update_weights_from_disk(msg::UpdateWeights update);
   // Ends request `rid` early: its handlers get its outputs so far with finish reason abort. False
-  // when no request of that rid is live. Blocks as update_weights_from_disk does, briefly.
+  // when no request of that rid is live. Only this Engine's requests: the rids of the server's
+  // HTTP and ZeroMQ clients are theirs. Blocks as update_weights_from_disk does, briefly.
   bool abort(const std::string& rid);
 
   // Expert-load statistics, as GET /expert_load and the ZeroMQ expert_load op: per MoE layer, the

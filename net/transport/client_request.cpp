@@ -54,6 +54,7 @@ UpdateWeightsRequest checked(UpdateWeightsRequest request, const FieldPath& path
 ClientRequest parse_map(const msgpack::object& map, const FieldPath& path) {
   std::string op = "generate";
   detail::read_entry(map, "op", op, path);
+  if (!is_valid_utf8(op)) detail::fail(path.field("op"), "must be valid UTF-8");
   if (op == "generate") return parse_generate(map, path);
   if (op == kExpertLoadOp) return parse_op<ExpertLoadRequest>(map, path);
   if (op == kAbortOp) return checked(parse_op<AbortRequest>(map, path), path);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/utf8.h"
 #include "moe/enum_names.h"
 #include "moe/messages.h"
 #include "transport/client_protocol.h"
@@ -131,14 +132,27 @@ void read_client_map(const msgpack::object& object, T& out, const FieldPath& pat
   }
 }
 
+// A client's string (str or bin): valid UTF-8, since it may come back in a reply or an error
+// (a weight version in every reply's meta_info, a stop string as the match, an unknown name quoted),
+// and a msgpack str clients cannot decode must never leave the server.
+inline void read_text(const msgpack::object& object, std::string& out, const FieldPath& path) {
+  read(object, out, path);
+  if (!is_valid_utf8(out)) {
+    out.clear();
+    fail(path, "must be valid UTF-8");
+  }
+}
+
 // (Defined after read_client_map, which it and its elements recurse into.)
 template <class T>
 void read_client_value(const msgpack::object& object, T& out, const FieldPath& path) {
-  if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    read_text(object, out, path);
+  } else if constexpr (std::is_arithmetic_v<T>) {
     read(object, out, path);
   } else if constexpr (msg::NamedEnum<T>) {
     std::string name;
-    read(object, name, path);
+    read_text(object, name, path);
     const std::optional<T> named = msg::enum_named<T>(name);
     if (!named) fail(path, msg::not_a_name<T>(name));
     out = *named;
@@ -147,12 +161,13 @@ void read_client_value(const msgpack::object& object, T& out, const FieldPath& p
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
     // A list of strings may be given as one string (SGLang's "stop": "\n").
     if (object.type == msgpack::type::STR) {
-      out.assign(1, std::string(object.via.str.ptr, object.via.str.size));
+      out.resize(1);
+      read_text(object, out[0], path);
       return;
     }
     if (object.type != msgpack::type::ARRAY) fail_type(path, "a string or an array of strings", object);
     out.resize(object.via.array.size);
-    for (size_t i = 0; i < out.size(); ++i) read(object.via.array.ptr[i], out[i], path.at(i));
+    for (size_t i = 0; i < out.size(); ++i) read_text(object.via.array.ptr[i], out[i], path.at(i));
   } else if constexpr (kIsVector<T>) {
     if (object.type != msgpack::type::ARRAY) fail_type(path, "an array", object);
     out.resize(object.via.array.size);

@@ -28,7 +28,9 @@ std::optional<msg::ErrorReply> SchedulerService::add_request(const msg::Tokenize
   if (const std::string refusal = worker_refusal(); !refusal.empty())
     return msg::ErrorReply{request.rid, "the model worker was refused: " + refusal, 503, "scheduler", {}};
   if (requests_.count(request.rid) || scheduler_.has_request(request.rid))
-    return msg::ErrorReply{request.rid, "rid '" + request.rid + "' is already in use", 409, "scheduler", {}};
+    // (The rid goes by its client's name here; the front door gives the client back its own.)
+    return msg::ErrorReply{request.rid, "the rid is still in use: its previous request is ending, retry", 409,
+                           "scheduler", {}};
   Request queued;
   static_cast<msg::TokenizedRequest&>(queued) = request;
   scheduler_.add_request(std::move(queued));

@@ -7,6 +7,8 @@
 #include <random>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "common/error.h"
 #include "kernels/thread_pool.h"
 #include "model/model_fingerprint.h"
@@ -269,12 +271,19 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
   msg::WeightsUpdated answer;
   answer.request = update;
   answer.worker_instance = instance_;
+  // The requester reads only the path and a reason of ours: the loader's own message may quote the
+  // files it read (a header length, a JSON parse error's last token), which may be any file the
+  // server can read. The server log keeps the whole message.
+  std::string reason = " failed: its files could not be read as a checkpoint (a file missing or unreadable, or "
+                       "not a valid config.json or safetensors file; the server log names it)";
   try {
     if (!load_checkpoint_) throw Error("this model worker cannot load new weights");
     std::unique_ptr<Model> model = load_checkpoint_(update.model_path, std::nullopt);
-    if (auto mismatch = config_mismatch(model_->config(), model->config()))
-      throw Error(update.model_path + " holds another model than the one serving (" + *mismatch +
-                  "); new weights must keep the architecture and sizes");
+    if (auto mismatch = config_mismatch(model_->config(), model->config())) {
+      reason = " failed: it holds another model than the one serving; new weights must keep the architecture and "
+               "sizes (the server log names the difference)";
+      throw Error(update.model_path + " holds another model than the one serving (" + *mismatch + ")");
+    }
     KvCache kv = model->make_kv_cache(settings_.kv_slots);
     model->reserve_step_workspace(settings_.max_batch_tokens);
     answer.model_fingerprint = model_fingerprint(update.model_path);
@@ -289,7 +298,8 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
     std::lock_guard lock(settings_mutex_);
     settings_.model_fingerprint = answer.model_fingerprint;
   } catch (const std::exception& e) {
-    answer.message = std::string("loading ") + update.model_path + " failed: " + e.what();
+    spdlog::error("worker: loading new weights from {} failed: {}", update.model_path, e.what());
+    answer.message = "loading " + update.model_path + reason;
     return answer;
   }
   answer.success = true;

@@ -120,7 +120,8 @@ void ScriptedEngine::abort(const std::string& rid) {
   changed_.notify_all();
 }
 
-size_t ScriptedEngine::abort_request(const std::string& rid) {
+size_t ScriptedEngine::abort_request(const std::string& rid, bool every_client) {
+  abort_requests_every_client_.push_back(every_client);
   std::vector<std::string> rids;
   for (const auto& [live, running] : running_)
     if (rid.empty() || live == rid) rids.push_back(live);

@@ -42,7 +42,7 @@ class ScriptedEngine final : public EngineFrontend {
   std::optional<std::string> submit(msg::GenerateRequest request, OutputHandler on_output,
                                     ErrorHandler on_error) override;
   void abort(const std::string& rid) override;
-  size_t abort_request(const std::string& rid) override;
+  size_t abort_request(const std::string& rid, bool every_client) override;
   void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) override;
   int64_t flush_cache() override { return ++flushes_; }
   std::vector<int32_t> tokenize(const std::string& text, const std::string& field) const override;
@@ -63,6 +63,8 @@ class ScriptedEngine final : public EngineFrontend {
   // Knobs the tests turn: the pace of tokens (set it on the loop) and the shutdown flag.
   std::chrono::milliseconds token_interval{0};
   std::atomic<bool> shutting_down_{false};
+  // Each abort_request's every_client (set on the loop; read once the request was answered).
+  std::vector<bool> abort_requests_every_client_;
 
   // Thread-safe views for the test thread.
   std::vector<msg::GenerateRequest> submitted() const;

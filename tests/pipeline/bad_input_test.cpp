@@ -122,14 +122,23 @@ TEST_F(BadInput, MapWithNeitherTextNorInputIds) {
 
 // A second client that reuses a live request's rid is refused, and the first client's request runs
 // to its golden end on its own socket (neither aborted nor moved to the second socket).
-TEST_F(BadInput, AnotherClientsLiveRidIsRefusedWithoutTouchingTheOriginal) {
-  RawDealer owner(runtime_->client_endpoint()), intruder(runtime_->client_endpoint());
+// Rids are per client: the client's own live rid is refused, the original untouched, while another
+// client's is invisible to it, so the same rid runs as that client's own request.
+TEST_F(BadInput, OnlyTheClientsOwnLiveRidIsRefusedAnotherClientsIsItsOwn) {
+  RawDealer owner(runtime_->client_endpoint()), other(runtime_->client_endpoint());
   const GoldenCase& c = golden_->cases[1];
   msg::GenerateRequest original = golden_request(*golden_, c, "shared-rid");
-  original.sampling.max_new_tokens = 1000;  // still running when the intruder comes
+  original.sampling.max_new_tokens = 1000;  // still running when the others come
   owner.send(original);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the owner's request is registered first
-  expect_error(intruder, transport::encode_client_request(golden_request(*golden_, c, "shared-rid")), "in use");
+  expect_error(owner, transport::encode_client_request(golden_request(*golden_, c, "shared-rid")), "in use");
+  other.send(golden_request(*golden_, c, "shared-rid"));
+  const auto other_reply = other.receive(std::chrono::minutes(5));
+  ASSERT_TRUE(other_reply) << "the other client's request of the same rid was not answered";
+  const auto* other_output = std::get_if<msg::TextOutput>(&*other_reply);
+  ASSERT_NE(other_output, nullptr) << std::get<msg::ErrorReply>(*other_reply).message;
+  EXPECT_EQ(other_output->rid, "shared-rid");
+  EXPECT_EQ(other_output->output_ids, c.output_ids);
   // 1000 tokens take seconds here but over a minute under the sanitizers on a busy machine.
   const auto reply = owner.receive(std::chrono::minutes(5));
   ASSERT_TRUE(reply) << "the original request was not answered";
@@ -137,7 +146,7 @@ TEST_F(BadInput, AnotherClientsLiveRidIsRefusedWithoutTouchingTheOriginal) {
   ASSERT_NE(output, nullptr) << std::get<msg::ErrorReply>(*reply).message;
   ASSERT_EQ(output->output_ids.size(), 1000u);
   EXPECT_TRUE(std::equal(c.output_ids.begin(), c.output_ids.end(), output->output_ids.begin()));
-  EXPECT_FALSE(intruder.receive(std::chrono::milliseconds(200))) << "the intruder got the original's reply";
+  EXPECT_FALSE(other.receive(std::chrono::milliseconds(200))) << "the other client got the original's reply";
 }
 
 TEST_F(BadInput, TokenIdOutsideTheVocabulary) {

@@ -299,5 +299,20 @@ TEST(ClientReply, MalformedRepliesNameTheField) {
       "reply.meta_info.finish_reason.type: unknown finish reason \"tired\"");
 }
 
+// Every string a client sends may come back (a weight version in every reply, a stop string as the
+// match, an unknown name quoted in the error): one that is not UTF-8 is refused naming its field.
+TEST(ClientRequest, EveryStringOfInvalidUtf8IsRefusedNamingItsField) {
+  const std::vector<std::pair<json, std::string>> cases = {
+      {{{"text", "x"}, {"sampling_params", {{"stop", "\xc3"}}}}, "request.sampling_params.stop: must be valid UTF-8"},
+      {{{"text", "x"}, {"sampling_params", {{"stop", {"ok", "a\xff"}}}}},
+       "request.sampling_params.stop[1]: must be valid UTF-8"},
+      {{{"text", "x"}, {"routed_experts_dtype", "int\xfe"}}, "request.routed_experts_dtype: must be valid UTF-8"},
+      {{{"op", "update_weights_from_disk"}, {"rid", "u"}, {"model_path", "/m"}, {"weight_version", "v\x80"}},
+       "request.weight_version: must be valid UTF-8"},
+      {{{"op", "abort\xff"}, {"rid", "u"}}, "request.op: must be valid UTF-8"},
+  };
+  for (const auto& [request, needle] : cases) expect_request_error(pack(request), needle);
+}
+
 }  // namespace
 }  // namespace moe::transport
