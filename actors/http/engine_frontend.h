@@ -49,6 +49,11 @@ class EngineFrontend {
   // POST /update_weights_from_disk: loads new weights between two steps (the running requests end);
   // `on_done` gets the answer, a failed one too, once the load is over (seconds or minutes later).
   virtual void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) = 0;
+  // POST /pause_generation: no step starts until continue_generation(); msg::PauseMode says what
+  // becomes of the requests in the engine. Returns SGLang's message.
+  virtual std::string pause_generation(msg::PauseMode mode) = 0;
+  // POST /continue_generation.
+  virtual std::string continue_generation() = 0;
   // POST /flush_cache: evicts the prefix cache; returns the cached tokens evicted.
   virtual int64_t flush_cache() = 0;
   // POST /tokenize: the ids /generate gives `text`; a text longer than a prompt may be is an

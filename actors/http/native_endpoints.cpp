@@ -29,6 +29,11 @@ HttpReply RequestRouter::abort_request(const HttpRequest& request, bool admin) {
   return json_reply(200, {{"aborted", aborted}});
 }
 
+HttpReply RequestRouter::pause_generation(const HttpRequest& request) {
+  const msg::PauseMode mode = api::parse_pause_generation(request.body);
+  return json_reply(200, api::generation_control_json(engine_.pause_generation(mode)));
+}
+
 HttpReply RequestRouter::flush_cache() {
   const int64_t evicted = engine_.flush_cache();
   return HttpReply{200, "text/plain; charset=utf-8",

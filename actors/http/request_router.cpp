@@ -31,6 +31,8 @@ enum class Endpoint {
   Detokenize,
   ModelInfo,
   ServerInfo,
+  PauseGeneration,
+  ContinueGeneration,
 };
 
 // A path served with one method.
@@ -58,6 +60,8 @@ constexpr std::array kRoutes = {
     Route{"/detokenize", "POST", Endpoint::Detokenize},
     Route{"/get_model_info", "GET", Endpoint::ModelInfo},
     Route{"/get_server_info", "GET", Endpoint::ServerInfo},
+    Route{"/pause_generation", "POST", Endpoint::PauseGeneration},
+    Route{"/continue_generation", "POST", Endpoint::ContinueGeneration},
 };
 
 }  // namespace
@@ -131,6 +135,10 @@ std::shared_ptr<PendingAnswer> RequestRouter::route(const HttpRequest& request,
       case Endpoint::Detokenize: channel->send(detokenize(request)); break;
       case Endpoint::ModelInfo: channel->send(json_reply(200, api::model_info_json(engine_.model_info()))); break;
       case Endpoint::ServerInfo: channel->send(json_reply(200, engine_.server_info())); break;
+      case Endpoint::PauseGeneration: channel->send(pause_generation(request)); break;
+      case Endpoint::ContinueGeneration:
+        channel->send(json_reply(200, api::generation_control_json(engine_.continue_generation())));
+        break;
     }
   } catch (const api::ApiError& error) {
     channel->send(error_reply(error));

@@ -2,7 +2,7 @@
 // Maps a request's method and path to its handler: the generation endpoints (SGLang's /generate,
 // OpenAI's /v1/completions and /v1/chat/completions), SGLang's native ones (/update_weights_from_disk,
 // /abort_request, /flush_cache, /health_generate, /tokenize, /detokenize, /get_model_info,
-// /get_server_info) and the informational ones (/v1/models, /health, /metrics, /expert_load,
+// /get_server_info, /pause_generation, /continue_generation) and the informational ones (/v1/models, /health, /metrics, /expert_load,
 // /expert_load/reset). 404 for an unknown path, 405 for a known path and wrong method.
 #include <memory>
 #include <optional>
@@ -47,6 +47,7 @@ class RequestRouter {
   // abort_all needs the admin key when the server has one (401).
   HttpReply abort_request(const HttpRequest& request, bool admin);
   HttpReply flush_cache();
+  HttpReply pause_generation(const HttpRequest& request);
   std::shared_ptr<PendingAnswer> health_generate(const std::shared_ptr<ResponseChannel>& channel);
   HttpReply tokenize(const HttpRequest& request) const;
   HttpReply detokenize(const HttpRequest& request) const;

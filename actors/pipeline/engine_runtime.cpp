@@ -230,6 +230,20 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   if (a.expert_group) a.expert_group->join(sizing.service.expected_stages.at(0), options.model_path);
 
   ExpertLoadReader read_expert_load = [this](bool reset) { return expert_load(reset); };
+  SchedulerControls controls{
+      read_expert_load,
+      [&a](msg::PauseMode mode) {
+        run_on(*a.scheduler_loop, [&a, mode] {
+          a.scheduler->pause_generation(mode);
+          return 0;
+        });
+      },
+      [&a] {
+        run_on(*a.scheduler_loop, [&a] {
+          a.scheduler->continue_generation();
+          return 0;
+        });
+      }};
   a.tokenizer_loop = std::make_unique<transport::ActorLoop>(*context_, "tokenizer");
   a.scheduler_loop = std::make_unique<transport::ActorLoop>(*context_, "scheduler");
   a.detokenizer_loop = std::make_unique<transport::ActorLoop>(*context_, "detokenizer");
@@ -240,7 +254,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
           sizing.limits),
       TokenizerActorEndpoints{endpoints.tokenizer, endpoints.scheduler, options.zmq_endpoint,
                               static_cast<int64_t>(options.max_request_bytes)},
-      read_expert_load);
+      controls);
   // Set on the actors' own loops, which may already be running.
   a.tokenizer_loop->post([&a, on = options.log_requests] { a.tokenizer->log_requests(on); });
   a.scheduler = std::make_unique<SchedulerActor>(

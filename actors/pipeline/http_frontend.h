@@ -30,6 +30,8 @@ class HttpFrontend final : public http::EngineFrontend {
   void abort(const std::string& rid) override;
   size_t abort_request(const std::string& rid, bool every_client) override;
   void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) override;
+  std::string pause_generation(msg::PauseMode mode) override { return tokenizer_.pause_generation(mode); }
+  std::string continue_generation() override { return tokenizer_.continue_generation(); }
   int64_t flush_cache() override { return queries_.flush_cache(); }
   std::vector<int32_t> tokenize(const std::string& text, const std::string& field) const override;
   std::string detokenize(const std::vector<int32_t>& ids, const std::string& field) const override;

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
+#include "moe/enum_names.h"
 #include "transport/endpoints.h"
 
 namespace moe::actors {
@@ -200,6 +201,18 @@ int64_t SchedulerActor::flush_cache() {
   const int64_t cached = service_->stats().radix_cached_tokens;
   service_->flush_cache();
   return cached - service_->stats().radix_cached_tokens;
+}
+
+void SchedulerActor::pause_generation(msg::PauseMode mode) {
+  spdlog::info("scheduler: generation paused ({})", msg::name_of(mode));
+  service_->pause_generation(mode);
+  pump();  // retracts at once when no step is in flight
+}
+
+void SchedulerActor::continue_generation() {
+  if (service_->generation_paused()) spdlog::info("scheduler: generation continues");
+  service_->continue_generation();
+  pump();
 }
 
 void SchedulerActor::on_tokenized(const msg::TokenizedRequest& request) {

@@ -50,6 +50,9 @@ class SchedulerActor {
   std::optional<api::ExpertLoad> expert_load(bool reset);
   // Evicts every cached prefix no running request uses; returns the cached tokens evicted.
   int64_t flush_cache();
+  // Pauses generation (SchedulerService::pause_generation) or resumes it, planning steps at once.
+  void pause_generation(msg::PauseMode mode);
+  void continue_generation();
   // Logs SGLang's stats line (#running-req, #queue-req, token usage, gen throughput) every `steps`
   // steps that generate tokens (--decode-log-interval); 0 turns it off.
   void log_stats_every(int steps) { stats_interval_ = steps; }

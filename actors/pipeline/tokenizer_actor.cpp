@@ -28,8 +28,8 @@ std::string zmq_client(const transport::ClientAddress& address) {
 }  // namespace
 
 TokenizerActor::TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<RequestPreparer> preparer,
-                               const TokenizerActorEndpoints& endpoints, ExpertLoadReader read_expert_load)
-    : preparer_(std::move(preparer)), read_expert_load_(std::move(read_expert_load)) {
+                               const TokenizerActorEndpoints& endpoints, SchedulerControls scheduler)
+    : preparer_(std::move(preparer)), scheduler_(std::move(scheduler)) {
   to_scheduler_ = &loop.make<transport::Outbox>(endpoints.scheduler);
   loop.make<transport::Inbox>(endpoints.inbox, [this](msg::Message&& message) { on_message(std::move(message)); });
   if (!endpoints.clients.empty()) {
@@ -87,6 +87,21 @@ size_t TokenizerActor::abort_request(const std::optional<std::string>& client, c
   // The scheduler ends each with finish reason abort; the final reply reaches its client as usual.
   for (const std::string& live : rids) to_scheduler_->send(msg::Abort{live, reason});
   return rids.size();
+}
+
+std::string TokenizerActor::pause_generation(msg::PauseMode mode) {
+  if (mode == msg::PauseMode::Abort) {
+    const size_t aborted = abort_request(std::nullopt, "", "generation was paused (pause_generation, mode abort)");
+    scheduler_.pause_generation(msg::PauseMode::InPlace);
+    return "Generation paused successfully; " + std::to_string(aborted) + " request(s) aborted.";
+  }
+  scheduler_.pause_generation(mode);
+  return "Generation paused successfully.";
+}
+
+std::string TokenizerActor::continue_generation() {
+  scheduler_.continue_generation();
+  return "Generation continued successfully.";
 }
 
 void TokenizerActor::update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) {
@@ -175,6 +190,10 @@ void TokenizerActor::on_zmq_request(transport::ClientAddress address, std::strin
     update_weights(update->update, [this, address, rid = update->rid](const msg::WeightsUpdated& answer) {
       router_->reply(address, transport::encode_weights_updated_reply({rid, answer}));
     });
+  } else if (auto* pause = std::get_if<transport::PauseGenerationRequest>(&request)) {
+    router_->reply(address, transport::encode_generation_control_reply({pause->rid, pause_generation(pause->mode)}));
+  } else if (auto* resume = std::get_if<transport::ContinueGenerationRequest>(&request)) {
+    router_->reply(address, transport::encode_generation_control_reply({resume->rid, continue_generation()}));
   } else {
     on_zmq_generate(std::move(address), std::get<msg::GenerateRequest>(request));
   }
@@ -191,7 +210,7 @@ void TokenizerActor::on_zmq_generate(transport::ClientAddress address, const msg
 // Answered at once: the read waits only for the scheduler's loop, which never runs a forward.
 void TokenizerActor::on_zmq_expert_load(const transport::ClientAddress& address, const std::string& rid, bool reset) {
   try {
-    router_->reply(address, transport::encode_expert_load_reply({rid, read_expert_load_(reset)}));
+    router_->reply(address, transport::encode_expert_load_reply({rid, scheduler_.read_expert_load(reset)}));
   } catch (const api::ApiError& e) {
     router_->reply(address,
                    transport::encode_client_error(msg::ErrorReply{rid, e.what(), e.status(), "tokenizer", e.param()}));

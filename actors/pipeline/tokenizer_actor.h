@@ -4,7 +4,7 @@
 // chat template, tokenization), sends them to the scheduler and routes every output back to the
 // client that asked: several chunks for a streaming request, one reply (per completion) otherwise.
 // ZeroMQ clients may also ask for the expert-load statistics, which the scheduler keeps, abort their
-// own requests and load new weights. Weight updates from every front (ZeroMQ, HTTP, moe::Engine)
+// own requests, load new weights, and pause and continue generation. Weight updates from every front (ZeroMQ, HTTP, moe::Engine)
 // pass through here to the scheduler, and their answers come back here.
 #include <functional>
 #include <map>
@@ -23,6 +23,14 @@ namespace moe::actors {
 // Reads the scheduler's expert-load counts (zeroing them in the same step when `reset`); throws
 // api::ApiError when the server has none. The one road to them for ZeroMQ and HTTP clients alike.
 using ExpertLoadReader = std::function<api::ExpertLoad(bool reset)>;
+
+// What the front door asks of the scheduler directly, each a task on the scheduler's loop (which
+// never runs a forward, so the wait is short).
+struct SchedulerControls {
+  ExpertLoadReader read_expert_load;
+  std::function<void(msg::PauseMode)> pause_generation;  // SchedulerService::pause_generation
+  std::function<void()> continue_generation;
+};
 
 // What every front (HTTP, ZeroMQ, the embedding API) has sent through the front door, for /metrics.
 struct TrafficTotals {
@@ -53,7 +61,7 @@ class TokenizerActor {
   using WeightsUpdatedHandler = std::function<void(const msg::WeightsUpdated&)>;
 
   TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<RequestPreparer> preparer,
-                 const TokenizerActorEndpoints& endpoints, ExpertLoadReader read_expert_load);
+                 const TokenizerActorEndpoints& endpoints, SchedulerControls scheduler);
 
   // On the loop's thread: queue a request of `client` (kHttpClients, kEmbeddingClient); outputs and
   // errors come back through the handlers, carrying the client's own rid. Returns that rid
@@ -71,6 +79,11 @@ class TokenizerActor {
   // On the loop's thread: loads new weights (see SchedulerService::update_weights); `on_done` gets
   // the answer, also a failed one (the update is refused at once while shutting down).
   void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done);
+  // On the loop's thread: SGLang's /pause_generation. Abort ends every live request first (each
+  // client gets its reply with finish reason abort), then pauses in place; Retract and InPlace go to
+  // the scheduler as they are. New requests queue until continue_generation(). Returns SGLang's message.
+  std::string pause_generation(msg::PauseMode mode);
+  std::string continue_generation();
   // The front door's tokenizer and limits (the /tokenize and /detokenize endpoints).
   const RequestPreparer& preparer() const { return *preparer_; }
   // The ZeroMQ client endpoint actually bound (port resolved), or empty.
@@ -108,7 +121,7 @@ class TokenizerActor {
   void on_zmq_client_gone(const transport::ClientAddress& address);
 
   std::unique_ptr<RequestPreparer> preparer_;
-  ExpertLoadReader read_expert_load_;
+  SchedulerControls scheduler_;
   transport::Outbox* to_scheduler_ = nullptr;
   transport::RouterEndpoint* router_ = nullptr;
   std::map<std::string, Client> clients_;  // by "<client>:<rid>"

@@ -42,6 +42,15 @@ struct EnumNames<RoutedExpertsLayers> {
   }};
 };
 
+template <>
+struct EnumNames<PauseMode> {
+  static constexpr std::array<std::pair<PauseMode, std::string_view>, 3> kNames{{
+      {PauseMode::Abort, "abort"},
+      {PauseMode::Retract, "retract"},
+      {PauseMode::InPlace, "in_place"},
+  }};
+};
+
 // The enums that have names (fields a client sets by name).
 template <class E>
 concept NamedEnum = requires { EnumNames<E>::kNames; };

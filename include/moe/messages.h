@@ -446,6 +446,11 @@ struct Heartbeat {
   bool operator==(const Heartbeat&) const = default;
 };
 
+// What /pause_generation does with the requests in the engine (SGLang's `mode`): Abort ends them
+// (finish reason abort), Retract frees their KV and queues them again to be recomputed after
+// /continue_generation, InPlace keeps them as they are. In every mode no step starts until then.
+enum class PauseMode : uint8_t { Abort, Retract, InPlace };
+
 // Load new weights of the same architecture without a restart (SGLang's update_weights_from_disk):
 // from a client to the tokenizer, which sets `id`, on to the scheduler, which sends it to the model
 // worker once no step is in flight (and plans none until the answer is back).

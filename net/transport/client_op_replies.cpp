@@ -1,5 +1,6 @@
-// The answers to the client protocol's operations (expert_load, abort, update_weights_from_disk):
-// each a map whose meta_info.id is the operation's rid, as generation replies carry theirs.
+// The answers to the client protocol's operations (expert_load, abort, update_weights_from_disk,
+// pause_generation, continue_generation): each a map whose meta_info.id is the operation's rid, as generation replies
+// carry theirs.
 #include "transport/client_protocol.h"
 
 #include "common/error.h"
@@ -81,6 +82,14 @@ WeightsUpdatedReply read_weights_updated(const msgpack::object& root, const Fiel
   return reply;
 }
 
+// The inverse of encode_generation_control_reply.
+GenerationControlReply read_generation_control(const msgpack::object& root, const FieldPath& path) {
+  GenerationControlReply reply;
+  reply.rid = read_meta_id(root, path);
+  read_entry(root, "message", reply.message, path);
+  return reply;
+}
+
 }  // namespace detail
 
 std::string encode_expert_load_reply(const ExpertLoadReply& reply) {
@@ -117,6 +126,15 @@ std::string encode_weights_updated_reply(const WeightsUpdatedReply& reply) {
     write_str(packer, reply.answer.message);
     write_str(packer, "weight_version");
     write_str(packer, reply.answer.weight_version);
+  });
+}
+
+std::string encode_generation_control_reply(const GenerationControlReply& reply) {
+  return operation_reply(2, reply.rid, [&](Packer& packer) {
+    write_str(packer, "message");
+    write_str(packer, reply.message);
+    write_str(packer, "status");
+    write_str(packer, "ok");
   });
 }
 

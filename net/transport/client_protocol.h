@@ -2,9 +2,10 @@
 // The ZeroMQ client protocol spoken on the ROUTER endpoint (docs/zmq-protocol.md): a request is one
 // msgpack map; without an `op` key it is a generation with the field names of SGLang's /generate;
 // `"op"` names the others: "expert_load" (the expert-load statistics), "abort" (end one of the
-// client's own requests), "update_weights_from_disk" (SGLang's weight update). A reply is a map
-// with the fields of SGLang's /generate response, {"expert_load": {...}, ...}, {"abort": {...}, ...},
-// {"success", "message", ...}, or {"error": {...}}. Any language with msgpack can speak it.
+// client's own requests), "update_weights_from_disk" (SGLang's weight update), "pause_generation" and
+// "continue_generation". A reply is a map with the fields of SGLang's /generate response,
+// {"expert_load": {...}, ...}, {"abort": {...}, ...}, {"success", "message", ...},
+// {"message", "status", ...}, or {"error": {...}}. Any language with msgpack can speak it.
 #include <string>
 #include <string_view>
 #include <variant>
@@ -37,8 +38,22 @@ struct UpdateWeightsRequest {
   bool operator==(const UpdateWeightsRequest&) const = default;
 };
 
+// {"op": "pause_generation", "rid", "mode"}: SGLang's /pause_generation ("abort" when no mode).
+struct PauseGenerationRequest {
+  std::string rid;  // echoed in the reply's meta_info.id
+  msg::PauseMode mode = msg::PauseMode::Abort;
+  bool operator==(const PauseGenerationRequest&) const = default;
+};
+
+// {"op": "continue_generation", "rid"}: SGLang's /continue_generation.
+struct ContinueGenerationRequest {
+  std::string rid;
+  bool operator==(const ContinueGenerationRequest&) const = default;
+};
+
 // What a client may ask: a generation, or an operation named by `op`.
-using ClientRequest = std::variant<msg::GenerateRequest, ExpertLoadRequest, AbortRequest, UpdateWeightsRequest>;
+using ClientRequest = std::variant<msg::GenerateRequest, ExpertLoadRequest, AbortRequest, UpdateWeightsRequest,
+                                   PauseGenerationRequest, ContinueGenerationRequest>;
 
 // A request frame the server cannot serve. `rid` is the frame's own when it gave one, so the error
 // reply can be matched to its request even when the rest of the frame is wrong.
@@ -61,6 +76,8 @@ std::string encode_client_request(const msg::GenerateRequest& request);
 std::string encode_client_request(const ExpertLoadRequest& request);
 std::string encode_client_request(const AbortRequest& request);
 std::string encode_client_request(const UpdateWeightsRequest& request);
+std::string encode_client_request(const PauseGenerationRequest& request);
+std::string encode_client_request(const ContinueGenerationRequest& request);
 
 // One reply, or one chunk of a streamed reply, for a client.
 std::string encode_client_reply(const msg::TextOutput& output);
@@ -97,11 +114,22 @@ struct WeightsUpdatedReply {
 // answer, the version now in effect, and the rid.
 std::string encode_weights_updated_reply(const WeightsUpdatedReply& reply);
 
+// The answer to a PauseGenerationRequest or a ContinueGenerationRequest.
+struct GenerationControlReply {
+  std::string rid;
+  std::string message;
+  bool operator==(const GenerationControlReply&) const = default;
+};
+
+// {"message": str, "status": "ok", "meta_info": {"id": rid}}: SGLang's answer, and the rid.
+std::string encode_generation_control_reply(const GenerationControlReply& reply);
+
 // An error reply: {"error": {"message", "type", "code", "rid" when known}}.
 std::string encode_client_error(const msg::ErrorReply& error);
 
 // What a client receives: an output, an error, expert-load statistics, or an operation's answer.
-using ClientReply = std::variant<msg::TextOutput, msg::ErrorReply, ExpertLoadReply, AbortReply, WeightsUpdatedReply>;
+using ClientReply = std::variant<msg::TextOutput, msg::ErrorReply, ExpertLoadReply, AbortReply, WeightsUpdatedReply,
+                                 GenerationControlReply>;
 
 // Parses a reply frame (the C++ client). Throws moe::Error naming the field when it is malformed.
 ClientReply decode_client_reply(std::string_view frame);

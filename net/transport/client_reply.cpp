@@ -302,6 +302,7 @@ ClientReply decode_client_reply(std::string_view frame) {
   if (find_key(root, "expert_load")) return detail::read_expert_load(root, path);
   if (find_key(root, "abort")) return detail::read_abort(root, path);
   if (find_key(root, "success")) return detail::read_weights_updated(root, path);
+  if (find_key(root, "status")) return detail::read_generation_control(root, path);
   return read_output(root, path);
 }
 

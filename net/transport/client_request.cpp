@@ -12,6 +12,8 @@ using detail::FieldPath;
 constexpr std::string_view kExpertLoadOp = "expert_load";
 constexpr std::string_view kAbortOp = "abort";
 constexpr std::string_view kUpdateWeightsOp = "update_weights_from_disk";
+constexpr std::string_view kPauseOp = "pause_generation";
+constexpr std::string_view kContinueOp = "continue_generation";
 
 // The request's rid when it gave one as a string, else empty: error replies carry it.
 std::string rid_of(const msgpack::object& map) {
@@ -59,8 +61,11 @@ ClientRequest parse_map(const msgpack::object& map, const FieldPath& path) {
   if (op == kExpertLoadOp) return parse_op<ExpertLoadRequest>(map, path);
   if (op == kAbortOp) return checked(parse_op<AbortRequest>(map, path), path);
   if (op == kUpdateWeightsOp) return checked(parse_op<UpdateWeightsRequest>(map, path), path);
+  if (op == kPauseOp) return parse_op<PauseGenerationRequest>(map, path);
+  if (op == kContinueOp) return parse_op<ContinueGenerationRequest>(map, path);
   detail::fail(path.field("op"), "unknown operation \"" + op +
-                                     "\" (known: \"generate\", \"expert_load\", \"abort\", \"update_weights_from_disk\")");
+                                     "\" (known: \"generate\", \"expert_load\", \"abort\", \"update_weights_from_disk\", "
+                                     "\"pause_generation\", \"continue_generation\")");
 }
 
 // A request frame of operation `op`.
@@ -101,5 +106,7 @@ std::string encode_client_request(const msg::GenerateRequest& request) {
 std::string encode_client_request(const ExpertLoadRequest& request) { return encode_op(kExpertLoadOp, request); }
 std::string encode_client_request(const AbortRequest& request) { return encode_op(kAbortOp, request); }
 std::string encode_client_request(const UpdateWeightsRequest& request) { return encode_op(kUpdateWeightsOp, request); }
+std::string encode_client_request(const PauseGenerationRequest& request) { return encode_op(kPauseOp, request); }
+std::string encode_client_request(const ContinueGenerationRequest& request) { return encode_op(kContinueOp, request); }
 
 }  // namespace moe::transport

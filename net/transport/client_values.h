@@ -71,8 +71,10 @@ void visit_client_fields(M& request, Visit&& visit) {
   visit("reset", request.reset);
 }
 
-// The fields of an abort request besides its `op`.
-template <msg::StructOf<AbortRequest> M, class Visit>
+// The fields of the operations whose only field besides `op` is the rid: abort (the request to
+// end) and continue_generation (echoed in the answer).
+template <class M, class Visit>
+  requires msg::StructOf<M, AbortRequest> || msg::StructOf<M, ContinueGenerationRequest>
 void visit_client_fields(M& request, Visit&& visit) {
   visit("rid", request.rid);
 }
@@ -84,6 +86,13 @@ void visit_client_fields(M& request, Visit&& visit) {
   visit("model_path", request.update.model_path);
   visit("weight_version", request.update.weight_version);
   visit("abort_all_requests", request.update.abort_all_requests);
+}
+
+// The fields of a pause besides its `op`, by SGLang's names.
+template <msg::StructOf<PauseGenerationRequest> M, class Visit>
+void visit_client_fields(M& request, Visit&& visit) {
+  visit("rid", request.rid);
+  visit("mode", request.mode);
 }
 
 }  // namespace moe::transport
@@ -113,6 +122,7 @@ inline const msgpack::object& require_map(const msgpack::object& map, std::strin
 ExpertLoadReply read_expert_load(const msgpack::object& root, const FieldPath& path);
 AbortReply read_abort(const msgpack::object& root, const FieldPath& path);
 WeightsUpdatedReply read_weights_updated(const msgpack::object& root, const FieldPath& path);
+GenerationControlReply read_generation_control(const msgpack::object& root, const FieldPath& path);
 
 // Reads one client value into a field: scalars, optionals, arrays, and structs as maps.
 template <class T>

@@ -48,6 +48,16 @@ json weights_updated_json(const msg::WeightsUpdated& answer) {
 
 int weights_updated_status(const msg::WeightsUpdated& answer) { return answer.success ? 200 : 400; }
 
+msg::PauseMode parse_pause_generation(std::string_view body) {
+  msg::PauseMode mode = msg::PauseMode::Abort;
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return mode;
+  const json parsed = parse_json_body(body);
+  FieldReader(parsed, "").read("mode", mode);
+  return mode;
+}
+
+json generation_control_json(const std::string& message) { return {{"message", message}, {"status", "ok"}}; }
+
 AbortCall parse_abort_request(const json& body) {
   const FieldReader root(body, "");
   AbortCall call;

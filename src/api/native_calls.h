@@ -4,6 +4,7 @@
 // description. Parsing validates every field (ApiError 400 naming it); the engine only acts.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -20,6 +21,12 @@ msg::UpdateWeights parse_update_weights(const nlohmann::json& body);
 // on success, 400 when the old weights still serve.
 nlohmann::json weights_updated_json(const msg::WeightsUpdated& answer);
 int weights_updated_status(const msg::WeightsUpdated& answer);
+
+// POST /pause_generation: SGLang's {"mode": "abort" | "retract" | "in_place"}, "abort" when absent
+// (an empty body too, as SGLang's older clients send none).
+msg::PauseMode parse_pause_generation(std::string_view body);
+// SGLang's answer to /pause_generation and /continue_generation: {"message", "status": "ok"}.
+nlohmann::json generation_control_json(const std::string& message);
 
 // POST /abort_request: {"rid": id} ends that request (its client gets its reply with finish reason
 // abort); {"abort_all": true} ends every live request.

@@ -150,6 +150,8 @@ void read_value(const json& value, const std::string& path, msg::RoutedExpertsLa
   read_name(value, path, out);
 }
 
+void read_value(const json& value, const std::string& path, msg::PauseMode& out) { read_name(value, path, out); }
+
 std::string element_path(const std::string& path, size_t index) { return path + "[" + std::to_string(index) + "]"; }
 
 FieldReader::FieldReader(const json& object, std::string path) : object_(object), path_(std::move(path)) {

@@ -33,6 +33,7 @@ void read_value(const nlohmann::json& value, const std::string& path, std::vecto
 void read_value(const nlohmann::json& value, const std::string& path, msg::RoutedExpertsDtype& out);
 void read_value(const nlohmann::json& value, const std::string& path, msg::RouterWeightsDtype& out);
 void read_value(const nlohmann::json& value, const std::string& path, msg::RoutedExpertsLayers& out);
+void read_value(const nlohmann::json& value, const std::string& path, msg::PauseMode& out);
 
 template <class T>
 void read_value(const nlohmann::json& value, const std::string& path, std::optional<T>& out) {

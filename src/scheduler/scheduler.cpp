@@ -162,6 +162,14 @@ void Scheduler::stop(Request& request, msg::FinishReason reason, StepOutcome& ou
     outcome.finished.push_back(finish(request, std::move(reason)));
 }
 
+int64_t Scheduler::retract_running() {
+  if (!in_flight_steps_.empty()) throw std::logic_error("Scheduler::retract_running: batches are in flight");
+  const std::vector<Request*> running = running_;
+  // The latest admitted first: each goes to the head of the queue, so the earliest ends up first.
+  for (auto it = running.rbegin(); it != running.rend(); ++it) preempt(**it);
+  return static_cast<int64_t>(running.size());
+}
+
 void Scheduler::abandon_in_flight() {
   in_flight_steps_.clear();
   for (auto& [rid, group] : groups_)

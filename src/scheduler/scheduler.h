@@ -115,6 +115,11 @@ class Scheduler {
   // through process_result once it has been (nullopt now); any other ends at once.
   std::optional<FinishedRequest> stop_at_output(const std::string& rid, int index, int64_t kept_outputs,
                                                 msg::FinishReason reason);
+  // Retracts every running request (a paused engine's retract mode): each gives its KV back as a
+  // preemption does (computed positions to the prefix cache, the rest to the pool) and waits at the
+  // head of the queue, in admission order, to be recomputed. Only with no batch in flight
+  // (std::logic_error otherwise). Returns how many were retracted.
+  int64_t retract_running();
   // The batches in flight will never come back (a worker died): forget them, so that planning can go on.
   void abandon_in_flight();
   // Evicts every cached prefix no running request uses.

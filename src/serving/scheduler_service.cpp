@@ -61,6 +61,13 @@ void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t ind
 }
 
 std::optional<msg::WorkerBatch> SchedulerService::next_batch() {
+  if (pause_) {
+    if (*pause_ == msg::PauseMode::Retract && in_flight_.empty()) {
+      scheduler_.retract_running();
+      pause_ = msg::PauseMode::InPlace;  // what is running from now on was queued while paused: nothing
+    }
+    return std::nullopt;
+  }
   // A queued weight update waits for the step in flight; no new one starts before it is done.
   if (static_cast<int>(in_flight_.size()) >= scheduler_.max_batches_in_flight() || !worker_accepted() ||
       !updates_.empty())

@@ -110,6 +110,16 @@ class SchedulerService {
   std::vector<msg::WeightsUpdated> take_weight_update_answers() { return std::exchange(update_answers_, {}); }
   const ServingWeights& weights() const { return weights_; }
 
+  // --- Pausing generation (/pause_generation, /continue_generation). While paused no step is
+  // planned and requests that arrive queue; the steps in flight finish and their tokens go out.
+  // Retract: once no step is in flight, every running request is retracted
+  // (Scheduler::retract_running) and resumes, recomputed, after continue_generation(). Abort mode
+  // is the front door's: it aborts every request, then pauses in place. Weight updates go on while
+  // paused.
+  void pause_generation(msg::PauseMode mode) { pause_ = mode; }
+  void continue_generation() { pause_.reset(); }
+  bool generation_paused() const { return pause_.has_value(); }
+
   // Items produced since the last call, for the detokenizer.
   msg::DetokenizeBatch take_output();
   bool batch_in_flight() const { return !in_flight_.empty(); }
@@ -190,6 +200,7 @@ class SchedulerService {
   std::deque<msg::UpdateWeights> updates_;  // the front one went to the worker when update_sent_
   bool update_sent_ = false;
   std::vector<msg::WeightsUpdated> update_answers_;
+  std::optional<msg::PauseMode> pause_;  // set while generation is paused
 };
 
 }  // namespace moe

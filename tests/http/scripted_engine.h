@@ -22,6 +22,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "api/api_error.h"
 #include "http/engine_frontend.h"
 
 namespace moe::http::test {
@@ -45,6 +46,9 @@ class ScriptedEngine final : public EngineFrontend {
   size_t abort_request(const std::string& rid, bool every_client) override;
   void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) override;
   int64_t flush_cache() override { return ++flushes_; }
+  // The script has no scheduler to pause: the HTTP tests of pausing run against moe-serve.
+  std::string pause_generation(msg::PauseMode) override { throw api::ApiError(501, "the scripted engine does not pause"); }
+  std::string continue_generation() override { throw api::ApiError(501, "the scripted engine does not pause"); }
   std::vector<int32_t> tokenize(const std::string& text, const std::string& field) const override;
   std::string detokenize(const std::vector<int32_t>& ids, const std::string& field) const override;
   std::string model_name() const override { return "test-model"; }

@@ -145,6 +145,37 @@ TEST(SchedulerLifecycle, ATinyPoolPreemptsAndThePreemptedRequestsResumeWithTheSa
   }
 }
 
+TEST(SchedulerLifecycle, RetractedRequestsGiveTheirKvBackAndResumeWithTheSameOutput) {
+  for (const bool cache : {true, false}) {
+    Scheduler scheduler(small_config(200, cache));
+    FakeWorker worker(scheduler.kv_cache_slots());
+    for (int i = 0; i < 4; ++i)
+      scheduler.add_request(make_request(numbered_rid(i), prompt_of(6, 10 * i), 14, 50 + i));
+    for (int step = 0; step < 5; ++step) {
+      auto batch = scheduler.schedule_step();
+      scheduler.process_result(*batch, worker.run(*batch), {});
+    }
+    auto in_flight = scheduler.schedule_step();
+    EXPECT_THROW(scheduler.retract_running(), std::logic_error);  // a step still writes their KV
+    scheduler.process_result(*in_flight, worker.run(*in_flight), {});
+
+    EXPECT_EQ(scheduler.retract_running(), 4);
+    EXPECT_EQ(scheduler.stats().num_running, 0);
+    EXPECT_EQ(scheduler.stats().num_waiting, 4);
+    scheduler.flush_cache();  // what the cache kept of them goes too: they are recomputed whole
+    EXPECT_EQ(scheduler.stats().kv_slots_used, 0) << "cache " << cache;
+
+    RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) { return worker.run(b); });
+    for (int i = 0; i < 4; ++i) {
+      const FinishedRequest& done = log.finished.at({numbered_rid(i), 0});
+      EXPECT_EQ(done.output_ids, reference_output(prompt_of(6, 10 * i), 50 + i, 14)) << "cache " << cache;
+      EXPECT_EQ(done.num_preemptions, 1);
+    }
+    // Readmitted in their admission order.
+    EXPECT_EQ(log.batches.front().sequences.front().rid, numbered_rid(0));
+  }
+}
+
 TEST(SchedulerLifecycle, ARequestAsLongAsThePoolRunsAloneToTheEnd) {
   Scheduler scheduler(small_config(32));
   FakeWorker worker(scheduler.kv_cache_slots());

@@ -52,7 +52,8 @@ TEST(ExpertLoadRequest, ErrorsNameTheFieldAndCarryTheRid) {
   const ClientRequestError unknown = request_error(pack({{"op", "stats"}, {"rid", "r7"}}));
   EXPECT_EQ(unknown.rid(), "r7");
   EXPECT_EQ(std::string(unknown.what()), "request.op: unknown operation \"stats\" (known: \"generate\", \"expert_load\", "
-                                        "\"abort\", \"update_weights_from_disk\")");
+                                        "\"abort\", \"update_weights_from_disk\", \"pause_generation\", "
+                                        "\"continue_generation\")");
   EXPECT_EQ(request_error(pack({{"op", 3}})).what(), std::string("request.op: expected a string, got positive integer"));
   const ClientRequestError reset = request_error(pack({{"op", "expert_load"}, {"rid", "r8"}, {"reset", "yes"}}));
   EXPECT_EQ(reset.rid(), "r8");

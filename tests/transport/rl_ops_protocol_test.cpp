@@ -53,6 +53,27 @@ TEST(UpdateWeightsOp, TakesSGLangsFields) {
   EXPECT_EQ(std::get<UpdateWeightsRequest>(parse_client_request(encode_client_request(request))), request);
 }
 
+TEST(PauseGenerationOp, TakesSGLangsModesAndAnswersAsSGLang) {
+  EXPECT_EQ(std::get<PauseGenerationRequest>(parse_client_request(pack({{"op", "pause_generation"}}))).mode,
+            msg::PauseMode::Abort);  // SGLang's default
+  const PauseGenerationRequest request{"p1", msg::PauseMode::Retract};
+  EXPECT_EQ(unpack(encode_client_request(request)), json({{"op", "pause_generation"}, {"rid", "p1"}, {"mode", "retract"}}));
+  EXPECT_EQ(std::get<PauseGenerationRequest>(parse_client_request(encode_client_request(request))), request);
+  EXPECT_EQ(std::get<PauseGenerationRequest>(
+                parse_client_request(pack({{"op", "pause_generation"}, {"mode", "in_place"}}))).mode,
+            msg::PauseMode::InPlace);
+  test::expect_error_containing(
+      [] { parse_client_request(pack({{"op", "pause_generation"}, {"mode", "sideways"}})); },
+      "request.mode: must be one of abort, retract, in_place, got \"sideways\"");
+  EXPECT_EQ(std::get<ContinueGenerationRequest>(parse_client_request(pack({{"op", "continue_generation"}, {"rid", "c"}}))),
+            ContinueGenerationRequest{"c"});
+
+  const GenerationControlReply reply{"p1", "Generation paused successfully."};
+  EXPECT_EQ(unpack(encode_generation_control_reply(reply)),
+            json({{"message", "Generation paused successfully."}, {"status", "ok"}, {"meta_info", {{"id", "p1"}}}}));
+  EXPECT_EQ(std::get<GenerationControlReply>(decode_client_reply(encode_generation_control_reply(reply))), reply);
+}
+
 TEST(UpdateWeightsOp, NeedsAModelPathOfTheRightType) {
   test::expect_error_containing([] { parse_client_request(pack({{"op", "update_weights_from_disk"}})); },
                                 "request.model_path: must name a checkpoint directory");
