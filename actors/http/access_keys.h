@@ -15,9 +15,10 @@ namespace moe::http {
 // (/update_weights_from_disk and any other /update_weights_...). POST /abort_request with
 // "abort_all" is an admin call too, and by rid reaches other clients' requests only with the admin
 // key; the router decides that from its body.
-inline constexpr std::array<std::string_view, 7> kAdminPaths = {
-    "/update_weights_",  "/flush_cache",        "/release_memory_",      "/resume_memory_",
-    "/pause_generation", "/continue_generation", "/update_weight_version"};
+inline constexpr std::array<std::string_view, 9> kAdminPaths = {
+    "/update_weights_",        "/flush_cache",         "/release_memory_",          "/resume_memory_",
+    "/pause_generation",       "/continue_generation", "/update_weight_version",    "/init_weights_update_group",
+    "/destroy_weights_update_group"};
 
 bool is_admin_path(std::string_view path);
 

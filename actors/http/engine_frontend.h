@@ -54,6 +54,9 @@ class EngineFrontend {
   virtual std::string pause_generation(msg::PauseMode mode) = 0;
   // POST /continue_generation.
   virtual std::string continue_generation() = 0;
+  // POST /update_weight_version: relabels the weights serving now (model_info() reads the label),
+  // ending every live request first when `abort_all`.
+  virtual void update_weight_version(const std::string& version, bool abort_all) = 0;
   // POST /flush_cache: evicts the prefix cache; returns the cached tokens evicted.
   virtual int64_t flush_cache() = 0;
   // POST /tokenize: the ids /generate gives `text`; a text longer than a prompt may be is an

@@ -34,6 +34,12 @@ HttpReply RequestRouter::pause_generation(const HttpRequest& request) {
   return json_reply(200, api::generation_control_json(engine_.pause_generation(mode)));
 }
 
+HttpReply RequestRouter::update_weight_version(const HttpRequest& request) {
+  const api::WeightVersionCall call = api::parse_update_weight_version(api::parse_json_body(request.body));
+  engine_.update_weight_version(call.new_version, call.abort_all_requests);
+  return json_reply(200, api::weight_version_updated_json(call.new_version));
+}
+
 HttpReply RequestRouter::flush_cache() {
   const int64_t evicted = engine_.flush_cache();
   return HttpReply{200, "text/plain; charset=utf-8",

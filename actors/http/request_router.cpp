@@ -33,6 +33,9 @@ enum class Endpoint {
   ServerInfo,
   PauseGeneration,
   ContinueGeneration,
+  GetWeightVersion,
+  UpdateWeightVersion,
+  NotYetSupported,
 };
 
 // A path served with one method.
@@ -62,6 +65,14 @@ constexpr std::array kRoutes = {
     Route{"/get_server_info", "GET", Endpoint::ServerInfo},
     Route{"/pause_generation", "POST", Endpoint::PauseGeneration},
     Route{"/continue_generation", "POST", Endpoint::ContinueGeneration},
+    Route{"/get_weight_version", "GET", Endpoint::GetWeightVersion},
+    Route{"/update_weight_version", "POST", Endpoint::UpdateWeightVersion},
+    // SGLang's endpoints this engine does not serve yet: answered 501 with what to use instead.
+    Route{"/init_weights_update_group", "POST", Endpoint::NotYetSupported},
+    Route{"/update_weights_from_distributed", "POST", Endpoint::NotYetSupported},
+    Route{"/destroy_weights_update_group", "POST", Endpoint::NotYetSupported},
+    Route{"/release_memory_occupation", "POST", Endpoint::NotYetSupported},
+    Route{"/resume_memory_occupation", "POST", Endpoint::NotYetSupported},
 };
 
 }  // namespace
@@ -136,6 +147,11 @@ std::shared_ptr<PendingAnswer> RequestRouter::route(const HttpRequest& request,
       case Endpoint::ModelInfo: channel->send(json_reply(200, api::model_info_json(engine_.model_info()))); break;
       case Endpoint::ServerInfo: channel->send(json_reply(200, engine_.server_info())); break;
       case Endpoint::PauseGeneration: channel->send(pause_generation(request)); break;
+      case Endpoint::GetWeightVersion:
+        channel->send(json_reply(200, api::weight_version_json(engine_.model_info().weight_version)));
+        break;
+      case Endpoint::UpdateWeightVersion: channel->send(update_weight_version(request)); break;
+      case Endpoint::NotYetSupported: throw api::not_yet_supported(path);
       case Endpoint::ContinueGeneration:
         channel->send(json_reply(200, api::generation_control_json(engine_.continue_generation())));
         break;

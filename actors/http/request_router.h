@@ -2,7 +2,8 @@
 // Maps a request's method and path to its handler: the generation endpoints (SGLang's /generate,
 // OpenAI's /v1/completions and /v1/chat/completions), SGLang's native ones (/update_weights_from_disk,
 // /abort_request, /flush_cache, /health_generate, /tokenize, /detokenize, /get_model_info,
-// /get_server_info, /pause_generation, /continue_generation) and the informational ones (/v1/models, /health, /metrics, /expert_load,
+// /get_server_info, /pause_generation, /continue_generation, /get_weight_version,
+// /update_weight_version; 501 for the weight-update group and memory-occupation ones) and the informational ones (/v1/models, /health, /metrics, /expert_load,
 // /expert_load/reset). 404 for an unknown path, 405 for a known path and wrong method.
 #include <memory>
 #include <optional>
@@ -48,6 +49,7 @@ class RequestRouter {
   HttpReply abort_request(const HttpRequest& request, bool admin);
   HttpReply flush_cache();
   HttpReply pause_generation(const HttpRequest& request);
+  HttpReply update_weight_version(const HttpRequest& request);
   std::shared_ptr<PendingAnswer> health_generate(const std::shared_ptr<ResponseChannel>& channel);
   HttpReply tokenize(const HttpRequest& request) const;
   HttpReply detokenize(const HttpRequest& request) const;

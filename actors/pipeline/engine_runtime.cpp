@@ -243,6 +243,13 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
           a.scheduler->continue_generation();
           return 0;
         });
+      },
+      [&a] { return run_on(*a.scheduler_loop, [&a] { return a.scheduler->weight_version(); }); },
+      [&a](std::string version) {
+        run_on(*a.scheduler_loop, [&a, version] {
+          a.scheduler->set_weight_version(version);
+          return 0;
+        });
       }};
   a.tokenizer_loop = std::make_unique<transport::ActorLoop>(*context_, "tokenizer");
   a.scheduler_loop = std::make_unique<transport::ActorLoop>(*context_, "scheduler");
@@ -284,9 +291,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
           const SchedulerSnapshot now = snapshot();
           return server_info_json(options, sizing, now.weights, now.worker_settings);
         }};
-    a.http_frontend = std::make_unique<HttpFrontend>(
-        *a.tokenizer, options.served_model_name.empty() ? options.model_path : options.served_model_name,
-        std::move(queries));
+    a.http_frontend = std::make_unique<HttpFrontend>(*a.tokenizer, served_model_name(options), std::move(queries));
     http::HttpServerConfig http_config;
     http_config.host = options.host;
     http_config.port = static_cast<uint16_t>(options.port);

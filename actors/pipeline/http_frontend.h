@@ -32,6 +32,9 @@ class HttpFrontend final : public http::EngineFrontend {
   void update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) override;
   std::string pause_generation(msg::PauseMode mode) override { return tokenizer_.pause_generation(mode); }
   std::string continue_generation() override { return tokenizer_.continue_generation(); }
+  void update_weight_version(const std::string& version, bool abort_all) override {
+    tokenizer_.update_weight_version(version, abort_all);
+  }
   int64_t flush_cache() override { return queries_.flush_cache(); }
   std::vector<int32_t> tokenize(const std::string& text, const std::string& field) const override;
   std::string detokenize(const std::vector<int32_t>& ids, const std::string& field) const override;

@@ -215,6 +215,11 @@ void SchedulerActor::continue_generation() {
   pump();
 }
 
+void SchedulerActor::set_weight_version(std::string version) {
+  spdlog::info("scheduler: weight version relabelled from '{}' to '{}'", service_->weights().weight_version, version);
+  service_->set_weight_version(std::move(version));
+}
+
 void SchedulerActor::on_tokenized(const msg::TokenizedRequest& request) {
   // Refused at once rather than queued for a worker that may never answer: the client can retry
   // elsewhere, and the request never waits behind a silent or refused worker.

@@ -53,6 +53,9 @@ class SchedulerActor {
   // Pauses generation (SchedulerService::pause_generation) or resumes it, planning steps at once.
   void pause_generation(msg::PauseMode mode);
   void continue_generation();
+  // The label replies carry (SchedulerService::set_weight_version).
+  std::string weight_version() const { return service_->weights().weight_version; }
+  void set_weight_version(std::string version);
   // Logs SGLang's stats line (#running-req, #queue-req, token usage, gen throughput) every `steps`
   // steps that generate tokens (--decode-log-interval); 0 turns it off.
   void log_stats_every(int steps) { stats_interval_ = steps; }

@@ -1,8 +1,17 @@
 #include "pipeline/server_info.h"
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 namespace moe::actors {
+
+std::string served_model_name(const ServeOptions& options) {
+  if (!options.served_model_name.empty()) return options.served_model_name;
+  const std::filesystem::path dir = std::filesystem::path(options.model_path).lexically_normal();
+  const std::string name = (dir.has_filename() ? dir : dir.parent_path()).filename().string();
+  return name.empty() ? options.model_path : name;
+}
 
 nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing& sizing, const ServingWeights& weights,
                                 const std::optional<msg::WorkerSettings>& worker) {
@@ -14,7 +23,7 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       // The flags as given (0 and empty mean the defaults the sizes below resolve).
       {"model_path", weights.model_path},
       {"tokenizer_path", options.tokenizer_path.empty() ? options.model_path : options.tokenizer_path},
-      {"served_model_name", options.served_model_name.empty() ? options.model_path : options.served_model_name},
+      {"served_model_name", served_model_name(options)},
       {"weight_version", weights.weight_version},
       {"host", options.host},
       {"port", options.port},

@@ -3,11 +3,16 @@
 // derived from them (engine/engine_sizing.h), so a client can see what a server was actually given.
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <string>
 
 #include "engine/engine_sizing.h"
 #include "pipeline/serve_options.h"
 
 namespace moe::actors {
+
+// --served-model-name, or else the name of the model's directory: the `model` OpenAI requests name
+// and /v1/models lists.
+std::string served_model_name(const ServeOptions& options);
 
 // `weights` are those serving now (a weight update changes them); `worker`, the accepted worker's
 // settings, if one is accepted.

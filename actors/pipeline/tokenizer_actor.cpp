@@ -104,6 +104,11 @@ std::string TokenizerActor::continue_generation() {
   return "Generation continued successfully.";
 }
 
+void TokenizerActor::update_weight_version(std::string version, bool abort_all) {
+  if (abort_all) abort_request(std::nullopt, "", "aborted by update_weight_version (abort_all_requests)");
+  scheduler_.set_weight_version(std::move(version));
+}
+
 void TokenizerActor::update_weights(msg::UpdateWeights update, WeightsUpdatedHandler on_done) {
   if (shutting_down_) {
     on_done(msg::WeightsUpdated{std::move(update), false, "the server is shutting down", 0, "", 0});
@@ -194,6 +199,11 @@ void TokenizerActor::on_zmq_request(transport::ClientAddress address, std::strin
     router_->reply(address, transport::encode_generation_control_reply({pause->rid, pause_generation(pause->mode)}));
   } else if (auto* resume = std::get_if<transport::ContinueGenerationRequest>(&request)) {
     router_->reply(address, transport::encode_generation_control_reply({resume->rid, continue_generation()}));
+  } else if (auto* relabel = std::get_if<transport::UpdateWeightVersionRequest>(&request)) {
+    update_weight_version(relabel->new_version, relabel->abort_all_requests);
+    reply_weight_version(address, relabel->rid, "Weight version updated to " + relabel->new_version);
+  } else if (auto* query = std::get_if<transport::GetWeightVersionRequest>(&request)) {
+    reply_weight_version(address, query->rid, "the weight version serving now");
   } else {
     on_zmq_generate(std::move(address), std::get<msg::GenerateRequest>(request));
   }
@@ -220,6 +230,15 @@ void TokenizerActor::on_zmq_expert_load(const transport::ClientAddress& address,
 void TokenizerActor::on_zmq_abort(const transport::ClientAddress& address, const std::string& rid) {
   const bool own = !rid.empty() && abort_request(zmq_client(address), rid, "aborted by its client") > 0;
   router_->reply(address, transport::encode_abort_reply({rid, own}));
+}
+
+void TokenizerActor::reply_weight_version(const transport::ClientAddress& address, const std::string& rid,
+                                          const std::string& message) {
+  msg::WeightsUpdated answer;
+  answer.success = true;
+  answer.message = message;
+  answer.weight_version = weight_version();
+  router_->reply(address, transport::encode_weights_updated_reply({rid, answer}));
 }
 
 void TokenizerActor::on_zmq_client_gone(const transport::ClientAddress& address) {

@@ -30,6 +30,8 @@ struct SchedulerControls {
   ExpertLoadReader read_expert_load;
   std::function<void(msg::PauseMode)> pause_generation;  // SchedulerService::pause_generation
   std::function<void()> continue_generation;
+  std::function<std::string()> weight_version;              // the label replies carry now
+  std::function<void(std::string)> set_weight_version;      // SchedulerService::set_weight_version
 };
 
 // What every front (HTTP, ZeroMQ, the embedding API) has sent through the front door, for /metrics.
@@ -84,6 +86,10 @@ class TokenizerActor {
   // the scheduler as they are. New requests queue until continue_generation(). Returns SGLang's message.
   std::string pause_generation(msg::PauseMode mode);
   std::string continue_generation();
+  // On the loop's thread: SGLang's /get_weight_version and /update_weight_version (which, with
+  // `abort_all`, ends every live request first).
+  std::string weight_version() const { return scheduler_.weight_version(); }
+  void update_weight_version(std::string version, bool abort_all);
   // The front door's tokenizer and limits (the /tokenize and /detokenize endpoints).
   const RequestPreparer& preparer() const { return *preparer_; }
   // The ZeroMQ client endpoint actually bound (port resolved), or empty.
@@ -118,6 +124,9 @@ class TokenizerActor {
   // Answers {"op": "abort"}: a ZeroMQ client may end only requests it sent itself.
   void on_zmq_abort(const transport::ClientAddress& address, const std::string& rid);
   void on_weights_updated(const msg::WeightsUpdated& answer);
+  // Answers {"op": "get_weight_version"} and {"op": "update_weight_version"} as a weight update is
+  // answered: {"success": true, "message", "weight_version"}, the version serving now.
+  void reply_weight_version(const transport::ClientAddress& address, const std::string& rid, const std::string& message);
   void on_zmq_client_gone(const transport::ClientAddress& address);
 
   std::unique_ptr<RequestPreparer> preparer_;

@@ -41,7 +41,7 @@ std::vector<std::string> rank_command(int argc, char** argv) {
 
 // Fills `options` from the command line; returns false when only --help was asked.
 bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std::string& log_level,
-                 int& shutdown_timeout_s, std::string& make_internal_key) {
+                 int& shutdown_timeout_s, std::string& make_internal_key, int& dp_size) {
   po::options_description desc("moe-serve options (named after SGLang's)");
   desc.add_options()("help,h", "show this help")
       ("model-path", po::value(&o.model_path), "Hugging Face model directory (required)")
@@ -49,7 +49,12 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("skip-tokenizer-init", po::bool_switch(&o.skip_tokenizer_init),
        "load no tokenizer: prompts are input_ids, replies carry output_ids and no text")
       ("chat-template", po::value(&o.chat_template), "a Jinja chat template file to use instead of the tokenizer's")
-      ("served-model-name", po::value(&o.served_model_name), "the model name OpenAI clients use (default: --model-path)")
+      ("served-model-name", po::value(&o.served_model_name),
+       "the model name OpenAI clients use (default: the name of --model-path's directory; \"default\" is accepted too)")
+      ("trust-remote-code", po::bool_switch(),
+       "accepted for SGLang's launch scripts; does nothing: the engine runs no code from the model directory")
+      ("dp-size", po::value(&dp_size)->default_value(1),
+       "data-parallel replicas: only 1 (for more, run one moe-serve per GPU behind a load balancer)")
       ("weight-version", po::value(&o.weight_version)->default_value(o.weight_version),
        "the label of the weights loaded at start, in every reply's meta_info.weight_version")
       ("host", po::value(&o.host)->default_value(o.host), "HTTP address")
@@ -169,8 +174,9 @@ int main(int argc, char** argv) {
   ServeOptions options;
   std::string role, log_level, make_internal_key;
   int shutdown_timeout_s = 30;
+  int dp_size = 1;
   try {
-    if (!parse_flags(argc, argv, options, role, log_level, shutdown_timeout_s, make_internal_key)) return 0;
+    if (!parse_flags(argc, argv, options, role, log_level, shutdown_timeout_s, make_internal_key, dp_size)) return 0;
     if (!make_internal_key.empty()) {
       moe::transport::InternalKey::generate().write_file(make_internal_key);
       std::cout << "wrote a new deployment key to " << make_internal_key
@@ -178,6 +184,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (options.model_path.empty()) throw po::error("the option '--model-path' is required but missing");
+    if (dp_size != 1)
+      throw po::error("--dp-size " + std::to_string(dp_size) + ": one moe-serve serves one replica; for " +
+                      std::to_string(dp_size) + " replicas run " + std::to_string(dp_size) +
+                      " moe-serve processes (one per GPU, each with its own --port) behind a load balancer "
+                      "such as sglang-router");
     // spdlog reads any unknown name as "off": a typo would silence every log line.
     const spdlog::level::level_enum level = spdlog::level::from_str(log_level);
     if (level == spdlog::level::off && log_level != "off")

@@ -3,7 +3,7 @@
 // msgpack map; without an `op` key it is a generation with the field names of SGLang's /generate;
 // `"op"` names the others: "expert_load" (the expert-load statistics), "abort" (end one of the
 // client's own requests), "update_weights_from_disk" (SGLang's weight update), "pause_generation" and
-// "continue_generation". A reply is a map with the fields of SGLang's /generate response,
+// "continue_generation", "get_weight_version" and "update_weight_version". A reply is a map with the fields of SGLang's /generate response,
 // {"expert_load": {...}, ...}, {"abort": {...}, ...}, {"success", "message", ...},
 // {"message", "status", ...}, or {"error": {...}}. Any language with msgpack can speak it.
 #include <string>
@@ -35,6 +35,7 @@ struct AbortRequest {
 struct UpdateWeightsRequest {
   std::string rid;           // echoed in the reply's meta_info.id
   msg::UpdateWeights update;  // its id is the front door's to set
+  bool flush_cache = true;    // SGLang's field; only true: the prefix cache's KV came from the old weights
   bool operator==(const UpdateWeightsRequest&) const = default;
 };
 
@@ -51,9 +52,25 @@ struct ContinueGenerationRequest {
   bool operator==(const ContinueGenerationRequest&) const = default;
 };
 
+// {"op": "get_weight_version", "rid"}: the label replies carry now.
+struct GetWeightVersionRequest {
+  std::string rid;
+  bool operator==(const GetWeightVersionRequest&) const = default;
+};
+
+// {"op": "update_weight_version", "rid", "new_version", "abort_all_requests"}: SGLang's relabelling
+// of the weights serving now.
+struct UpdateWeightVersionRequest {
+  std::string rid;
+  std::string new_version;
+  bool abort_all_requests = false;
+  bool operator==(const UpdateWeightVersionRequest&) const = default;
+};
+
 // What a client may ask: a generation, or an operation named by `op`.
 using ClientRequest = std::variant<msg::GenerateRequest, ExpertLoadRequest, AbortRequest, UpdateWeightsRequest,
-                                   PauseGenerationRequest, ContinueGenerationRequest>;
+                                   PauseGenerationRequest, ContinueGenerationRequest, GetWeightVersionRequest,
+                                   UpdateWeightVersionRequest>;
 
 // A request frame the server cannot serve. `rid` is the frame's own when it gave one, so the error
 // reply can be matched to its request even when the rest of the frame is wrong.
@@ -66,9 +83,8 @@ class ClientRequestError : public Error {
   std::string rid_;
 };
 
-// Parses a client's request frame. Unknown fields are ignored and nil counts as "not given".
-// Throws ClientRequestError naming the field for a frame that is not a msgpack map, a field of the
-// wrong type, an unknown `op`, or a generation without exactly one of `text`, `input_ids`, `messages`.
+// Parses a client's request frame; nil counts as "not given". Throws ClientRequestError naming the
+// field for a frame that is not a msgpack map, a field it does not know or of the wrong type, an unknown `op`, or a generation without exactly one of `text`, `input_ids`, `messages`.
 ClientRequest parse_client_request(std::string_view frame);
 
 // The frame a client sends for `request` (the C++ client); absent optionals are left out.
@@ -78,6 +94,8 @@ std::string encode_client_request(const AbortRequest& request);
 std::string encode_client_request(const UpdateWeightsRequest& request);
 std::string encode_client_request(const PauseGenerationRequest& request);
 std::string encode_client_request(const ContinueGenerationRequest& request);
+std::string encode_client_request(const GetWeightVersionRequest& request);
+std::string encode_client_request(const UpdateWeightVersionRequest& request);
 
 // One reply, or one chunk of a streamed reply, for a client.
 std::string encode_client_reply(const msg::TextOutput& output);

@@ -14,6 +14,8 @@ constexpr std::string_view kAbortOp = "abort";
 constexpr std::string_view kUpdateWeightsOp = "update_weights_from_disk";
 constexpr std::string_view kPauseOp = "pause_generation";
 constexpr std::string_view kContinueOp = "continue_generation";
+constexpr std::string_view kGetVersionOp = "get_weight_version";
+constexpr std::string_view kUpdateVersionOp = "update_weight_version";
 
 // The request's rid when it gave one as a string, else empty: error replies carry it.
 std::string rid_of(const msgpack::object& map) {
@@ -31,6 +33,15 @@ msg::GenerateRequest parse_generate(const msgpack::object& map, const FieldPath&
   const msgpack::object* sampling = detail::find_key(map, "sampling_params");
   if (sampling != nullptr && sampling->type == msgpack::type::MAP && detail::find_key(*sampling, "max_new_tokens"))
     request.max_new_tokens_field = "sampling_params.max_new_tokens";
+  // SGLang's name for the seed, read beside `seed` (the struct's name, which encoding writes).
+  std::optional<uint64_t> sampling_seed;
+  if (sampling != nullptr && sampling->type == msgpack::type::MAP)
+    detail::read_entry(*sampling, "sampling_seed", sampling_seed, path.field("sampling_params"));
+  if (sampling_seed) {
+    if (request.sampling.seed && *request.sampling.seed != *sampling_seed)
+      detail::fail(path.field("sampling_params").field("sampling_seed"), "differs from `seed`: give one of the two");
+    request.sampling.seed = sampling_seed;
+  }
   return request;
 }
 
@@ -50,6 +61,13 @@ AbortRequest checked(AbortRequest request, const FieldPath& path) {
 
 UpdateWeightsRequest checked(UpdateWeightsRequest request, const FieldPath& path) {
   if (request.update.model_path.empty()) detail::fail(path.field("model_path"), "must name a checkpoint directory");
+  if (!request.flush_cache)
+    detail::fail(path.field("flush_cache"), "must be true: new weights always flush the prefix cache");
+  return request;
+}
+
+UpdateWeightVersionRequest checked(UpdateWeightVersionRequest request, const FieldPath& path) {
+  if (request.new_version.empty()) detail::fail(path.field("new_version"), "must name the new version");
   return request;
 }
 
@@ -63,9 +81,12 @@ ClientRequest parse_map(const msgpack::object& map, const FieldPath& path) {
   if (op == kUpdateWeightsOp) return checked(parse_op<UpdateWeightsRequest>(map, path), path);
   if (op == kPauseOp) return parse_op<PauseGenerationRequest>(map, path);
   if (op == kContinueOp) return parse_op<ContinueGenerationRequest>(map, path);
+  if (op == kGetVersionOp) return parse_op<GetWeightVersionRequest>(map, path);
+  if (op == kUpdateVersionOp) return checked(parse_op<UpdateWeightVersionRequest>(map, path), path);
   detail::fail(path.field("op"), "unknown operation \"" + op +
                                      "\" (known: \"generate\", \"expert_load\", \"abort\", \"update_weights_from_disk\", "
-                                     "\"pause_generation\", \"continue_generation\")");
+                                     "\"pause_generation\", \"continue_generation\", \"get_weight_version\", "
+                                     "\"update_weight_version\")");
 }
 
 // A request frame of operation `op`.
@@ -108,5 +129,9 @@ std::string encode_client_request(const AbortRequest& request) { return encode_o
 std::string encode_client_request(const UpdateWeightsRequest& request) { return encode_op(kUpdateWeightsOp, request); }
 std::string encode_client_request(const PauseGenerationRequest& request) { return encode_op(kPauseOp, request); }
 std::string encode_client_request(const ContinueGenerationRequest& request) { return encode_op(kContinueOp, request); }
+std::string encode_client_request(const GetWeightVersionRequest& request) { return encode_op(kGetVersionOp, request); }
+std::string encode_client_request(const UpdateWeightVersionRequest& request) {
+  return encode_op(kUpdateVersionOp, request);
+}
 
 }  // namespace moe::transport

@@ -71,10 +71,19 @@ void visit_client_fields(M& request, Visit&& visit) {
   visit("reset", request.reset);
 }
 
+// The fields of a relabelling besides its `op`, by SGLang's names.
+template <msg::StructOf<UpdateWeightVersionRequest> M, class Visit>
+void visit_client_fields(M& request, Visit&& visit) {
+  visit("rid", request.rid);
+  visit("new_version", request.new_version);
+  visit("abort_all_requests", request.abort_all_requests);
+}
+
 // The fields of the operations whose only field besides `op` is the rid: abort (the request to
-// end) and continue_generation (echoed in the answer).
+// end), continue_generation and get_weight_version (echoed in the answer).
 template <class M, class Visit>
-  requires msg::StructOf<M, AbortRequest> || msg::StructOf<M, ContinueGenerationRequest>
+  requires msg::StructOf<M, AbortRequest> || msg::StructOf<M, ContinueGenerationRequest> ||
+           msg::StructOf<M, GetWeightVersionRequest>
 void visit_client_fields(M& request, Visit&& visit) {
   visit("rid", request.rid);
 }
@@ -86,6 +95,7 @@ void visit_client_fields(M& request, Visit&& visit) {
   visit("model_path", request.update.model_path);
   visit("weight_version", request.update.weight_version);
   visit("abort_all_requests", request.update.abort_all_requests);
+  visit("flush_cache", request.flush_cache);
 }
 
 // The fields of a pause besides its `op`, by SGLang's names.
@@ -128,7 +138,15 @@ GenerationControlReply read_generation_control(const msgpack::object& root, cons
 template <class T>
 void read_client_value(const msgpack::object& object, T& out, const FieldPath& path);
 
-// Fills `out` from a map; keys it does not know are ignored and nil values leave the default.
+// Whether a map of T may hold `key` beside the fields its visitor lists, because the parser reads
+// it itself: a request's `op`, and SGLang's `sampling_seed` beside `seed` (client_request.cpp).
+template <class T>
+bool read_elsewhere(std::string_view key) {
+  return key == (std::is_same_v<T, msg::SamplingParams> ? "sampling_seed" : "op");
+}
+
+// Fills `out` from a map; nil values leave the default. A key it does not know is an error naming
+// it (a field a client sends is never dropped silently).
 template <class T>
 void read_client_map(const msgpack::object& object, T& out, const FieldPath& path) {
   if (object.type != msgpack::type::MAP) fail_type(path, "a map", object);
@@ -136,9 +154,13 @@ void read_client_map(const msgpack::object& object, T& out, const FieldPath& pat
     const msgpack::object_kv& entry = object.via.map.ptr[i];
     if (entry.key.type != msgpack::type::STR || entry.val.type == msgpack::type::NIL) continue;
     const std::string_view key(entry.key.via.str.ptr, entry.key.via.str.size);
+    bool known = read_elsewhere<T>(key);
     visit_client_fields(out, [&](std::string_view name, auto& field) {
-      if (name == key) read_client_value(entry.val, field, path.field(name));
+      if (name != key) return;
+      read_client_value(entry.val, field, path.field(name));
+      known = true;
     });
+    if (!known) fail(path.field(key), "is not a field this server knows (docs/zmq-protocol.md lists them)");
   }
 }
 

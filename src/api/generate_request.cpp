@@ -10,6 +10,11 @@ namespace {
 
 using nlohmann::json;
 
+// SGLang's /generate fields its clients commonly send that change nothing here.
+constexpr IgnoredField kIgnoredInGenerate[] = {{"log_metrics", any_value}, {"return_hidden_states", is_false},
+                                               {"lora_path", is_false}};
+constexpr IgnoredField kIgnoredInSampling[] = {{"spaces_between_special_tokens", is_true}, {"no_stop_trim", is_false}};
+
 // One request per prompt of `text` (a string or a list of strings); sets `batched` for a list.
 std::vector<msg::GenerateRequest> text_prompts(const json& text, bool& batched) {
   std::vector<msg::GenerateRequest> requests;
@@ -68,6 +73,7 @@ void read_sampling_params(const FieldReader& root, std::vector<msg::GenerateRequ
     const std::string path = params->is_array() ? element_path("sampling_params", i) : "sampling_params";
     const FieldReader reader(per_prompt(*params, "sampling_params", i, requests.size()), path);
     requests[i].max_new_tokens_field = read_sampling_fields(reader, SamplingDialect::SGLang, requests[i].sampling);
+    reader.reject_unread(kIgnoredInSampling);
   }
 }
 
@@ -133,6 +139,7 @@ GenerationCall parse_generate(const json& body) {
   read_sampling_params(root, call.requests);
   read_logprob_start_len(root, call.requests);
   read_rids(root, call.batched, call.requests);
+  root.reject_unread(kIgnoredInGenerate);
   return call;
 }
 

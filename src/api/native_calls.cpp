@@ -58,6 +58,28 @@ msg::PauseMode parse_pause_generation(std::string_view body) {
 
 json generation_control_json(const std::string& message) { return {{"message", message}, {"status", "ok"}}; }
 
+WeightVersionCall parse_update_weight_version(const json& body) {
+  const FieldReader root(body, "");
+  WeightVersionCall call;
+  if (!root.read("new_version", call.new_version)) throw ApiError::invalid_field("new_version", "is required");
+  if (call.new_version.empty()) throw ApiError::invalid_field("new_version", "must not be empty");
+  root.read("abort_all_requests", call.abort_all_requests);
+  return call;
+}
+
+json weight_version_updated_json(const std::string& new_version) {
+  return {{"success", true}, {"message", "Weight version updated to " + new_version}, {"new_version", new_version}};
+}
+
+json weight_version_json(const std::string& weight_version) { return {{"weight_version", weight_version}}; }
+
+ApiError not_yet_supported(const std::string& path) {
+  const bool weights = path.find("weight") != std::string::npos;
+  return ApiError(501, path + " is not supported by this engine yet: " +
+                           (weights ? "load new weights with /update_weights_from_disk (docs/rl.md)"
+                                    : "the engine keeps its memory; stop the server to free it (docs/rl.md)"));
+}
+
 AbortCall parse_abort_request(const json& body) {
   const FieldReader root(body, "");
   AbortCall call;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "api/api_error.h"
 #include "moe/messages.h"
 
 namespace moe::api {
@@ -27,6 +28,23 @@ int weights_updated_status(const msg::WeightsUpdated& answer);
 msg::PauseMode parse_pause_generation(std::string_view body);
 // SGLang's answer to /pause_generation and /continue_generation: {"message", "status": "ok"}.
 nlohmann::json generation_control_json(const std::string& message);
+
+// POST /update_weight_version: SGLang's {"new_version": str (required), "abort_all_requests": bool}.
+// Relabels the weights serving now (no load): replies from then on carry the new version.
+struct WeightVersionCall {
+  std::string new_version;
+  bool abort_all_requests = false;  // end every live request first (finish reason abort)
+};
+WeightVersionCall parse_update_weight_version(const nlohmann::json& body);
+// SGLang's answer: {"success": true, "message": "Weight version updated to V", "new_version": V}.
+nlohmann::json weight_version_updated_json(const std::string& new_version);
+// GET /get_weight_version: SGLang's {"weight_version": V}.
+nlohmann::json weight_version_json(const std::string& weight_version);
+
+// The answer of SGLang's endpoints not served yet (`path`: /init_weights_update_group,
+// /update_weights_from_distributed, /destroy_weights_update_group, /release_memory_occupation,
+// /resume_memory_occupation): a 501 saying what to use instead.
+ApiError not_yet_supported(const std::string& path);
 
 // POST /abort_request: {"rid": id} ends that request (its client gets its reply with finish reason
 // abort); {"abort_all": true} ends every live request.

@@ -17,33 +17,22 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-// Fields of OpenAI's API the engine does not implement. They are accepted at their no-op value
-// only, so a request that relies on one fails loudly instead of being answered as if it were absent.
-struct UnsupportedField {
-  std::string_view name;
-  bool (*is_noop)(const json& value);
-};
-
+// Fields of OpenAI's API the engine does not implement, accepted at their no-op value only (any
+// other field the parsers do not read is refused: FieldReader::reject_unread).
 bool is_empty(const json& v) { return v.empty() || v == ""; }
 bool is_text_format(const json& v) { return v.is_object() && v.value("type", "") == "text"; }
 
-constexpr UnsupportedField kUnsupportedInCompletions[] = {{"suffix", is_empty}};
-constexpr UnsupportedField kUnsupportedInChat[] = {{"response_format", is_text_format}};
+constexpr IgnoredField kIgnoredInCompletions[] = {{"suffix", is_empty}, {"user", any_value}};
+// `tools` is read from the body in the client's key order (chat_tools), not through the reader.
+constexpr IgnoredField kIgnoredInChat[] = {{"response_format", is_text_format}, {"user", any_value},
+                                           {"parallel_tool_calls", is_true}, {"tools", any_value}};
 
-template <size_t N>
-void reject_unsupported(const FieldReader& root, const UnsupportedField (&fields)[N]) {
-  for (const UnsupportedField& field : fields) {
-    const json* value = root.find(field.name);
-    if (value != nullptr && !field.is_noop(*value)) {
-      throw ApiError::invalid_field(std::string(field.name), "is not supported by this server, got " + value->dump());
-    }
-  }
-}
-
-// `model` must name the served model when given (OpenAI requires it; curl users often leave it out).
+// `model` must name the served model when given (OpenAI requires it; curl users often leave it out),
+// or be SGLang's "default", what SGLang's clients send when they name none; answers name the served model.
 std::string checked_model(const FieldReader& root, const std::string& served_model) {
   std::string model = served_model;
   root.read("model", model);
+  if (model == "default") return served_model;
   if (model != served_model) {
     throw ApiError::not_found("The model `" + model + "` does not exist; this server serves `" + served_model + "`",
                               "model_not_found");
@@ -288,7 +277,6 @@ std::string chat_template_kwargs(const FieldReader& root) {
 
 GenerationCall parse_completion(const json& body, const std::string& served_model) {
   const FieldReader root(body, "");
-  reject_unsupported(root, kUnsupportedInCompletions);
   msg::SamplingParams sampling;
   sampling.max_new_tokens = 16;  // OpenAI's default for completions
   GenerationCall call = read_common(root, ApiKind::Completion, served_model, completion_prompts(root), sampling,
@@ -299,6 +287,7 @@ GenerationCall parse_completion(const json& body, const std::string& served_mode
   if (root.read("best_of", best_of) && best_of != n) {
     throw ApiError::invalid_field("best_of", "is not supported unless equal to n, got " + std::to_string(best_of));
   }
+  root.reject_unread(kIgnoredInCompletions);
   return call;
 }
 
@@ -306,7 +295,6 @@ GenerationCall parse_chat_completion(const ordered_json& body, const std::string
                                      const OutputParsers& parsers) {
   const json sorted = body;  // what the field readers read; `body` keeps the client's key order
   const FieldReader root(sorted, "");
-  reject_unsupported(root, kUnsupportedInChat);
   msg::GenerateRequest prompt;
   prompt.messages = chat_messages(root, body);
   prompt.chat_template_kwargs = chat_template_kwargs(root);
@@ -328,6 +316,7 @@ GenerationCall parse_chat_completion(const ordered_json& body, const std::string
     request.max_new_tokens_field = "max_completion_tokens";
   }
   call.output_parsing = {.reasoning = parsers.qwen3_reasoning, .tool_calls = tool_calls, .continued_text = continued};
+  root.reject_unread(kIgnoredInChat);
   return call;
 }
 

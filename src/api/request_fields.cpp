@@ -1,5 +1,6 @@
 #include "api/request_fields.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -162,9 +163,25 @@ FieldReader::FieldReader(const json& object, std::string path) : object_(object)
 }
 
 const json* FieldReader::find(std::string_view name) const {
+  asked_.emplace(name);
   const auto it = object_.find(name);
   if (it == object_.end() || it->is_null()) return nullptr;
   return &*it;
+}
+
+bool any_value(const json&) { return true; }
+bool is_false(const json& value) { return value == false; }
+bool is_true(const json& value) { return value == true; }
+
+void FieldReader::reject_unread(std::span<const IgnoredField> ignored) const {
+  for (const auto& [name, value] : object_.items()) {
+    if (value.is_null() || asked_.count(name)) continue;
+    const auto listed = std::find_if(ignored.begin(), ignored.end(), [&](const IgnoredField& f) { return f.name == name; });
+    if (listed == ignored.end())
+      throw ApiError::invalid_field(path_of(name), "is not a field this server knows (docs/http-api.md lists them)");
+    if (!listed->is_noop(value))
+      throw ApiError::invalid_field(path_of(name), "is not supported by this server, got " + value.dump());
+  }
 }
 
 std::string FieldReader::path_of(std::string_view name) const {
@@ -206,6 +223,13 @@ std::string read_sampling_fields(const FieldReader& reader, SamplingDialect dial
   msg::visit_fields(params, [&](std::string_view name, auto& field) {
     reader.read(sampling_field_name(dialect, name), field);
   });
+  // SGLang names the seed sampling_seed; `seed` (vLLM's name, and this engine's) is the same setting.
+  std::optional<uint64_t> sampling_seed;
+  if (dialect == SamplingDialect::SGLang && reader.read("sampling_seed", sampling_seed)) {
+    if (params.seed && *params.seed != *sampling_seed)
+      throw ApiError::invalid_field(reader.path_of("sampling_seed"), "differs from `seed`: give one of the two");
+    params.seed = sampling_seed;
+  }
   check_sampler_range(reader.path_of("temperature"), {.temperature = params.temperature});
   check_sampler_range(reader.path_of("top_p"), {.top_p = params.top_p});
   check_sampler_range(reader.path_of("top_k"), {.top_k = params.top_k});

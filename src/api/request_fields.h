@@ -4,6 +4,8 @@
 // so a client knows what to fix.
 #include <cstdint>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +45,17 @@ void read_value(const nlohmann::json& value, const std::string& path, std::optio
 // The path of element `index` of the list at `path`: "messages[2]".
 std::string element_path(const std::string& path, size_t index);
 
+// A field the engine accepts without acting on it, when its value is one that changes nothing here
+// (`is_noop`): fields SGLang's and OpenAI's clients commonly send. Any other value is refused, so
+// a request that relies on one fails loudly instead of being answered as if it were absent.
+struct IgnoredField {
+  std::string_view name;
+  bool (*is_noop)(const nlohmann::json& value);
+};
+bool any_value(const nlohmann::json& value);
+bool is_false(const nlohmann::json& value);
+bool is_true(const nlohmann::json& value);
+
 // The fields of one JSON object of a request.
 class FieldReader {
  public:
@@ -53,6 +66,9 @@ class FieldReader {
   const nlohmann::json* find(std::string_view name) const;
   // The path of a field, for error messages: "sampling_params.top_p".
   std::string path_of(std::string_view name) const;
+  // Refuses (400 naming it) the first non-null field that no find() or read() asked for, unless
+  // `ignored` lists it with a value that changes nothing: no field a client sends is dropped silently.
+  void reject_unread(std::span<const IgnoredField> ignored = {}) const;
 
   // Reads a field that is present into `out`; false, leaving `out` alone, when it is not.
   template <class T>
@@ -66,6 +82,7 @@ class FieldReader {
  private:
   const nlohmann::json& object_;
   std::string path_;
+  mutable std::set<std::string, std::less<>> asked_;  // every name find() was asked for
 };
 
 // Field groups that several endpoints share: sampling settings (named SGLang's or OpenAI's way)

@@ -109,6 +109,8 @@ class SchedulerService {
   // Answers produced since the last call, for the requesters.
   std::vector<msg::WeightsUpdated> take_weight_update_answers() { return std::exchange(update_answers_, {}); }
   const ServingWeights& weights() const { return weights_; }
+  // /update_weight_version: relabels the weights serving now; items emitted from now on carry it.
+  void set_weight_version(std::string version) { weights_.weight_version = std::move(version); }
 
   // --- Pausing generation (/pause_generation, /continue_generation). While paused no step is
   // planned and requests that arrive queue; the steps in flight finish and their tokens go out.

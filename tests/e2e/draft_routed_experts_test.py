@@ -143,7 +143,7 @@ class DraftRoutedExperts(unittest.TestCase):
             sock.close()
             # OpenAI completions: prompt rows apart from the choice's, for the draft too.
             status, body = post(server.http_port, "/v1/completions",
-                                {"model": sp.MODEL, "prompt": case["prompt_ids"], "max_tokens": g["max_new_tokens"],
+                                {"model": "default", "prompt": case["prompt_ids"], "max_tokens": g["max_new_tokens"],
                                  "temperature": 0, "ignore_eos": True, "return_routed_experts": True,
                                  "return_draft_routed_experts": True})
             self.assertEqual(status, 200, body)

@@ -164,8 +164,8 @@ TEST_F(ServerTest, CurlWithExpectContinueIsServed) {
   const std::string dir = ::testing::TempDir();
   const std::string body_path = dir + "/http_test_body.json";
   const std::string out_path = dir + "/http_test_out.json";
-  // Padding makes the body 2 KiB; curl then waits for 100 Continue before sending it.
-  std::ofstream(body_path) << R"({"text": "hello", "sampling_params": {"max_new_tokens": 2}, "pad": ")"
+  // A long rid makes the body 2 KiB; curl then waits for 100 Continue before sending it.
+  std::ofstream(body_path) << R"({"text": "hello", "sampling_params": {"max_new_tokens": 2}, "rid": ")"
                            << std::string(2048, 'p') << "\"}";
   const std::string command = "curl -s -H 'Expect: 100-continue' -H 'Content-Type: application/json' --data-binary @" +
                               body_path + " -o " + out_path + " -w '%{http_code}' http://127.0.0.1:" +

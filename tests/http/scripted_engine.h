@@ -49,6 +49,9 @@ class ScriptedEngine final : public EngineFrontend {
   // The script has no scheduler to pause: the HTTP tests of pausing run against moe-serve.
   std::string pause_generation(msg::PauseMode) override { throw api::ApiError(501, "the scripted engine does not pause"); }
   std::string continue_generation() override { throw api::ApiError(501, "the scripted engine does not pause"); }
+  void update_weight_version(const std::string&, bool) override {
+    throw api::ApiError(501, "the scripted engine keeps no weight version");
+  }
   std::vector<int32_t> tokenize(const std::string& text, const std::string& field) const override;
   std::string detokenize(const std::vector<int32_t>& ids, const std::string& field) const override;
   std::string model_name() const override { return "test-model"; }

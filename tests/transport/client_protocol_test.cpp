@@ -90,17 +90,32 @@ TEST(ClientRequest, DefaultsFollowSGLang) {
   EXPECT_FALSE(parsed.stream);
 }
 
-TEST(ClientRequest, IgnoresUnknownFieldsAndTreatsNilAsAbsent) {
+TEST(ClientRequest, RefusesUnknownFieldsNamingThemAndTreatsNilAsAbsent) {
   const json request = {{"text", "x"},
                         {"rid", nullptr},
-                        {"lora_path", "adapter"},
-                        {"custom", {{"deep", {1, 2, {{"x", nullptr}}}}}},
+                        {"lora_path", nullptr},
                         {"sampling_params", {{"frequency_penalty", 1.5}, {"max_new_tokens", 3}, {"seed", nullptr}}}};
   const msg::GenerateRequest parsed = parse_generation(pack(request));
   EXPECT_EQ(parsed.text, "x");
   EXPECT_EQ(parsed.rid, "");
   EXPECT_EQ(parsed.sampling.max_new_tokens, 3);
   EXPECT_FALSE(parsed.sampling.seed.has_value());
+  test::expect_error_containing([] { parse_client_request(pack({{"text", "x"}, {"lora_path", "adapter"}})); },
+                                "request.lora_path: is not a field this server knows");
+  test::expect_error_containing(
+      [] { parse_client_request(pack({{"text", "x"}, {"sampling_params", {{"regex", "a+"}}}})); },
+      "request.sampling_params.regex: is not a field this server knows");
+  test::expect_error_containing([] { parse_client_request(pack({{"op", "abort"}, {"rid", "r"}, {"all", true}})); },
+                                "request.all: is not a field this server knows");
+}
+
+TEST(ClientRequest, SamplingSeedIsSGLangsNameForTheSeed) {
+  EXPECT_EQ(parse_generation(pack({{"text", "x"}, {"sampling_params", {{"sampling_seed", 7}}}})).sampling.seed, 7u);
+  EXPECT_EQ(parse_generation(pack({{"text", "x"}, {"sampling_params", {{"sampling_seed", 7}, {"seed", 7}}}})).sampling.seed,
+            7u);
+  test::expect_error_containing(
+      [] { parse_client_request(pack({{"text", "x"}, {"sampling_params", {{"sampling_seed", 7}, {"seed", 8}}}})); },
+      "request.sampling_params.sampling_seed: differs from `seed`");
 }
 
 TEST(ClientRequest, AcceptsOneStopStringAndChatMessages) {

@@ -27,10 +27,10 @@ ClientRequestError request_error(const std::string& frame) {
 TEST(ExpertLoadRequest, IsNamedByOpAndTakesRidAndReset) {
   EXPECT_EQ(std::get<ExpertLoadRequest>(parse_client_request(pack({{"op", "expert_load"}, {"rid", "L1"}, {"reset", true}}))),
             (ExpertLoadRequest{"L1", true}));
-  // Defaults, unknown keys ignored and nil as absent, as in generation requests.
-  EXPECT_EQ(std::get<ExpertLoadRequest>(
-                parse_client_request(pack({{"op", "expert_load"}, {"reset", nullptr}, {"text", "ignored"}}))),
+  // Defaults and nil as absent, as in generation requests; an unknown key is refused.
+  EXPECT_EQ(std::get<ExpertLoadRequest>(parse_client_request(pack({{"op", "expert_load"}, {"reset", nullptr}}))),
             (ExpertLoadRequest{"", false}));
+  EXPECT_THROW(parse_client_request(pack({{"op", "expert_load"}, {"text", "refused"}})), ClientRequestError);
 }
 
 TEST(ExpertLoadRequest, NoOpOrOpGenerateIsAGeneration) {
@@ -53,7 +53,7 @@ TEST(ExpertLoadRequest, ErrorsNameTheFieldAndCarryTheRid) {
   EXPECT_EQ(unknown.rid(), "r7");
   EXPECT_EQ(std::string(unknown.what()), "request.op: unknown operation \"stats\" (known: \"generate\", \"expert_load\", "
                                         "\"abort\", \"update_weights_from_disk\", \"pause_generation\", "
-                                        "\"continue_generation\")");
+                                        "\"continue_generation\", \"get_weight_version\", \"update_weight_version\")");
   EXPECT_EQ(request_error(pack({{"op", 3}})).what(), std::string("request.op: expected a string, got positive integer"));
   const ClientRequestError reset = request_error(pack({{"op", "expert_load"}, {"rid", "r8"}, {"reset", "yes"}}));
   EXPECT_EQ(reset.rid(), "r8");

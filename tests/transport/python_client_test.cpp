@@ -23,7 +23,7 @@ weights = np.frombuffer(base64.b64decode(meta["router_weights"]), dtype=meta["ro
     meta["router_weights_shape"])
 print(reply["text"], reply["output_ids"], meta["finish_reason"], experts.tolist(), weights.tolist())
 request = {"rid": "py-1", "text": "hi", "sampling_params": {"temperature": 0, "max_new_tokens": 4, "stop": ["\n"]},
-           "return_routed_experts": True, "routed_experts_raw": True, "something_new": [1, None]}
+           "return_routed_experts": True, "routed_experts_raw": True, "lora_path": None}
 open(sys.argv[2], "wb").write(msgpack.packb(request))
 )";
 

@@ -49,7 +49,7 @@ TEST(UpdateWeightsOp, TakesSGLangsFields) {
   request.update.weight_version = "8";
   EXPECT_EQ(unpack(encode_client_request(request)), json({{"op", "update_weights_from_disk"}, {"rid", "u2"},
                                                           {"model_path", "/ckpt/8"}, {"weight_version", "8"},
-                                                          {"abort_all_requests", false}}));
+                                                          {"abort_all_requests", false}, {"flush_cache", true}}));
   EXPECT_EQ(std::get<UpdateWeightsRequest>(parse_client_request(encode_client_request(request))), request);
 }
 
@@ -72,6 +72,23 @@ TEST(PauseGenerationOp, TakesSGLangsModesAndAnswersAsSGLang) {
   EXPECT_EQ(unpack(encode_generation_control_reply(reply)),
             json({{"message", "Generation paused successfully."}, {"status", "ok"}, {"meta_info", {{"id", "p1"}}}}));
   EXPECT_EQ(std::get<GenerationControlReply>(decode_client_reply(encode_generation_control_reply(reply))), reply);
+}
+
+TEST(UpdateWeightsOp, FlushCacheMayOnlyBeTrue) {
+  test::expect_error_containing(
+      [] { parse_client_request(pack({{"op", "update_weights_from_disk"}, {"model_path", "/m"}, {"flush_cache", false}})); },
+      "request.flush_cache: must be true");
+}
+
+TEST(WeightVersionOps, TakeSGLangsFields) {
+  const UpdateWeightVersionRequest relabel{"w1", "step-9", true};
+  EXPECT_EQ(unpack(encode_client_request(relabel)),
+            json({{"op", "update_weight_version"}, {"rid", "w1"}, {"new_version", "step-9"}, {"abort_all_requests", true}}));
+  EXPECT_EQ(std::get<UpdateWeightVersionRequest>(parse_client_request(encode_client_request(relabel))), relabel);
+  test::expect_error_containing([] { parse_client_request(pack({{"op", "update_weight_version"}})); },
+                                "request.new_version: must name the new version");
+  EXPECT_EQ(std::get<GetWeightVersionRequest>(parse_client_request(pack({{"op", "get_weight_version"}, {"rid", "g"}}))),
+            GetWeightVersionRequest{"g"});
 }
 
 TEST(UpdateWeightsOp, NeedsAModelPathOfTheRightType) {
