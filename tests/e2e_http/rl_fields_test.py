@@ -9,6 +9,7 @@ naming it (HTTP and ZeroMQ), common no-op ones accepted.
 Usage: rl_fields_test.py PATH/TO/moe-serve"""
 import os
 import subprocess
+import time
 
 import msgpack
 import requests
@@ -135,7 +136,7 @@ class LaunchFlags(h.unittest.TestCase):
                     break
                 except requests.ConnectionError:
                     self.assertIsNone(server.poll(), "moe-serve exited")
-                    h.time.sleep(0.1)
+                    time.sleep(0.1)
             self.assertEqual(models["data"][0]["id"], "qwen3-moe-tiny")
         finally:
             code, log = sp.terminate(server)
