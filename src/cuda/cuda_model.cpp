@@ -105,10 +105,14 @@ std::string memory_now() {
 
 }  // namespace
 
+// Latent attention's row is in the key pool (every layer's, checked at load); its values go unused.
+int64_t CudaModel::kv_row_size() const {
+  return config_.mla ? CudaMlaAttention::row_floats(config_)
+                     : static_cast<int64_t>(config_.num_key_value_heads) * config_.head_dim;
+}
+
 KvCache CudaModel::make_kv_cache(int64_t num_slots) const {
-  // Latent attention's row is in the key pool (every layer's, checked at load); its values go unused.
-  const int64_t row_size = config_.mla ? CudaMlaAttention::row_floats(config_)
-                                       : static_cast<int64_t>(config_.num_key_value_heads) * config_.head_dim;
+  const int64_t row_size = kv_row_size();
   kv_pool_ = DeviceKvPool();  // free the old pool before allocating the new one
   try {
     kv_pool_ = DeviceKvPool(config_.num_hidden_layers, num_slots, row_size, kv_element_bytes_);
@@ -161,7 +165,8 @@ void CudaModel::reserve_step_workspace(int64_t max_tokens) {
 std::optional<DeviceMemoryUse> CudaModel::device_memory() const {
   size_t free = 0, total = 0;
   check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-  return DeviceMemoryUse{static_cast<int64_t>(total), static_cast<int64_t>(total - free)};
+  return DeviceMemoryUse{static_cast<int64_t>(total), static_cast<int64_t>(total - free),
+                         DeviceKvPool::bytes_for(config_.num_hidden_layers, 1, kv_row_size(), kv_element_bytes_)};
 }
 
 void CudaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, RoutingCapture* capture) {

@@ -41,6 +41,7 @@ class CudaModel final : public Model {
   // The pool's elements are model.h's kv_cache_element_bytes: bf16 in bf16 products. A pool the
   // device cannot hold is a moe::Error with the numbers.
   KvCache make_kv_cache(int64_t num_slots) const override;
+  int64_t kv_row_size() const;  // elements of one layer's key (and value) row per token slot
   // Every activation, the batch tables and cuBLAS's scratch grown to a step of max_tokens tokens
   // (every row needing logits), so that no step up to that size allocates.
   void reserve_step_workspace(int64_t max_tokens) override;

@@ -146,7 +146,9 @@ void size_kv_pool_on_device(EngineSettings& settings, const ModelConfig& model, 
                             const std::optional<DeviceMemoryUse>& memory) {
   if (!memory || settings.max_total_tokens > 0) return;
   const double fraction = settings.mem_fraction_static > 0 ? settings.mem_fraction_static : kDefaultMemFractionStatic;
-  const int64_t per_token = kv_bytes_per_token(model, kv_cache_element_bytes(compute.device, compute.kernel_dtype));
+  const int64_t per_token = memory->kv_bytes_per_token > 0
+                                ? memory->kv_bytes_per_token
+                                : kv_bytes_per_token(model, kv_cache_element_bytes(compute.device, compute.kernel_dtype));
   settings.max_total_tokens = kv_slots_for_memory_fraction(fraction, *memory, per_token);
   spdlog::info("KV pool sized by --mem-fraction-static {}: {} token slots of {} bytes ({:.2f} GiB), the device "
                "holding {:.2f} GiB with {:.2f} GiB in use after loading the weights",

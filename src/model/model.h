@@ -58,6 +58,9 @@ ExpertPlacement expert_placement_for(const ModelConfig& config, const ModelOptio
 struct DeviceMemoryUse {
   int64_t total_bytes = 0;
   int64_t used_bytes = 0;
+  // What one token slot takes in the KV pool the model allocates; 0 when its pool holds the rows that
+  // kv_bytes_per_token() counts (the CUDA pool keeps latent attention's rows in its key half).
+  int64_t kv_bytes_per_token = 0;
 };
 
 // The bytes one element of the KV cache takes: bf16 on a GPU in bf16 products (the K/V rounded to
