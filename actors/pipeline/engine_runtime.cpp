@@ -187,6 +187,8 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   check_model_directories(options);
   // With the model worker elsewhere, this process needs the model's config, never its weights.
   const ModelConfig config = load_model_config(options.model_path);
+  // A bad --pp-size or --pp-layer-split stops the start before any weights load.
+  stage_layers(options, config);
   const bool skip_tokenizer = options.skip_tokenizer_init;
   if (skip_tokenizer && !options.chat_template.empty())
     throw Error("--chat-template needs a tokenizer: leave out --skip-tokenizer-init");

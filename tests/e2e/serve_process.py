@@ -103,7 +103,8 @@ def terminate(process, timeout=30):
 
 
 def golden_request(case, max_new_tokens, rid):
-    return {"rid": rid, "input_ids": case["prompt_ids"], "return_routed_experts": True,
+    """Asks for the MoE layers' rows only, as the goldens hold them (a dense first layer has none)."""
+    return {"rid": rid, "input_ids": case["prompt_ids"], "return_routed_experts": True, "routed_experts_layers": "moe",
             "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens, "ignore_eos": True}}
 
 
