@@ -101,11 +101,12 @@ class IdOnlyModels(unittest.TestCase):
                     sock = sp.connect(server.zmq_port)
                     for i, case in enumerate(cases):
                         request = sp.golden_request(case, golden["max_new_tokens"], f"zmq{i}")
-                        result = sp.zmq_client.generate(sock, dict(request, routed_experts_layers="moe"))
+                        result = sp.zmq_client.generate(sock, request)
                         self.assertEqual(result["text"], "")
                         sp.expect_golden(self, case, list(result["output_ids"]), result["routed_experts"].tolist(),
                                          golden["max_new_tokens"])
-                        every_layer = sp.zmq_client.generate(sock, dict(request, rid=f"zmq-all{i}"))
+                        every_layer = sp.zmq_client.generate(sock, dict(request, rid=f"zmq-all{i}",
+                                                                        routed_experts_layers="all"))
                         np.testing.assert_array_equal(every_layer["routed_experts"][:, golden["moe_layer_ids"], :],
                                                       result["routed_experts"])
                     sock.close()
