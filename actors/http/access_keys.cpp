@@ -1,5 +1,7 @@
 #include "http/access_keys.h"
 
+#include "common/secret_compare.h"
+
 namespace moe::http {
 
 bool is_admin_path(std::string_view path) {
@@ -9,11 +11,11 @@ bool is_admin_path(std::string_view path) {
 }
 
 bool AccessKeys::admin(const std::string& authorization) const {
-  return !admin_api_key.empty() && authorization == "Bearer " + admin_api_key;
+  return !admin_api_key.empty() && same_secret(authorization, "Bearer " + admin_api_key);
 }
 
 bool AccessKeys::user(const std::string& authorization) const {
-  return api_key.empty() || authorization == "Bearer " + api_key || admin(authorization);
+  return api_key.empty() || same_secret(authorization, "Bearer " + api_key) || admin(authorization);
 }
 
 }  // namespace moe::http

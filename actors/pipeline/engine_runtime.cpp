@@ -262,7 +262,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
           tok, PromptFormat{tok_config.chat_template, optional_token(tok_config.bos_token), optional_token(tok_config.eos_token)},
           sizing.limits),
       TokenizerActorEndpoints{endpoints.tokenizer, endpoints.scheduler, options.zmq_endpoint,
-                              static_cast<int64_t>(options.max_request_bytes)},
+                              static_cast<int64_t>(options.max_request_bytes), options.admin_api_key},
       controls);
   // Set on the actors' own loops, which may already be running.
   a.tokenizer_loop->post([&a, on = options.log_requests] { a.tokenizer->log_requests(on); });

@@ -5,6 +5,7 @@
 
 #include "api/api_error.h"
 #include "common/error.h"
+#include "common/secret_compare.h"
 #include "transport/client_protocol.h"
 
 namespace moe::actors {
@@ -29,7 +30,7 @@ std::string zmq_client(const transport::ClientAddress& address) {
 
 TokenizerActor::TokenizerActor(transport::ActorLoop& loop, std::unique_ptr<RequestPreparer> preparer,
                                const TokenizerActorEndpoints& endpoints, SchedulerControls scheduler)
-    : preparer_(std::move(preparer)), scheduler_(std::move(scheduler)) {
+    : preparer_(std::move(preparer)), scheduler_(std::move(scheduler)), admin_api_key_(endpoints.admin_api_key) {
   to_scheduler_ = &loop.make<transport::Outbox>(endpoints.scheduler);
   loop.make<transport::Inbox>(endpoints.inbox, [this](msg::Message&& message) { on_message(std::move(message)); });
   if (!endpoints.clients.empty()) {
@@ -192,14 +193,18 @@ void TokenizerActor::on_zmq_request(transport::ClientAddress address, std::strin
   } else if (auto* abort = std::get_if<transport::AbortRequest>(&request)) {
     on_zmq_abort(address, abort->rid);
   } else if (auto* update = std::get_if<transport::UpdateWeightsRequest>(&request)) {
+    if (!admitted(address, update->rid, update->admin_api_key)) return;
     update_weights(update->update, [this, address, rid = update->rid](const msg::WeightsUpdated& answer) {
       router_->reply(address, transport::encode_weights_updated_reply({rid, answer}));
     });
   } else if (auto* pause = std::get_if<transport::PauseGenerationRequest>(&request)) {
+    if (!admitted(address, pause->rid, pause->admin_api_key)) return;
     router_->reply(address, transport::encode_generation_control_reply({pause->rid, pause_generation(pause->mode)}));
   } else if (auto* resume = std::get_if<transport::ContinueGenerationRequest>(&request)) {
+    if (!admitted(address, resume->rid, resume->admin_api_key)) return;
     router_->reply(address, transport::encode_generation_control_reply({resume->rid, continue_generation()}));
   } else if (auto* relabel = std::get_if<transport::UpdateWeightVersionRequest>(&request)) {
+    if (!admitted(address, relabel->rid, relabel->admin_api_key)) return;
     update_weight_version(relabel->new_version, relabel->abort_all_requests);
     reply_weight_version(address, relabel->rid, "Weight version updated to " + relabel->new_version);
   } else if (auto* query = std::get_if<transport::GetWeightVersionRequest>(&request)) {
@@ -239,6 +244,16 @@ void TokenizerActor::reply_weight_version(const transport::ClientAddress& addres
   answer.message = message;
   answer.weight_version = weight_version();
   router_->reply(address, transport::encode_weights_updated_reply({rid, answer}));
+}
+
+bool TokenizerActor::admitted(const transport::ClientAddress& address, const std::string& rid,
+                              const std::string& admin_api_key) {
+  if (admin_api_key_.empty() || same_secret(admin_api_key, admin_api_key_)) return true;
+  const std::string message = admin_api_key.empty()
+                                  ? "this operation needs the admin key (--admin-api-key): send it as `admin_api_key`"
+                                  : "`admin_api_key` is not this server's admin key";
+  router_->reply(address, transport::encode_client_error(msg::ErrorReply{rid, message, 401, "tokenizer", "admin_api_key"}));
+  return false;
 }
 
 void TokenizerActor::on_zmq_client_gone(const transport::ClientAddress& address) {

@@ -54,6 +54,8 @@ struct TokenizerActorEndpoints {
   std::string inbox, scheduler;
   std::string clients;  // ROUTER endpoint for ZeroMQ clients; empty = none
   int64_t max_client_frame_bytes = 64 << 20;  // larger client frames drop the connection (a public socket)
+  // --admin-api-key: the ZeroMQ operations that change what the server serves carry it; empty = none.
+  std::string admin_api_key;
 };
 
 class TokenizerActor {
@@ -128,11 +130,14 @@ class TokenizerActor {
   // answered: {"success": true, "message", "weight_version"}, the version serving now.
   void reply_weight_version(const transport::ClientAddress& address, const std::string& rid, const std::string& message);
   void on_zmq_client_gone(const transport::ClientAddress& address);
+  // Whether a ZeroMQ admin operation may run; if not, its client has been answered 401.
+  bool admitted(const transport::ClientAddress& address, const std::string& rid, const std::string& admin_api_key);
 
   std::unique_ptr<RequestPreparer> preparer_;
   SchedulerControls scheduler_;
   transport::Outbox* to_scheduler_ = nullptr;
   transport::RouterEndpoint* router_ = nullptr;
+  std::string admin_api_key_;
   std::map<std::string, Client> clients_;  // by "<client>:<rid>"
   std::map<uint64_t, WeightsUpdatedHandler> weight_updates_;  // by UpdateWeights::id
   uint64_t next_update_id_ = 1;

@@ -3,7 +3,9 @@
 // msgpack map; without an `op` key it is a generation with the field names of SGLang's /generate;
 // `"op"` names the others: "expert_load" (the expert-load statistics), "abort" (end one of the
 // client's own requests), "update_weights_from_disk" (SGLang's weight update), "pause_generation" and
-// "continue_generation", "get_weight_version" and "update_weight_version". A reply is a map with the fields of SGLang's /generate response,
+// "continue_generation", "get_weight_version" and "update_weight_version". The operations that change what
+// the server serves (the weight update, pause, continue, the version's relabelling) carry
+// `admin_api_key` when the server was started with --admin-api-key. A reply is a map with the fields of SGLang's /generate response,
 // {"expert_load": {...}, ...}, {"abort": {...}, ...}, {"success", "message", ...},
 // {"message", "status", ...}, or {"error": {...}}. Any language with msgpack can speak it.
 #include <string>
@@ -36,6 +38,7 @@ struct UpdateWeightsRequest {
   std::string rid;           // echoed in the reply's meta_info.id
   msg::UpdateWeights update;  // its id is the front door's to set
   bool flush_cache = true;    // SGLang's field; only true: the prefix cache's KV came from the old weights
+  std::string admin_api_key;  // the server's --admin-api-key, where it has one
   bool operator==(const UpdateWeightsRequest&) const = default;
 };
 
@@ -43,12 +46,14 @@ struct UpdateWeightsRequest {
 struct PauseGenerationRequest {
   std::string rid;  // echoed in the reply's meta_info.id
   msg::PauseMode mode = msg::PauseMode::Abort;
+  std::string admin_api_key;  // the server's --admin-api-key, where it has one
   bool operator==(const PauseGenerationRequest&) const = default;
 };
 
 // {"op": "continue_generation", "rid"}: SGLang's /continue_generation.
 struct ContinueGenerationRequest {
   std::string rid;
+  std::string admin_api_key;  // the server's --admin-api-key, where it has one
   bool operator==(const ContinueGenerationRequest&) const = default;
 };
 
@@ -64,6 +69,7 @@ struct UpdateWeightVersionRequest {
   std::string rid;
   std::string new_version;
   bool abort_all_requests = false;
+  std::string admin_api_key;  // the server's --admin-api-key, where it has one
   bool operator==(const UpdateWeightVersionRequest&) const = default;
 };
 

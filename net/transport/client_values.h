@@ -77,15 +77,22 @@ void visit_client_fields(M& request, Visit&& visit) {
   visit("rid", request.rid);
   visit("new_version", request.new_version);
   visit("abort_all_requests", request.abort_all_requests);
+  visit("admin_api_key", request.admin_api_key);
 }
 
 // The fields of the operations whose only field besides `op` is the rid: abort (the request to
-// end), continue_generation and get_weight_version (echoed in the answer).
+// end) and get_weight_version (echoed in the answer).
 template <class M, class Visit>
-  requires msg::StructOf<M, AbortRequest> || msg::StructOf<M, ContinueGenerationRequest> ||
-           msg::StructOf<M, GetWeightVersionRequest>
+  requires msg::StructOf<M, AbortRequest> || msg::StructOf<M, GetWeightVersionRequest>
 void visit_client_fields(M& request, Visit&& visit) {
   visit("rid", request.rid);
+}
+
+// The fields of continue_generation besides its `op`.
+template <msg::StructOf<ContinueGenerationRequest> M, class Visit>
+void visit_client_fields(M& request, Visit&& visit) {
+  visit("rid", request.rid);
+  visit("admin_api_key", request.admin_api_key);
 }
 
 // The fields of a weight update besides its `op`, by SGLang's names.
@@ -96,6 +103,7 @@ void visit_client_fields(M& request, Visit&& visit) {
   visit("weight_version", request.update.weight_version);
   visit("abort_all_requests", request.update.abort_all_requests);
   visit("flush_cache", request.flush_cache);
+  visit("admin_api_key", request.admin_api_key);
 }
 
 // The fields of a pause besides its `op`, by SGLang's names.
@@ -103,6 +111,7 @@ template <msg::StructOf<PauseGenerationRequest> M, class Visit>
 void visit_client_fields(M& request, Visit&& visit) {
   visit("rid", request.rid);
   visit("mode", request.mode);
+  visit("admin_api_key", request.admin_api_key);
 }
 
 }  // namespace moe::transport

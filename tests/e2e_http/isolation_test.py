@@ -2,7 +2,7 @@
 (--api-key, --admin-api-key) and a ZeroMQ endpoint: two ZeroMQ clients and HTTP each run a request of
 the same rid at once (nobody can squat or probe another's rid); HTTP /abort_request by rid ends only
 the HTTP one, abort_all needs the admin key and with it ends every client's; the admin endpoints refuse
-the API key alone; a client reuses its own rid once its request ended; /update_weights_from_disk on a
+the API key alone, over ZeroMQ too (`admin_api_key`); a client reuses its own rid once its request ended; /update_weights_from_disk on a
 checkpoint whose files are links to /etc/passwd answers with the path and a reason of the server's,
 never the bytes it read.
 Usage: isolation_test.py PATH/TO/moe-serve"""
@@ -115,6 +115,33 @@ class Isolation(hh.ServerTest):
         info = hh.requests.get(self.server.url + "/get_server_info", headers=auth(USER), timeout=10).json()
         self.assertTrue(info["admin_api_key_required"])
         self.assertNotIn(ADMIN, str(info))
+
+    def test_zeromq_admin_operations_need_the_admin_key(self):
+        sock = self.zmq_client()
+        operations = ({"op": "pause_generation", "mode": "in_place"}, {"op": "continue_generation"},
+                      {"op": "update_weight_version", "new_version": "squatted"},
+                      {"op": "update_weights_from_disk", "model_path": sp.MODEL, "weight_version": "squatted"})
+        for key in (None, USER, "wrong"):
+            for i, operation in enumerate(operations):
+                with self.subTest(op=operation["op"], key=key):
+                    request = dict(operation, rid=f"op{i}")
+                    if key is not None:
+                        request["admin_api_key"] = key
+                    sock.send(msgpack.packb(request))
+                    refused = sp.wait_for_reply(self, sock, 30)
+                    self.assertEqual(refused["error"]["code"], 401, refused)
+                    self.assertIn("admin", refused["error"]["message"])
+                    self.assertEqual(refused["error"]["rid"], f"op{i}")
+        # Nothing was paused or relabelled: a generation runs and carries the weights' own version.
+        sock.send(msgpack.packb({"rid": "after", "text": "Hello", "sampling_params": {"max_new_tokens": 2}}))
+        reply = sp.wait_for_reply(self, sock, 60)
+        self.assertNotIn("error", reply, reply)
+        self.assertNotEqual(reply["meta_info"]["weight_version"], "squatted")
+        sock.send(msgpack.packb({"op": "update_weight_version", "rid": "v", "new_version": "relabelled",
+                                 "admin_api_key": ADMIN}))
+        relabelled = sp.wait_for_reply(self, sock, 30)
+        self.assertTrue(relabelled["success"], relabelled)
+        self.assertEqual(relabelled["weight_version"], "relabelled")
 
     def test_weight_update_errors_never_echo_file_content(self):
         with open("/etc/passwd", "rb") as f:

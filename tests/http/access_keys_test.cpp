@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/secret_compare.h"
+
 namespace moe::http {
 namespace {
 
@@ -34,6 +36,16 @@ TEST(AccessKeys, WithoutKeysEveryoneIsAUserAndNobodyAnAdmin) {
   const AccessKeys admin_only{"", "admin"};
   EXPECT_TRUE(admin_only.user(""));
   EXPECT_TRUE(admin_only.admin("Bearer admin"));
+}
+
+TEST(SameSecret, EqualOnlyForTheSameBytesWhateverTheLengths) {
+  EXPECT_TRUE(same_secret("admin-key", "admin-key"));
+  EXPECT_TRUE(same_secret("", ""));
+  EXPECT_FALSE(same_secret("admin-kez", "admin-key"));
+  EXPECT_FALSE(same_secret("admin", "admin-key"));      // a prefix
+  EXPECT_FALSE(same_secret("admin-key-and", "admin-key"));  // longer
+  EXPECT_FALSE(same_secret("", "admin-key"));
+  EXPECT_FALSE(same_secret(std::string_view("admin\0key", 9), "admin"));
 }
 
 }  // namespace
