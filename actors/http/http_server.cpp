@@ -18,7 +18,7 @@ using boost::system::error_code;
 // The acceptor and the shared state, kept alive by the pending accept.
 struct HttpServer::State : std::enable_shared_from_this<HttpServer::State> {
   State(asio::io_context& io, EngineFrontend& engine, HttpServerConfig config)
-      : acceptor(io), shared(std::make_shared<ServerShared>(engine, std::move(config))) {}
+      : acceptor(io), shared(std::make_shared<ServerShared>(io, engine, std::move(config))) {}
 
   void accept() {
     acceptor.async_accept([self = shared_from_this()](error_code error, asio::ip::tcp::socket socket) {

@@ -124,13 +124,13 @@ void HttpSession::read_failed(error_code error) {
 void HttpSession::dispatch() {
   disarm_deadline();
   auto& message = parser_->get();
-  const HttpRequest request{std::string(message.method_string()), std::string(message.target()),
-                            std::move(message.body()), std::string(message[beast_http::field::authorization])};
+  HttpRequest request{std::string(message.method_string()), std::string(message.target()),
+                      std::move(message.body()), std::string(message[beast_http::field::authorization])};
   body_bytes_ = request.body.size();
   parser_.reset();
   answering_ = true;
   answer_queued_ = false;
-  std::shared_ptr<PendingAnswer> exchange = shared_->router.route(request, shared_from_this());
+  std::shared_ptr<PendingAnswer> exchange = shared_->router.route(std::move(request), shared_from_this());
   if (answer_queued_ || closed_) return;
   exchange_ = std::move(exchange);
   watch_client();

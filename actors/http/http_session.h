@@ -26,9 +26,9 @@ class HttpSession;
 
 // What every connection of one server shares; kept alive by the connections' pending operations.
 struct ServerShared {
-  ServerShared(EngineFrontend& engine, HttpServerConfig server_config)
+  ServerShared(boost::asio::io_context& io, EngineFrontend& engine, HttpServerConfig server_config)
       : config(std::move(server_config)),
-        router(engine, config.keys, config.output_parsers, config.max_batch_prompts, config.ids_only) {}
+        router(io, engine, config.keys, config.output_parsers, config.max_batch_prompts, config.ids_only) {}
   HttpServerConfig config;
   RequestRouter router;
   std::unordered_map<HttpSession*, std::weak_ptr<HttpSession>> sessions;  // open connections, for stop()

@@ -2,6 +2,8 @@
 
 #include <array>
 #include <ctime>
+#include <exception>
+#include <functional>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -75,16 +77,57 @@ constexpr std::array kRoutes = {
     Route{"/resume_memory_occupation", "POST", Endpoint::NotYetSupported},
 };
 
+// Bodies this large are parsed on the parse thread: about 15 ms of parsing a MiB, which the front's
+// thread (every other client's requests and answers) takes for smaller ones.
+constexpr size_t kParseOnFrontBytes = 1 << 20;
+
+// Runs `answer`, turning what it throws into the client's error reply: ApiErrors as they say, any
+// other exception a 500 (a fault of the engine's, not the client's: the client still gets an answer).
+void answer_errors_of(const std::function<void()>& answer, ResponseChannel& channel) {
+  try {
+    answer();
+  } catch (const api::ApiError& error) {
+    channel.send(error_reply(error));
+  } catch (const std::exception& error) {
+    channel.send(error_reply(api::ApiError(500, error.what())));
+  }
+}
+
+// A generation call read from a body in JSON (the api's own parser; a chat keeps the client's key
+// order so that tools reach the chat template as the client wrote them).
+api::GenerationCall parse_generation_call(api::ApiKind api, std::string_view body, const std::string& model_name,
+                                          const api::OutputParsers& parsers) {
+  switch (api) {
+    case api::ApiKind::Generate: return api::parse_generate(api::parse_json_body(body));
+    case api::ApiKind::Completion: return api::parse_completion(api::parse_json_body(body), model_name);
+    case api::ApiKind::ChatCompletion:
+      return api::parse_chat_completion(api::parse_ordered_json_body(body), model_name, parsers);
+  }
+  throw api::ApiError(500, "unknown generation api");
+}
+
+// A generation whose body is still being parsed: the client may leave before its exchange starts.
+class ParsingGeneration final : public PendingAnswer {
+ public:
+  void cancel() override {
+    cancelled = true;
+    if (started) started->cancel();
+  }
+  bool cancelled = false;
+  std::shared_ptr<PendingAnswer> started;  // once parsed
+};
+
 }  // namespace
 
-RequestRouter::RequestRouter(EngineFrontend& engine, AccessKeys keys, api::OutputParsers parsers,
-                             size_t max_batch_prompts, bool ids_only)
+RequestRouter::RequestRouter(boost::asio::io_context& front, EngineFrontend& engine, AccessKeys keys,
+                             api::OutputParsers parsers, size_t max_batch_prompts, bool ids_only)
     : engine_(engine),
       keys_(std::move(keys)),
       parsers_(parsers),
       max_batch_prompts_(max_batch_prompts),
       ids_only_(ids_only),
-      started_(static_cast<int64_t>(std::time(nullptr))) {}
+      started_(static_cast<int64_t>(std::time(nullptr))),
+      parse_thread_(front) {}
 
 std::optional<HttpReply> RequestRouter::refuse_without_key(const std::string& path, const HttpRequest& request) const {
   if (path == "/health" || path == "/metrics") return std::nullopt;
@@ -103,8 +146,7 @@ HttpReply RequestRouter::unauthorized(const std::string& message) {
   return reply;
 }
 
-std::shared_ptr<PendingAnswer> RequestRouter::route(const HttpRequest& request,
-                                                         const std::shared_ptr<ResponseChannel>& channel) {
+std::shared_ptr<PendingAnswer> RequestRouter::route(HttpRequest request, const std::shared_ptr<ResponseChannel>& channel) {
   const std::string_view target = request.target;
   const std::string path(target.substr(0, target.find('?')));
   if (std::optional<HttpReply> refusal = refuse_without_key(path, request)) {
@@ -115,18 +157,21 @@ std::shared_ptr<PendingAnswer> RequestRouter::route(const HttpRequest& request,
   for (const Route& route : kRoutes) {
     if (route.path == path) matched = &route;
   }
-  try {
+  std::shared_ptr<PendingAnswer> pending;
+  answer_errors_of([&] {
     if (matched == nullptr) throw api::ApiError::not_found("no endpoint at " + path);
     if (matched->method != request.method) {
       HttpReply reply = error_reply(api::ApiError(405, "use " + std::string(matched->method) + " for " + path));
       reply.headers.emplace_back("Allow", matched->method);
       channel->send(std::move(reply));
-      return nullptr;
+      return;
     }
     switch (matched->endpoint) {
-      case Endpoint::Generate: return generate(api::ApiKind::Generate, request, channel);
-      case Endpoint::Completion: return generate(api::ApiKind::Completion, request, channel);
-      case Endpoint::ChatCompletion: return generate(api::ApiKind::ChatCompletion, request, channel);
+      case Endpoint::Generate: pending = generate(api::ApiKind::Generate, std::move(request), channel); break;
+      case Endpoint::Completion: pending = generate(api::ApiKind::Completion, std::move(request), channel); break;
+      case Endpoint::ChatCompletion:
+        pending = generate(api::ApiKind::ChatCompletion, std::move(request), channel);
+        break;
       case Endpoint::Models:
         channel->send(json_reply(200, api::model_list(engine_.model_name(), started_, engine_.model_info().max_model_len)));
         break;
@@ -141,7 +186,7 @@ std::shared_ptr<PendingAnswer> RequestRouter::route(const HttpRequest& request,
       case Endpoint::UpdateWeights: update_weights(request, channel); break;
       case Endpoint::AbortRequest: channel->send(abort_request(request, keys_.admin(request.authorization))); break;
       case Endpoint::FlushCache: channel->send(flush_cache()); break;
-      case Endpoint::HealthGenerate: return health_generate(channel);
+      case Endpoint::HealthGenerate: pending = health_generate(channel); break;
       case Endpoint::Tokenize: channel->send(tokenize(request)); break;
       case Endpoint::Detokenize: channel->send(detokenize(request)); break;
       case Endpoint::ModelInfo: channel->send(json_reply(200, api::model_info_json(engine_.model_info()))); break;
@@ -156,29 +201,41 @@ std::shared_ptr<PendingAnswer> RequestRouter::route(const HttpRequest& request,
         channel->send(json_reply(200, api::generation_control_json(engine_.continue_generation())));
         break;
     }
-  } catch (const api::ApiError& error) {
-    channel->send(error_reply(error));
-  } catch (const std::exception& error) {
-    // A fault of the engine's, not the client's: the client still gets an answer.
-    channel->send(error_reply(api::ApiError(500, error.what())));
-  }
-  return nullptr;
+  }, *channel);
+  return pending;
 }
 
-std::shared_ptr<PendingAnswer> RequestRouter::generate(api::ApiKind api, const HttpRequest& request,
+std::shared_ptr<PendingAnswer> RequestRouter::generate(api::ApiKind api, HttpRequest request,
                                                        const std::shared_ptr<ResponseChannel>& channel) {
   refuse_when_shutting_down();
-  api::GenerationCall call;
-  switch (api) {
-    case api::ApiKind::Generate: call = api::parse_generate(api::parse_json_body(request.body)); break;
-    case api::ApiKind::Completion:
-      call = api::parse_completion(api::parse_json_body(request.body), engine_.model_name());
-      break;
-    case api::ApiKind::ChatCompletion:
-      // In the client's key order: tools reach the chat template as the client wrote them.
-      call = api::parse_chat_completion(api::parse_ordered_json_body(request.body), engine_.model_name(), parsers_);
-      break;
-  }
+  if (request.body.size() < kParseOnFrontBytes)
+    return start_generation(parse_generation_call(api, request.body, engine_.model_name(), parsers_), channel);
+  auto answer = std::make_shared<ParsingGeneration>();
+  auto call = std::make_shared<api::GenerationCall>();
+  auto failure = std::make_shared<std::exception_ptr>();
+  parse_thread_.run(
+      [api, call, failure, body = std::move(request.body), model_name = engine_.model_name(), parsers = parsers_] {
+        try {
+          *call = parse_generation_call(api, body, model_name, parsers);
+        } catch (...) {
+          *failure = std::current_exception();
+        }
+      },
+      // The session keeps the router alive: while the client is connected, `this` is.
+      [this, answer, call, failure, client = std::weak_ptr<ResponseChannel>(channel)] {
+        const std::shared_ptr<ResponseChannel> channel = client.lock();
+        if (!channel || answer->cancelled) return;
+        answer_errors_of([&] {
+          if (*failure) std::rethrow_exception(*failure);
+          refuse_when_shutting_down();
+          answer->started = start_generation(std::move(*call), channel);
+        }, *channel);
+      });
+  return answer;
+}
+
+std::shared_ptr<PendingAnswer> RequestRouter::start_generation(api::GenerationCall call,
+                                                               const std::shared_ptr<ResponseChannel>& channel) {
   check_batch_size(call.requests.size());
   call.ids_only = ids_only_;
   auto exchange = std::make_shared<GenerationExchange>(std::move(call), engine_, channel);

@@ -15,6 +15,7 @@
 #include "http/generation_exchange.h"
 #include "http/http_exchange.h"
 #include "http/http_server.h"
+#include "http/parse_thread.h"
 
 namespace moe::http {
 
@@ -26,20 +27,25 @@ class RequestRouter {
   // non-empty admin key by the admin endpoints (access_keys.h).
   // `parsers`: the chat output parsers (--tool-call-parser, --reasoning-parser). A request bringing
   // more than `max_batch_prompts` prompts (or texts or id lists) is refused before any is submitted.
-  // `ids_only`: a server without a tokenizer, whose /generate answers carry no text.
-  RequestRouter(EngineFrontend& engine, AccessKeys keys = {}, api::OutputParsers parsers = {},
-                size_t max_batch_prompts = kDefaultMaxBatchPrompts, bool ids_only = false);
+  // `ids_only`: a server without a tokenizer, whose /generate answers carry no text. `front`: the
+  // server's io_context, where a body parsed on the parse thread comes back to be answered.
+  RequestRouter(boost::asio::io_context& front, EngineFrontend& engine, AccessKeys keys = {},
+                api::OutputParsers parsers = {}, size_t max_batch_prompts = kDefaultMaxBatchPrompts,
+                bool ids_only = false);
 
   // Answers `request` through `channel` now, or later: then it returns what the session must
   // cancel when the client leaves (a generation, a health probe), or null when nothing needs to be
   // (a weight update, which goes on and answers if the client is still there). Never throws: a bad
   // request is answered with its error.
-  std::shared_ptr<PendingAnswer> route(const HttpRequest& request, const std::shared_ptr<ResponseChannel>& channel);
+  std::shared_ptr<PendingAnswer> route(HttpRequest request, const std::shared_ptr<ResponseChannel>& channel);
 
  private:
-  // Parses a generation call of `api` and starts its exchange.
-  std::shared_ptr<PendingAnswer> generate(api::ApiKind api, const HttpRequest& request,
+  // Parses a generation call of `api` (a body of kParseOnFrontBytes or more on the parse thread)
+  // and starts its exchange.
+  std::shared_ptr<PendingAnswer> generate(api::ApiKind api, HttpRequest request,
                                           const std::shared_ptr<ResponseChannel>& channel);
+  // Starts the exchange of a parsed call.
+  std::shared_ptr<PendingAnswer> start_generation(api::GenerationCall call, const std::shared_ptr<ResponseChannel>& channel);
 
   // SGLang's native endpoints (native_endpoints.cpp).
   // Starts a weight update; the answer goes to `channel` when it is over.
@@ -72,6 +78,7 @@ class RequestRouter {
   size_t max_batch_prompts_;
   bool ids_only_;
   int64_t started_;  // Unix time, the `created` of the model list
+  ParseThread parse_thread_;  // last: joined before the members its parses read are gone
 };
 
 }  // namespace moe::http

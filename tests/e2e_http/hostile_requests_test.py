@@ -2,10 +2,12 @@
 turn's tool call over HTTP, a turn's `extra_fields` over ZeroMQ) is a 400 naming the field and the limit of 128 levels,
 where it used to overflow the tokenizer thread's stack; and requests too large to be useful (60 MB of unclosed '[',
 12 million "[1]", 100,000 prompts, 10 MB of chat content or of /tokenize text) are refused at once while a second client's requests
-keep their latency, and the memory the bad request took is given back.
+keep their latency, and the memory the bad request took is given back; a valid body of 3 MiB (parsed off the
+front's loop) is answered as its small form is, and clients that leave while theirs is parsed cost nothing.
 Usage: hostile_requests_test.py PATH/TO/moe-serve"""
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -135,6 +137,31 @@ class HostileRequests(hh.ServerTest):
         rss_after = self.server.rss_bytes()
         self.assertLess(rss_after - rss_before, 256 << 20,
                         f"resident memory grew from {rss_before >> 20} MiB to {rss_after >> 20} MiB")
+
+    def test_large_valid_bodies_are_answered_as_small_ones_and_their_clients_may_leave(self):
+        """A body of 1 MiB or more is parsed off the front's loop; its answer is the one a small body gets."""
+        body = {"input_ids": [[9707, 11, 1879], [785, 6722]], "return_routed_experts": True,
+                "sampling_params": {"temperature": 0, "max_new_tokens": 4, "ignore_eos": True}}
+        small = self.post_raw("/generate", json.dumps(body))
+        self.assertEqual(small.status_code, 200, small.text)
+        padding = " " * (3 << 20)  # JSON whitespace: the same request in a body of 3 MiB
+
+        def expect_as_small(reply):
+            self.assertEqual(reply.status_code, 200, reply.text[:2000])
+            for ours, theirs in zip(reply.json(), small.json(), strict=True):
+                self.assertEqual(ours["output_ids"], theirs["output_ids"])
+                self.assertEqual(ours["meta_info"]["routed_experts"], theirs["meta_info"]["routed_experts"])
+
+        expect_as_small(self.post_raw("/generate", "{" + padding + json.dumps(body)[1:]))
+        # Clients that leave while their body is parsed: nothing is answered to them, and nobody else waits.
+        streamed = dict(body, stream=True, sampling_params=dict(body["sampling_params"], max_new_tokens=2000))
+        for _ in range(4):
+            with socket.create_connection(("127.0.0.1", int(self.server.url.rsplit(":", 1)[1]))) as gone:
+                data = ("{" + padding + json.dumps(streamed)[1:]).encode()
+                gone.sendall(b"POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data)
+        self.assertLess(self.small_request_seconds(), 30)
+        expect_as_small(self.post_raw("/generate", json.dumps(body)))
 
 
 class SmallerRequestLimit(hh.ServerTest):
