@@ -134,7 +134,8 @@ std::unique_ptr<transport::Context> deployment_context(const ServeOptions& optio
   }
   const std::pair<const char*, const std::string&> endpoints[] = {{"--worker-endpoint", options.worker_endpoint},
                                                                   {"--scheduler-endpoint", options.scheduler_endpoint},
-                                                                  {"--pp-next-endpoint", options.pp_next_endpoint}};
+                                                                  {"--pp-next-endpoint", options.pp_next_endpoint},
+                                                                  {"--dist-init-addr", options.dist_init_addr}};
   for (const auto& [flag, endpoint] : endpoints)
     if (endpoint.rfind("tcp://", 0) == 0)
       throw Error(std::string(flag) + " " + endpoint +
@@ -200,7 +201,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   if (!options.chat_template.empty()) tok_config.chat_template = read_text_file(options.chat_template);
   const bool local_worker = options.worker_endpoint.empty();
   Actors& a = *actors_;
-  if (local_worker && expert_ranks_in_processes(options)) a.expert_group = std::make_unique<ExpertParallelGroup>(options);
+  if (local_worker && expert_ranks_in_processes(options)) a.expert_group = std::make_unique<ExpertParallelGroup>(options, *context_);
   std::vector<std::unique_ptr<Model>> stage_models;
   for (int rank = 0; local_worker && rank < options.pp_size; ++rank)
     stage_models.push_back(load_served_model(options, options.model_path, layers_of_stage(options, config, rank),
@@ -376,13 +377,13 @@ void EngineRuntime::drain(std::chrono::milliseconds timeout) {
 }
 
 void run_worker_process(const ServeOptions& options) {
+  const std::unique_ptr<transport::Context> context = deployment_context(options);
   std::unique_ptr<ExpertParallelGroup> expert_group;
-  if (expert_ranks_in_processes(options)) expert_group = std::make_unique<ExpertParallelGroup>(options);
+  if (expert_ranks_in_processes(options)) expert_group = std::make_unique<ExpertParallelGroup>(options, *context);
   const bool follows = expert_group && options.ep_rank > 0;  // talks to rank 0 only
   if (!follows && (options.scheduler_endpoint.empty() || options.worker_endpoint.empty()))
     throw Error("a worker process needs --worker-endpoint (to bind) and --scheduler-endpoint (to connect)");
   check_model_directories(options);
-  const std::unique_ptr<transport::Context> context = deployment_context(options);
   const ModelConfig config = load_model_config(options.model_path);
   if (options.pp_rank < 0 || options.pp_rank >= options.pp_size)
     throw Error("--pp-rank must lie in [0, --pp-size), got " + std::to_string(options.pp_rank));

@@ -19,7 +19,7 @@ bool expert_ranks_in_processes(const ServeOptions& options) {
   return options.ep_size > 1 && (!options.dist_init_addr.empty() || !options.rank_command.empty());
 }
 
-ExpertParallelGroup::ExpertParallelGroup(const ServeOptions& options) : options_(options) {
+ExpertParallelGroup::ExpertParallelGroup(const ServeOptions& options, transport::Context& context) : options_(options) {
   if (options.ep_rank < 0 || options.ep_rank >= options.ep_size)
     throw Error("--ep-rank must lie in [0, --ep-size), got " + std::to_string(options.ep_rank));
   if (options.pp_size > 1) throw Error("expert-parallel ranks in processes of their own run without --pp-size");
@@ -29,7 +29,9 @@ ExpertParallelGroup::ExpertParallelGroup(const ServeOptions& options) : options_
     throw Error("expert-parallel rank " + std::to_string(options.ep_rank) +
                 " needs --dist-init-addr, the endpoint rank 0 binds (tcp://HOST:PORT)");
   collective::GroupOptions group;
-  group.endpoint = options.dist_init_addr.empty() ? "tcp://127.0.0.1:*" : options.dist_init_addr;
+  // Ranks this process starts meet on one host, at a socket file of ZeroMQ's choosing.
+  group.endpoint = options.dist_init_addr.empty() ? "ipc://*" : options.dist_init_addr;
+  group.context = &context;
   group.rank = options.ep_rank;
   group.size = options.ep_size;
   group.name = "expert-parallel rank";

@@ -12,6 +12,10 @@
 #include "pipeline/serve_options.h"
 #include "worker/model_worker.h"
 
+namespace moe::transport {
+class Context;
+}
+
 namespace moe::actors {
 
 class RankProcesses;
@@ -21,10 +25,12 @@ bool expert_ranks_in_processes(const ServeOptions& options);
 
 class ExpertParallelGroup {
  public:
-  // Rank options.ep_rank's side of the group: rank 0 binds options.dist_init_addr (a free loopback port
-  // when empty) and starts ranks 1.. when options.rank_command is given; the others connect. The model
+  // Rank options.ep_rank's side of the group: rank 0 binds options.dist_init_addr (a socket file of
+  // ZeroMQ's choosing, ipc://, when empty) and starts ranks 1.. when options.rank_command is given; the others connect. The model
   // may be loaded over communicator() before join().
-  explicit ExpertParallelGroup(const ServeOptions& options);
+  // `context`: the process's ZeroMQ context; with --internal-key-file the ranks authenticate each
+  // other with its key. It must outlive the group.
+  ExpertParallelGroup(const ServeOptions& options, transport::Context& context);
   ~ExpertParallelGroup();
 
   Communicator& communicator();

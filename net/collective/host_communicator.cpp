@@ -9,6 +9,8 @@
 #include <zmq_addon.hpp>
 
 #include "common/error.h"
+#include "transport/internal_socket_auth.h"
+#include "transport/zmq_context.h"
 
 namespace moe::collective {
 namespace {
@@ -45,7 +47,8 @@ std::string str(const zmq::message_t& frame) { return std::string(static_cast<co
 
 struct HostCommunicator::State {
   GroupOptions options;
-  zmq::context_t context{1};
+  std::unique_ptr<transport::Context> own_context;  // when the options bring none
+  zmq::context_t* context = nullptr;                 // the options' or own_context's
   zmq::socket_t socket;
   // ZeroMQ's reports of `socket`'s connections closing: a peer that stopped is noticed at once, not
   // only when a wait runs out.
@@ -72,7 +75,7 @@ struct HostCommunicator::State {
     const std::string address = "inproc://host-communicator-" + std::to_string(reinterpret_cast<uintptr_t>(this));
     if (zmq_socket_monitor(socket.handle(), address.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
       throw Error("the host communicator could not watch its connections");
-    monitor = zmq::socket_t(context, zmq::socket_type::pair);
+    monitor = zmq::socket_t(*context, zmq::socket_type::pair);
     monitor.set(zmq::sockopt::linger, 0);
     monitor.connect(address);
   }
@@ -187,9 +190,13 @@ HostCommunicator::HostCommunicator(GroupOptions options) : state_(std::make_uniq
     throw Error(options.name + " " + std::to_string(options.rank) + " is outside a group of " +
                 std::to_string(options.size));
   s.options = std::move(options);
+  if (s.options.context == nullptr) s.own_context = std::make_unique<transport::Context>();
+  transport::Context& context = s.options.context ? *s.options.context : *s.own_context;
+  s.context = &context.native();
   const bool hub = s.options.rank == 0;
-  s.socket = zmq::socket_t(s.context, hub ? zmq::socket_type::router : zmq::socket_type::dealer);
+  s.socket = zmq::socket_t(*s.context, hub ? zmq::socket_type::router : zmq::socket_type::dealer);
   s.socket.set(zmq::sockopt::linger, 0);
+  transport::use_internal_key(context, s.socket, s.options.endpoint, hub);
   if (hub) {
     s.socket.bind(s.options.endpoint);
     s.endpoint = s.socket.get(zmq::sockopt::last_endpoint);

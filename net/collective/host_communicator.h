@@ -1,5 +1,6 @@
 #pragma once
-// The communicator of CPU processes (one host or several), over ZeroMQ tcp://: rank 0 binds a ROUTER at
+// The communicator of CPU processes (one host or several), over ZeroMQ (tcp://, or ipc:// on one host;
+// with the deployment's internal key, CURVE-authenticated: transport/internal_socket_auth.h): rank 0 binds a ROUTER at
 // the group's endpoint, every other rank connects a DEALER to it. Rank 0 is the hub of every
 // collective: it receives each rank's part, combines them in rank order and sends the result back, so
 // an all-reduce adds exactly as the one-process path does (communicator.h), whatever the timing.
@@ -16,6 +17,10 @@
 
 #include "parallel/communicator.h"
 
+namespace moe::transport {
+class Context;
+}
+
 namespace moe::collective {
 
 struct GroupOptions {
@@ -23,6 +28,9 @@ struct GroupOptions {
   int rank = 0;
   int size = 1;
   std::string name = "rank";  // how errors name a member, e.g. "expert-parallel rank"
+  // The process's ZeroMQ context, whose internal key (if any) authenticates the ranks; null: a
+  // context of the communicator's own, without a key. It must outlive the communicator.
+  transport::Context* context = nullptr;
   // Longest wait inside a collective for the other ranks' parts (or rank 0's answer).
   std::chrono::milliseconds timeout{60000};
 };

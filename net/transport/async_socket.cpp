@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "transport/peer_connections.h"
+#include "transport/internal_socket_auth.h"
 #include "transport/zmq_context.h"
 
 namespace moe::transport {
@@ -258,23 +259,9 @@ struct AsyncSocket::Impl : std::enable_shared_from_this<Impl> {
   }
 
   // Before the bind or connect to `endpoint`: an internal socket to another process speaks CURVE
-  // with the context's key, if it has one (the key given as 40 Z85 characters and their NUL).
+  // with the context's key, if it has one.
   void authenticate(const std::string& endpoint, bool bound) {
-    const InternalKey* key = context.internal_key();
-    if (!internal || key == nullptr || endpoint.rfind("inproc://", 0) == 0) return;
-    auto set_key = [this](int option, const std::string& z85) {
-      if (zmq_setsockopt(socket.handle(), option, z85.c_str(), z85.size() + 1) != 0)
-        throw Error(std::string("cannot set a CURVE key: ") + zmq_strerror(zmq_errno()));
-    };
-    if (!bound) {
-      set_key(ZMQ_CURVE_SERVERKEY, key->public_key);
-      set_key(ZMQ_CURVE_PUBLICKEY, key->public_key);
-      set_key(ZMQ_CURVE_SECRETKEY, key->secret_key);
-      return;
-    }
-    socket.set(zmq::sockopt::curve_server, true);
-    set_key(ZMQ_CURVE_SECRETKEY, key->secret_key);
-    socket.set(zmq::sockopt::zap_domain, "moe-internal");  // every handshake asks the ZapHandler
+    if (!internal || !use_internal_key(context, socket, endpoint, bound) || !bound) return;
     // Handshakes that fail before a key is shown (no CURVE, another server key) reach no ZAP
     // handler: the socket's monitor reports them, and the ZapHandler's thread logs them.
     static std::atomic<uint64_t> monitors{0};

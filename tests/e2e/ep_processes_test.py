@@ -2,7 +2,8 @@
 its own process, holding only its experts; every MoE layer all-reduced in rank order over the host
 communicator). For every fixture, through --ep-size 2, and 4 in prefill chunks of 7, every golden case
 alone, all at once, and again from the prefix cache gets the ids and routing rows of one process (and the
-goldens). Ranks started by hand meet rank 0 at --dist-init-addr; one whose settings differ, or one that
+goldens). Ranks started by hand meet rank 0 at --dist-init-addr, a tcp:// address only with the deployment's
+--internal-key-file (a rank holding another key never joins); one whose settings differ, or one that
 never comes, stops the start naming that rank; a rank killed while serving fails the requests in flight
 with an error, never a wrong reply. --load-format dummy serves random weights made from a config.json
 alone, alike through one process and two ranks.
@@ -107,16 +108,42 @@ class ExpertRanksInProcesses(unittest.TestCase):
                          [[(ids, rows) for ids, rows, _ in r] for r in two])
         self.assertNotEqual(one[0][0][0], golden_of(sp.MODEL)["cases"][0]["output_ids"])  # other weights
 
-    def start_by_hand(self, rank0_flags, rank1_flags, timeout=120):
-        """Rank 0 (the server) and rank 1 (--role worker) started by hand, meeting at a free port."""
+    def key_file(self):
+        """A new internal key (moe-serve --make-internal-key), removed after the test."""
+        directory = tempfile.mkdtemp(prefix="moe-ep-key-")
+        self.addCleanup(shutil.rmtree, directory)
+        path = os.path.join(directory, "internal.key")
+        subprocess.run([MOE_SERVE, "--make-internal-key", path], check=True, capture_output=True, timeout=60)
+        return path
+
+    def start_by_hand(self, rank0_flags, rank1_flags, timeout=120, rank1_key=None):
+        """Rank 0 (the server) and rank 1 (--role worker) started by hand, meeting at a free port and
+        holding the deployment's internal key (rank 1 `rank1_key` when given)."""
+        key = self.key_file()
         meet = f"tcp://127.0.0.1:{sp.free_port()}"
         server, port = start(sp.MODEL, "--ep-size", "2", "--dist-init-addr", meet, "--dist-timeout", str(timeout),
-                             *rank0_flags)
+                             "--internal-key-file", key, *rank0_flags)
         rank1 = None
         if rank1_flags is not None:
             rank1, _ = start(sp.MODEL, "--role", "worker", "--ep-size", "2", "--ep-rank", "1", "--dist-init-addr",
-                             meet, "--dist-timeout", str(timeout), *rank1_flags)
+                             meet, "--dist-timeout", str(timeout), "--internal-key-file", rank1_key or key,
+                             *rank1_flags)
         return server, rank1, port
+
+    def test_ranks_over_tcp_authenticate_with_the_deployments_key(self):
+        meet = f"tcp://127.0.0.1:{sp.free_port()}"
+        keyless, _ = start(sp.MODEL, "--ep-size", "2", "--dist-init-addr", meet)
+        log, _ = keyless.communicate(timeout=120)
+        self.assertNotEqual(keyless.returncode, 0, log)
+        self.assertIn("--dist-init-addr", log)
+        self.assertIn("--internal-key-file", log)
+        # A rank holding another key never joins: rank 0 waits out --dist-timeout naming it.
+        server, stranger, _ = self.start_by_hand([], [], timeout=5, rank1_key=self.key_file())
+        log, _ = server.communicate(timeout=240)
+        self.assertNotEqual(server.returncode, 0, log)
+        self.assertIn("expert-parallel rank 1 of 2 did not join", log)
+        stranger_log, _ = stranger.communicate(timeout=240)
+        self.assertNotEqual(stranger.returncode, 0, stranger_log)
 
     def test_a_rank_started_by_hand_with_other_settings_is_refused_by_name(self):
         server, rank1, _ = self.start_by_hand([], ["--kernel-dtype", "bf16"])
