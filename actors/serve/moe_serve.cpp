@@ -136,8 +136,9 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        "plan each step only after the previous one's result (overlap is off anyway with --pp-size > 1 or "
        "speculative decoding)")
       ("speculative-algorithm", po::value(&o.speculative_algorithm),
-       "speculative decoding: NGRAM (drafts from n-gram matches in the request's own prompt and output) or "
-       "STANDALONE (drafts from --speculative-draft-model-path)")
+       "speculative decoding: NGRAM (drafts from n-gram matches in the request's own prompt and output), "
+       "STANDALONE (drafts from --speculative-draft-model-path) or NEXTN (EAGLE is the same: drafts from the "
+       "next-token-prediction layer of a DeepSeek-V3 or GLM-4.5 --model-path; CPU only)")
       ("speculative-num-steps", po::value(&o.speculative_num_steps)->default_value(o.speculative_num_steps),
        "deepest draft token after the last accepted one")
       ("speculative-eagle-topk", po::value(&o.speculative_eagle_topk)->default_value(o.speculative_eagle_topk),

@@ -15,6 +15,7 @@ const char* algorithm_name(SpeculativeAlgorithm algorithm) {
     case SpeculativeAlgorithm::None: return "";
     case SpeculativeAlgorithm::Ngram: return "NGRAM";
     case SpeculativeAlgorithm::Standalone: return "STANDALONE";
+    case SpeculativeAlgorithm::Nextn: return "NEXTN";
   }
   return "?";
 }

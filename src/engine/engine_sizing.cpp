@@ -83,6 +83,11 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
       sizing.draft_num_experts = draft.num_experts;
     }
   }
+  // NEXTN's layer is one MoE layer of the target's experts and top_k.
+  if (speculative.algorithm == SpeculativeAlgorithm::Nextn && settings.captures_routing()) {
+    service.draft_routing = {1, model.num_experts_per_tok};
+    sizing.draft_num_experts = model.num_experts;
+  }
   service.scheduler = SchedulerConfig{pool,    settings.max_running_requests, settings.chunked_prefill_size,
                                       !settings.disable_radix_cache, context, std::move(eos_token_ids),
                                       std::move(speculative)};

@@ -132,8 +132,8 @@ void RequestPreparer::check_routing(const msg::RoutingOptions& routing) const {
   if (routing.return_draft_routed_experts && !routing.return_routed_experts)
     throw Error("return_draft_routed_experts needs return_routed_experts: the draft's rows are those of the same positions");
   if (routing.return_draft_routed_experts && limits_.draft_num_experts == 0)
-    throw Error("return_draft_routed_experts needs a server started with --speculative-algorithm STANDALONE, an MoE "
-                "--speculative-draft-model-path and --enable-return-routed-experts");
+    throw Error("return_draft_routed_experts needs a server started with --enable-return-routed-experts and "
+                "--speculative-algorithm NEXTN, or STANDALONE with an MoE --speculative-draft-model-path");
   if (routing.return_router_weights && !limits_.router_weights)
     throw Error("return_router_weights needs a server started with --enable-return-router-weights");
   if (!routing.return_routed_experts) return;
@@ -143,7 +143,7 @@ void RequestPreparer::check_routing(const msg::RoutingOptions& routing) const {
     try {
       resolve_routed_experts_dtype(routing.dtype, limits_.draft_num_experts);
     } catch (const Error& e) {
-      throw Error(std::string(e.what()) + " (the STANDALONE draft's, for return_draft_routed_experts)");
+      throw Error(std::string(e.what()) + " (the draft's, for return_draft_routed_experts)");
     }
   }
 }

@@ -9,12 +9,10 @@
 #include "kernels/linear.h"
 #include "kernels/norm.h"
 #include "model/architecture.h"
-#include "model/attention_layer.h"
-#include "model/dense_mlp.h"
+#include "model/decoder_layer.h"
 #include "model/kv_row_width.h"
-#include "model/mla_attention_layer.h"
 #include "model/model.h"
-#include "model/moe_block.h"
+#include "model/nextn_layer.h"
 #include "model/safetensors.h"
 
 namespace moe {
@@ -27,14 +25,6 @@ Checkpoint open_checkpoint(const std::string& dir, const ModelConfig& config, co
   if (options.dummy_weights_seed) return Checkpoint::dummy(config, *options.dummy_weights_seed, format);
   return Checkpoint::open(dir, format);
 }
-
-struct DecoderLayer {
-  VectorParam input_norm, post_attention_norm;
-  std::optional<AttentionLayer> attention;        // AttentionKind::Gqa
-  std::optional<MlaAttentionLayer> mla_attention;  // AttentionKind::Mla
-  std::optional<MoeBlock> moe;
-  std::optional<DenseMlp> mlp;
-};
 
 class CausalLm final : public Model {
  public:
@@ -60,23 +50,15 @@ class CausalLm final : public Model {
     const std::vector<int32_t> held_experts =
         options.expert_group ? placement.device_expert_mapping.at(static_cast<size_t>(options.expert_group->rank()))
                              : std::vector<int32_t>{};
-    layers_.resize(layers_range_.size());
-    for (int l = layers_range_.begin; l < layers_range_.end; ++l) {
-      const LayerPlan& names = plan.layers[l];
-      const int local = l - layers_range_.begin;
-      DecoderLayer& layer = layers_[local];
-      layer.input_norm = checkpoint_.vector(names.input_norm, H);
-      layer.post_attention_norm = checkpoint_.vector(names.post_attention_norm, H);
-      switch (names.attention) {
-        case AttentionKind::Gqa: layer.attention.emplace(checkpoint_, config_, names.gqa, local); break;
-        case AttentionKind::Mla: layer.mla_attention.emplace(checkpoint_, config_, names.mla, local); break;
-      }
-      switch (names.ffn) {
-        case FfnKind::Moe:
-          layer.moe.emplace(checkpoint_, config_, names.moe, config_.moe_index(l) - moe_range_.begin, held_experts);
-          break;
-        case FfnKind::Dense: layer.mlp = DenseMlp::load(checkpoint_, names.mlp, H, config_.intermediate_size); break;
-      }
+    layers_.reserve(static_cast<size_t>(layers_range_.size()));
+    for (int l = layers_range_.begin; l < layers_range_.end; ++l)
+      layers_.emplace_back(checkpoint_, config_, plan.layers[l], l - layers_range_.begin,
+                           config_.moe_index(l) - moe_range_.begin, held_experts);
+    if (options.nextn) {
+      if (!is_first_stage() || !is_last_stage())
+        throw Error("--speculative-algorithm NEXTN runs on a whole model, not a pipeline stage");
+      nextn_.emplace(checkpoint_, config_, plan.embedding, plan.lm_head.empty() ? plan.embedding : plan.lm_head,
+                     options.moe_backend);
     }
     runner_ = MoeRunner::create(options.moe_backend, placement, options.expert_group);
   }
@@ -97,12 +79,22 @@ class CausalLm final : public Model {
     forward_stage(batch, kv, scratch_.hidden.data(), logits, capture);
   }
 
+  void forward_with_hidden(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
+                           RoutingCapture* capture, std::vector<float>& hidden) override {
+    forward(batch, kv, logits, capture);
+    const int64_t T = batch.num_tokens(), H = config_.hidden_size;
+    hidden.resize(static_cast<size_t>(T * H));
+    rms_norm(scratch_.hidden.data(), T, H, H, final_norm_.data(), static_cast<float>(config_.rms_norm_eps),
+             hidden.data());
+  }
+
+  NextnLayer* nextn() override { return nextn_ ? &*nextn_ : nullptr; }
+
   void forward_stage(const ForwardBatch& batch, KvCache& kv, float* x, std::vector<float>& logits,
                      RoutingCapture* capture) override {
     validate_forward_batch(batch, config_.vocab_size, kv.num_slots());
     const int64_t T = batch.num_tokens(), H = config_.hidden_size;
     const size_t n = static_cast<size_t>(T * H);
-    const float eps = static_cast<float>(config_.rms_norm_eps);
     std::vector<float>& normed = scratch_.normed;
     std::vector<float>& branch = scratch_.branch;
     for (std::vector<float>* buffer : {&normed, &branch}) buffer->resize(n);
@@ -111,20 +103,8 @@ class CausalLm final : public Model {
     // Read from the batch on every forward: the limit is part of each step's plan, never cached.
     const std::vector<uint8_t> tree_tokens = batch.tree_token_mask();
     const ExpertLimit limit{batch.max_tree_experts, tree_tokens};
-    for (const DecoderLayer& layer : layers_) {
-      rms_norm(x, T, H, H, layer.input_norm.data(), eps, normed.data());
-      if (layer.mla_attention)
-        layer.mla_attention->forward(normed.data(), batch, kv, branch.data());
-      else
-        layer.attention->forward(normed.data(), batch, kv, branch.data());
-      for (size_t i = 0; i < n; ++i) x[i] += branch[i];
-      rms_norm(x, T, H, H, layer.post_attention_norm.data(), eps, normed.data());
-      if (layer.moe)
-        layer.moe->forward(normed.data(), T, *runner_, capture, branch.data(), limit);
-      else
-        layer.mlp->forward(normed.data(), T, branch.data());
-      for (size_t i = 0; i < n; ++i) x[i] += branch[i];
-    }
+    for (const DecoderLayer& layer : layers_)
+      layer.forward(x, batch, kv, *runner_, capture, limit, normed.data(), branch.data());
     if (is_last_stage()) compute_logits(batch, x, logits);
   }
 
@@ -149,6 +129,7 @@ class CausalLm final : public Model {
   WeightView embed_, lm_head_;
   VectorParam final_norm_;
   std::vector<DecoderLayer> layers_;
+  std::optional<NextnLayer> nextn_;  // ModelOptions::nextn
   std::unique_ptr<MoeRunner> runner_;
   // Activations kept from step to step: allocating them anew each step let the allocator hand
   // the pages back and fault them in again, thousands of page faults per decode batch.
@@ -168,6 +149,11 @@ std::unique_ptr<Model> Model::load(const std::string& model_dir, const ModelOpti
 
 void Model::forward_stage(const ForwardBatch&, KvCache&, float*, std::vector<float>&, RoutingCapture*) {
   throw Error("pipeline stages (--pp-size) run on the CPU model only");
+}
+
+void Model::forward_with_hidden(const ForwardBatch&, KvCache&, std::vector<float>&, RoutingCapture*,
+                                std::vector<float>&) {
+  throw Error("this model does not return its hidden states (the CPU model with a next-token-prediction layer does)");
 }
 
 void Model::forward_greedy(const ForwardBatch&, KvCache&, GreedyPicks&, RoutingCapture*) {

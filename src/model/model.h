@@ -20,6 +20,8 @@
 
 namespace moe {
 
+class NextnLayer;
+
 // Where the forward runs.
 enum class Device { Cpu, Cuda };
 
@@ -47,6 +49,9 @@ struct ModelOptions {
   // --load-format dummy: random weights made from config.json alone with this seed (Checkpoint::dummy),
   // no weight file read. None: the checkpoint's files.
   std::optional<uint64_t> dummy_weights_seed;
+  // --speculative-algorithm NEXTN: the checkpoint's next-token-prediction layer is loaded too (CPU
+  // model, whole model only; a checkpoint without one is a moe::Error naming what is missing).
+  bool nextn = false;
 };
 
 // The expert shards `options` ask for over config's experts: the placement file's (whose device count
@@ -96,6 +101,12 @@ class Model {
   // needs_logits, in batch order) into `logits`.
   virtual void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
                        RoutingCapture* capture = nullptr) = 0;
+  // forward, also writing the final-normed hidden state of every token (what lm_head reads) into
+  // hidden [T, H]: what a next-token-prediction layer drafts from. Models with nextn() only.
+  virtual void forward_with_hidden(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
+                                   RoutingCapture* capture, std::vector<float>& hidden);
+  // The checkpoint's next-token-prediction layer, loaded with ModelOptions::nextn; null otherwise.
+  virtual NextnLayer* nextn() { return nullptr; }
   // Whether forward_greedy is implemented: a GPU model picks greedy tokens on the device and copies
   // back only the picks, where copying and scanning a vocabulary-sized row of logits per sequence
   // would cost a decode step more than its lm_head.

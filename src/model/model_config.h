@@ -55,6 +55,9 @@ struct ModelConfig {
   std::optional<YarnScaling> yarn;  // rope_type "yarn"; none: plain rotary embeddings
   std::optional<MlaConfig> mla;     // set by a family whose attention is multi-head latent attention
   std::vector<int> moe_layer_ids;  // decoder layers whose MLP is a MoE block, ascending
+  // Next-token-prediction modules after the last decoder layer (DeepSeek-V3, GLM-4.5; model_plan.h's
+  // NextnPlan), read only with --speculative-algorithm NEXTN.
+  int num_nextn_predict_layers = 0;
   std::optional<GptqConfig> gptq;  // quantization_config of a GPTQ checkpoint
 
   int num_moe_layers() const { return static_cast<int>(moe_layer_ids.size()); }

@@ -61,11 +61,25 @@ struct LayerPlan {
   MoeTensorNames moe;  // FfnKind::Moe
 };
 
+// The next-token-prediction (MTP) module DeepSeek-V3 and GLM-4.5 checkpoints ship after the last
+// decoder layer, a one-layer draft over the model's hidden states: eh_proj(concat(enorm(embed(next
+// token)), hnorm(hidden))), its own decoder layer, then shared_head's norm and head. Checkpoints
+// repeat the model's embedding and lm_head inside it; where one lacks them the model's are used.
+struct NextnPlan {
+  std::string embedding;         // [V, H]
+  std::string enorm, hnorm;      // [H]
+  std::string eh_proj;           // [H, 2H]: the embedding's half first
+  LayerPlan layer;               // attention as the model's layers, and always a MoE block
+  std::string shared_head_norm;  // [H]
+  std::string shared_head;       // [V, H]
+};
+
 struct ModelPlan {
   std::string embedding;   // [V, H]
   std::string final_norm;  // [H]
   std::string lm_head;     // [V, H]; empty when tied to the embedding
   std::vector<LayerPlan> layers;
+  std::optional<NextnPlan> nextn;  // the config's num_nextn_predict_layers > 0 (the first one)
 };
 
 }  // namespace moe

@@ -275,7 +275,7 @@ std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
   add(model.embedding, {c.vocab_size, H}, Init::Embedding);
   add(model.final_norm, {H}, Init::NormScale);
   if (!model.lm_head.empty()) add(model.lm_head, {c.vocab_size, H}, Init::Router);
-  for (const LayerPlan& layer : model.layers) {
+  auto add_layer = [&](const LayerPlan& layer) {
     add(layer.input_norm, {H}, Init::NormScale);
     add(layer.post_attention_norm, {H}, Init::NormScale);
     switch (layer.attention) {
@@ -286,6 +286,18 @@ std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
       case FfnKind::Dense: add_mlp(layer.mlp, c.intermediate_size); break;
       case FfnKind::Moe: add_moe(layer.moe); break;
     }
+  };
+  for (const LayerPlan& layer : model.layers) add_layer(layer);
+  // Last, so the tensors before it keep their index, hence their random bytes, with or without it.
+  if (model.nextn) {
+    const NextnPlan& n = *model.nextn;
+    add(n.embedding, {c.vocab_size, H}, Init::Embedding);
+    add(n.enorm, {H}, Init::NormScale);
+    add(n.hnorm, {H}, Init::NormScale);
+    add(n.eh_proj, {H, 2 * H}, Init::Projection, true);
+    add_layer(n.layer);
+    add(n.shared_head_norm, {H}, Init::NormScale);
+    add(n.shared_head, {c.vocab_size, H}, Init::Router);
   }
   return specs;
 }

@@ -27,6 +27,8 @@ nlohmann::json truncated_config(nlohmann::json config, int keep_layers) {
     throw Error("--keep-layers must be in [1, " + std::to_string(layers) + "] (the model's layers), got " +
                 std::to_string(keep_layers));
   config["num_hidden_layers"] = keep_layers;
+  // The source's next-token-prediction module follows its last layer, which the cut leaves out.
+  if (config.contains("num_nextn_predict_layers")) config["num_nextn_predict_layers"] = 0;
   if (config.contains("mlp_only_layers") && config["mlp_only_layers"].is_array()) {
     nlohmann::json below = nlohmann::json::array();
     for (const auto& l : config["mlp_only_layers"])

@@ -48,9 +48,9 @@ bool Scheduler::add_speculative(ScheduledBatch& batch, Request& request, int64_t
   const int32_t root = request.tokens(request.num_computed, request.total_len()).front();
   std::vector<int32_t> tokens = {root};
   std::vector<int32_t> parents = {-1};
-  const bool standalone = spec.algorithm == SpeculativeAlgorithm::Standalone;
-  if (standalone) {
-    // The worker's draft model fills this shape: eagle_topk nodes per layer, max_depth layers at most.
+  const bool worker_drafts = spec.worker_drafts();
+  if (worker_drafts) {
+    // The worker's drafter fills this shape: eagle_topk nodes per layer, max_depth layers at most.
     parents = standalone_tree_shape(
         static_cast<int>(std::min<int64_t>(room, int64_t{spec.eagle_topk} * max_depth)) + 1, spec.eagle_topk);
     tokens.resize(parents.size(), root);  // placeholders
@@ -69,7 +69,7 @@ bool Scheduler::add_speculative(ScheduledBatch& batch, Request& request, int64_t
   std::vector<int32_t> slots(request.slot_table.begin(), request.slot_table.begin() + request.num_computed + nodes);
   batch.forward.add_tree_sequence(tokens, std::move(slots), std::move(parents), true);
   batch.sequences.push_back(scheduled_sequence(request, config_.eos_token_ids));
-  if (standalone) batch.sequences.back().draft_topk = spec.eagle_topk;
+  if (worker_drafts) batch.sequences.back().draft_topk = spec.eagle_topk;
   mark_in_flight(batch, request, request.num_computed + nodes);
   budget -= nodes;
   return true;

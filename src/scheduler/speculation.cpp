@@ -31,7 +31,8 @@ SpeculativeAlgorithm parse_speculative_algorithm(const std::string& name) {
   if (upper.empty() || upper == "NONE") return SpeculativeAlgorithm::None;
   if (upper == "NGRAM") return SpeculativeAlgorithm::Ngram;
   if (upper == "STANDALONE") return SpeculativeAlgorithm::Standalone;
-  throw Error("unknown --speculative-algorithm '" + name + "'; choose NGRAM or STANDALONE");
+  if (upper == "NEXTN" || upper == "EAGLE") return SpeculativeAlgorithm::Nextn;
+  throw Error("unknown --speculative-algorithm '" + name + "'; choose NGRAM, STANDALONE or NEXTN (EAGLE: NEXTN)");
 }
 
 std::optional<Quantization> parse_draft_quantization(const std::string& name) {
@@ -63,13 +64,17 @@ void validate(const SpeculativeConfig& config, int top_k, int pp_size) {
   if (standalone && config.draft_model_path.empty())
     throw Error("--speculative-algorithm STANDALONE needs --speculative-draft-model-path (the draft checkpoint)");
   if (!standalone && !config.draft_model_path.empty())
-    throw Error("--speculative-draft-model-path is for --speculative-algorithm STANDALONE only");
+    throw Error(config.algorithm == SpeculativeAlgorithm::Nextn
+                    ? "--speculative-algorithm NEXTN (or EAGLE) drafts with --model-path's own next-token-prediction "
+                      "layer: leave out --speculative-draft-model-path (EAGLE draft heads of their own are not "
+                      "supported)"
+                    : "--speculative-draft-model-path is for --speculative-algorithm STANDALONE only");
   if (!standalone && config.draft_quantization)
     throw Error("--speculative-draft-model-quantization is for --speculative-algorithm STANDALONE only");
-  // The draft model ranks each node's children with the sampler's top alternatives.
-  if (standalone && config.eagle_topk > kMaxTopLogprobs)
+  // The worker's drafter ranks each node's children with the sampler's top alternatives.
+  if (config.worker_drafts() && config.eagle_topk > kMaxTopLogprobs)
     throw Error("--speculative-eagle-topk must be at most " + std::to_string(kMaxTopLogprobs) +
-                " with STANDALONE, got " + std::to_string(config.eagle_topk));
+                " with STANDALONE or NEXTN, got " + std::to_string(config.eagle_topk));
   if (pp_size > 1)
     throw Error("--speculative-algorithm cannot be combined with --pp-size " + std::to_string(pp_size) +
                 " yet (draft trees are verified only by a whole model in one stage); use --pp-size 1 "

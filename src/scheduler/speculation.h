@@ -12,9 +12,12 @@
 
 namespace moe {
 
-enum class SpeculativeAlgorithm { None, Ngram, Standalone };
+// NEXTN drafts with the target checkpoint's own next-token-prediction layer (DeepSeek-V3, GLM-4.5).
+enum class SpeculativeAlgorithm { None, Ngram, Standalone, Nextn };
 
-// "" or "NONE" | "NGRAM" | "STANDALONE" (any case); anything else is a moe::Error.
+// "" or "NONE" | "NGRAM" | "STANDALONE" | "NEXTN" (any case); "EAGLE" is NEXTN, as SGLang takes it
+// for these models when no draft checkpoint is given (EAGLE draft heads of their own are not
+// supported); anything else is a moe::Error.
 SpeculativeAlgorithm parse_speculative_algorithm(const std::string& name);
 
 // --speculative-draft-model-quantization: "" (left out: the draft is quantized as the target, by
@@ -33,6 +36,11 @@ struct SpeculativeConfig {
   std::optional<Quantization> draft_quantization;
 
   bool enabled() const { return algorithm != SpeculativeAlgorithm::None; }
+  // Whether the worker fills the tree shapes the scheduler reserves (STANDALONE's draft model, NEXTN's
+  // layer), rather than the scheduler drafting them itself (NGRAM).
+  bool worker_drafts() const {
+    return algorithm == SpeculativeAlgorithm::Standalone || algorithm == SpeculativeAlgorithm::Nextn;
+  }
 };
 
 // Checks the settings against the model's routing (a pool smaller than top_k cannot route) and the
@@ -49,7 +57,7 @@ struct DraftTree {
   size_t size() const { return tokens.size(); }
 };
 
-// STANDALONE's tree shape for num_nodes nodes (root included), `width` nodes per layer: the parents
+// The tree shape the worker's drafter fills (STANDALONE, NEXTN) for num_nodes nodes (root included), `width` nodes per layer: the parents
 // of a tree filled layer by layer, each node below the first node of the layer above. Only the
 // depths count: the worker's draft model chooses every node's token and real parent.
 std::vector<int32_t> standalone_tree_shape(int num_nodes, int width);

@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "model/model_config.h"
+#include "scheduler/speculation.h"
 
 namespace moe {
 namespace {
@@ -16,6 +17,10 @@ std::unique_ptr<Model> load_model_on_device(const std::string& model_dir, const 
   if (options.device == Device::Cpu) return Model::load(model_dir, options);
   if (options.dummy_weights_seed)
     throw Error("--load-format dummy runs on the CPU (--device cpu) in this build; the GPU model reads a checkpoint");
+  if (options.nextn)
+    throw Error("--speculative-algorithm NEXTN runs on the CPU model only (--device cpu): the GPU model has no "
+                "next-token-prediction layer yet; serve with --device cuda and --speculative-algorithm NGRAM or "
+                "STANDALONE, or on the CPU");
   if (options.expert_group)
     throw Error("expert-parallel ranks in processes of their own run on the CPU (--device cpu); on one GPU "
                 "--ep-size runs the shards in turn in one process");
@@ -42,6 +47,7 @@ ModelOptions model_options(const EngineOptions& options) {
   mo.quantization = parse_quantization(options.quantization);
   mo.quantization_group_size = options.quantization_group_size;
   mo.kernel_dtype = parse_kernel_dtype(options.kernel_dtype);
+  mo.nextn = parse_speculative_algorithm(options.speculative_algorithm) == SpeculativeAlgorithm::Nextn;
   if (options.load_format == "dummy")
     mo.dummy_weights_seed = options.dummy_seed;
   else if (options.load_format != "auto")

@@ -66,6 +66,7 @@ ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions&
   first_moe_layer_ = moe_layers_of(model_->config().moe_layer_ids, model_->layers()).begin;
   if (settings_.capture_routing) capturer_ = make_capturer();
   if (!options.draft_model_path.empty()) draft_ = load_draft(options.draft_model_path, options.draft_quantization);
+  if (NextnLayer* layer = model_->nextn()) nextn_ = std::make_unique<NextnDrafter>(*layer, model_->config(), settings_.kv_slots);
 }
 
 std::unique_ptr<DraftModel> ModelWorker::load_draft(const std::string& path,
@@ -127,23 +128,31 @@ ModelWorker::ForwardRun ModelWorker::run_forward(
 msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
   const bool drafts = std::any_of(batch.sequences.begin(), batch.sequences.end(),
                                   [](const msg::WorkerSequence& s) { return s.draft_topk > 0; });
-  if (drafts && !draft_)
-    throw Error("a draft-then-verify step reached a worker without a draft model (--speculative-draft-model-path)");
-  // The batch as verified: the draft model's trees in place of the placeholders.
+  if (drafts && !draft_ && !nextn_)
+    throw Error("a draft-then-verify step reached a worker without a draft model (--speculative-draft-model-path) "
+                "or next-token-prediction layer (--speculative-algorithm NEXTN)");
+  // The batch as verified: the drafter's trees in place of the placeholders.
   msg::WorkerBatch drafted;
   std::vector<int32_t> drafted_tokens, drafted_parents;
   if (drafts) {
     drafted = batch;
-    draft_->draft_trees(drafted, drafted_tokens, drafted_parents);
+    if (draft_)
+      draft_->draft_trees(drafted, drafted_tokens, drafted_parents);
+    else
+      nextn_->draft_trees(drafted, drafted_tokens, drafted_parents);
   }
   const msg::WorkerBatch& verified = drafts ? drafted : batch;
-  const bool greedy_picks = model_picks(verified);
+  const bool greedy_picks = !nextn_ && model_picks(verified);
   msg::RoutingRows draft_routing;
   ForwardRun done = run_forward(verified, [&](const ForwardBatch& forward, RoutingCapture* capture) {
-    if (greedy_picks)
+    if (nextn_) {
+      model_->forward_with_hidden(forward, kv_, logits_, capture, hidden_);
+      draft_routing = nextn_->shadow(forward, hidden_, batch.capture_routing);
+    } else if (greedy_picks) {
       model_->forward_greedy(forward, kv_, picks_, capture);
-    else
+    } else {
       model_->forward(forward, kv_, logits_, capture);
+    }
     if (draft_) draft_routing = draft_->shadow(forward, batch.capture_routing);
   });
   done.greedy_picks = greedy_picks;
@@ -292,8 +301,11 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
         drained_routing_.push_back(to_message(std::move(staged), first_moe_layer_));
       capturer_.reset();  // before the model its copy engine may run on
     }
+    nextn_.reset();  // it runs the old model's next-token-prediction layer
     model_ = std::move(model);  // the old model goes now, before its KV cache
     kv_ = std::move(kv);
+    if (NextnLayer* layer = model_->nextn())
+      nextn_ = std::make_unique<NextnDrafter>(*layer, model_->config(), settings_.kv_slots);
     if (settings_.capture_routing) capturer_ = make_capturer();
     std::lock_guard lock(settings_mutex_);
     settings_.model_fingerprint = answer.model_fingerprint;

@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "moe/messages.h"
 #include "worker/draft_model.h"
+#include "worker/nextn_drafter.h"
 #include "worker/recent_samples.h"
 
 namespace moe {
@@ -107,6 +108,10 @@ class ModelWorker {
   KvCache kv_;
   std::unique_ptr<RoutedExpertsCapturer> capturer_;  // null without --enable-return-routed-experts
   std::unique_ptr<DraftModel> draft_;  // null without STANDALONE speculation
+  // NEXTN speculation: over the model's next-token-prediction layer (a model loaded with
+  // ModelOptions::nextn), made anew with each model; null otherwise.
+  std::unique_ptr<NextnDrafter> nextn_;
+  std::vector<float> hidden_;  // with nextn_: the target's final hidden states of the step
   // The capturer's copy engine comes from the model (a GPU model's runs on its stream), so a weight
   // update makes a new one with these; rows the old one still held wait here for take_ready_routing.
   std::function<void()> on_routing_ready_;

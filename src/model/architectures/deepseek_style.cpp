@@ -33,6 +33,26 @@ void read_moe_config(const nlohmann::json& config, ModelConfig& out) {
   const int first_moe_layer = config["first_k_dense_replace"].get<int>();
   out.moe_layer_ids.clear();
   for (int l = std::max(first_moe_layer, 0); l < out.num_hidden_layers; ++l) out.moe_layer_ids.push_back(l);
+  out.num_nextn_predict_layers = config.value("num_nextn_predict_layers", 0);
+  if (out.num_nextn_predict_layers < 0) throw Error("config.json: num_nextn_predict_layers must be >= 0");
+}
+
+std::optional<NextnPlan> nextn_plan(const ModelConfig& config, const std::function<LayerPlan(int layer)>& layer) {
+  if (config.num_nextn_predict_layers < 1) return std::nullopt;
+  const int index = config.num_hidden_layers;
+  const std::string p = llama_style::layer_prefix(index);
+  NextnPlan plan;
+  plan.embedding = p + "embed_tokens.weight";
+  plan.enorm = p + "enorm.weight";
+  plan.hnorm = p + "hnorm.weight";
+  plan.eh_proj = p + "eh_proj.weight";
+  plan.layer = layer(index);
+  plan.layer.ffn = FfnKind::Moe;
+  plan.layer.mlp = {};
+  plan.layer.moe = moe_names(config, p);
+  plan.shared_head_norm = p + "shared_head.norm.weight";
+  plan.shared_head = p + "shared_head.head.weight";
+  return plan;
 }
 
 MoeTensorNames moe_names(const ModelConfig& config, const std::string& layer_prefix) {

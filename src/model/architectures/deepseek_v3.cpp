@@ -1,6 +1,6 @@
 // DeepSeek-V3 (DeepseekV3ForCausalLM): multi-head latent attention in every layer (its names under
 // "self_attn."), and the MoE layers DeepSeek-style (noaux_tc routing, shared experts, dense first
-// layers); the Llama-style names of the embedding and the norms.
+// layers) and its next-token-prediction module; the Llama-style names of the embedding and the norms.
 #include <nlohmann/json.hpp>
 
 #include "model/architecture.h"
@@ -44,14 +44,19 @@ class DeepseekV3 final : public Architecture {
   }
 
   ModelPlan plan(const ModelConfig& config) const override {
-    ModelPlan plan = llama_style::decoder_plan(config, [&](const std::string& layer_prefix) {
+    const auto moe_names = [&](const std::string& layer_prefix) {
       return deepseek_style::moe_names(config, layer_prefix);
-    });
-    for (int l = 0; l < config.num_hidden_layers; ++l) {
-      plan.layers[l].attention = AttentionKind::Mla;
-      plan.layers[l].gqa = {};
-      plan.layers[l].mla = mla_names(*config.mla, llama_style::layer_prefix(l));
-    }
+    };
+    const auto layer_plan = [&](int l) {
+      LayerPlan layer = llama_style::decoder_layer_plan(config, l, moe_names);
+      layer.attention = AttentionKind::Mla;
+      layer.gqa = {};
+      layer.mla = mla_names(*config.mla, llama_style::layer_prefix(l));
+      return layer;
+    };
+    ModelPlan plan = llama_style::decoder_plan(config, moe_names);
+    for (int l = 0; l < config.num_hidden_layers; ++l) plan.layers[l] = layer_plan(l);
+    plan.nextn = deepseek_style::nextn_plan(config, layer_plan);
     return plan;
   }
 };

@@ -1,5 +1,6 @@
 // GLM-4.5 (Glm4MoeForCausalLM): GQA with q/k/v bias, optional per-head q/k RMSNorm and rotary on
-// part of each head; DeepSeek-V3's MoE layers (deepseek_style.h) after the first dense ones.
+// part of each head; DeepSeek-V3's MoE layers (deepseek_style.h) after the first dense ones, and its
+// next-token-prediction module.
 #include <nlohmann/json.hpp>
 
 #include "model/architecture.h"
@@ -20,9 +21,13 @@ class Glm4Moe final : public Architecture {
   }
 
   ModelPlan plan(const ModelConfig& config) const override {
-    return llama_style::decoder_plan(config, [&](const std::string& layer_prefix) {
+    const auto moe_names = [&](const std::string& layer_prefix) {
       return deepseek_style::moe_names(config, layer_prefix);
-    });
+    };
+    ModelPlan plan = llama_style::decoder_plan(config, moe_names);
+    plan.nextn = deepseek_style::nextn_plan(
+        config, [&](int layer) { return llama_style::decoder_layer_plan(config, layer, moe_names); });
+    return plan;
   }
 };
 

@@ -38,27 +38,31 @@ MoeTensorNames mlp_moe_names(const std::string& layer_prefix, int num_experts) {
   return names;
 }
 
+LayerPlan decoder_layer_plan(const ModelConfig& config, int layer_index,
+                             const std::function<MoeTensorNames(const std::string& layer_prefix)>& moe_names) {
+  const std::string p = layer_prefix(layer_index);
+  LayerPlan layer;
+  layer.input_norm = p + "input_layernorm.weight";
+  layer.post_attention_norm = p + "post_attention_layernorm.weight";
+  layer.attention = AttentionKind::Gqa;
+  layer.gqa = attention_names(config, p);
+  if (config.moe_index(layer_index) >= 0) {
+    layer.ffn = FfnKind::Moe;
+    layer.moe = moe_names(p);
+  } else {
+    layer.ffn = FfnKind::Dense;
+    layer.mlp = mlp_names(p + "mlp.");
+  }
+  return layer;
+}
+
 ModelPlan decoder_plan(const ModelConfig& config,
                        const std::function<MoeTensorNames(const std::string& layer_prefix)>& moe_names) {
   ModelPlan plan;
   plan.embedding = "model.embed_tokens.weight";
   plan.final_norm = "model.norm.weight";
   if (!config.tie_word_embeddings) plan.lm_head = "lm_head.weight";
-  for (int l = 0; l < config.num_hidden_layers; ++l) {
-    const std::string p = layer_prefix(l);
-    LayerPlan& layer = plan.layers.emplace_back();
-    layer.input_norm = p + "input_layernorm.weight";
-    layer.post_attention_norm = p + "post_attention_layernorm.weight";
-    layer.attention = AttentionKind::Gqa;
-    layer.gqa = attention_names(config, p);
-    if (config.moe_index(l) >= 0) {
-      layer.ffn = FfnKind::Moe;
-      layer.moe = moe_names(p);
-    } else {
-      layer.ffn = FfnKind::Dense;
-      layer.mlp = mlp_names(p + "mlp.");
-    }
-  }
+  for (int l = 0; l < config.num_hidden_layers; ++l) plan.layers.push_back(decoder_layer_plan(config, l, moe_names));
   return plan;
 }
 

@@ -21,6 +21,11 @@ MlpTensorNames mlp_names(const std::string& prefix);
 // routed experts "mlp.experts.<e>." + mlp_names; no shared expert.
 MoeTensorNames mlp_moe_names(const std::string& layer_prefix, int num_experts);
 
+// Decoder layer `layer`: GQA attention, then `moe_names(layer_prefix)` on config.moe_layer_ids and a
+// dense MLP elsewhere.
+LayerPlan decoder_layer_plan(const ModelConfig& config, int layer,
+                             const std::function<MoeTensorNames(const std::string& layer_prefix)>& moe_names);
+
 // The whole model's plan; `moe_names(layer_prefix)` names the MoE block of each MoE layer.
 ModelPlan decoder_plan(const ModelConfig& config,
                        const std::function<MoeTensorNames(const std::string& layer_prefix)>& moe_names);
