@@ -45,7 +45,10 @@ TEST(NgramDraft, NothingMatchesNothingIsProposed) {
 TEST(SpeculativeConfig, AlgorithmNamesAndBadSettings) {
   EXPECT_EQ(parse_speculative_algorithm("ngram"), SpeculativeAlgorithm::Ngram);
   EXPECT_EQ(parse_speculative_algorithm(""), SpeculativeAlgorithm::None);
-  EXPECT_THROW(parse_speculative_algorithm("EAGLE"), Error);
+  // EAGLE is SGLang's other name for drafting with the checkpoint's MTP layer; EAGLE3 heads are not.
+  EXPECT_EQ(parse_speculative_algorithm("nextn"), SpeculativeAlgorithm::Nextn);
+  EXPECT_EQ(parse_speculative_algorithm("EAGLE"), SpeculativeAlgorithm::Nextn);
+  EXPECT_THROW(parse_speculative_algorithm("EAGLE3"), Error);
   SpeculativeConfig config;
   config.algorithm = SpeculativeAlgorithm::Ngram;
   EXPECT_NO_THROW(validate(config, 4, 1));

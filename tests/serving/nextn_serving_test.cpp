@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/json_file.h"
 #include "model/random_checkpoint.h"
+#include "model/safetensors.h"
 #include "serving_harness.h"
 
 namespace moe::testing {
@@ -33,6 +34,47 @@ std::string checkpoint_with_nextn(const std::string& fixture) {
     options.seed = 5;
     write_random_checkpoint(config, dir.string(), options);
   }
+  return dir.string();
+}
+
+bool ends_with(const std::string& name, const std::string& suffix) {
+  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The random checkpoint made predictable, so that most drafts are accepted: every decoder layer's
+// output projections are zero, which leaves the target a bigram model (its hidden state at q is
+// final_norm(embed(x_q))), and the MTP layer passes the embedding through (eh_proj [I | 0], enorm of
+// ones, the target's embedding, its final norm as shared_head.norm and lm_head as its head, as real
+// checkpoints repeat them), so it predicts what
+// the target will, up to its own attention and MoE branches, kept small (their output projections
+// scaled by 1/50) but alive: its routing still depends on what its KV cache holds.
+std::string predictable_checkpoint_with_nextn(const std::string& fixture) {
+  const fs::path dir = fs::path(checkpoint_with_nextn(fixture) + "_predictable");
+  if (fs::exists(dir / "config.json")) return dir.string();
+  const std::string source = checkpoint_with_nextn(fixture);
+  const ModelConfig config = load_model_config(source);
+  const Checkpoint ckpt = Checkpoint::open(source);
+  const std::string nextn = "model.layers." + std::to_string(config.num_hidden_layers) + ".";
+  const int64_t H = config.hidden_size;
+  std::vector<TensorToWrite> tensors;
+  for (const TensorSpec& spec : checkpoint_manifest(config)) {
+    std::vector<float> v = ckpt.floats(spec.name, spec.shape);
+    const bool in_nextn = spec.name.rfind(nextn, 0) == 0;
+    const bool output_projection = ends_with(spec.name, "o_proj.weight") || ends_with(spec.name, "down_proj.weight");
+    if (output_projection)
+      for (float& x : v) x = in_nextn ? x / 50 : 0.0f;
+    if (spec.name == nextn + "eh_proj.weight")
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < 2 * H; ++j) v[static_cast<size_t>(i * 2 * H + j)] = i == j ? 1.0f : 0.0f;
+    if (spec.name == nextn + "enorm.weight") std::fill(v.begin(), v.end(), 1.0f);
+    if (spec.name == nextn + "shared_head.norm.weight") v = ckpt.floats("model.norm.weight", spec.shape);
+    if (spec.name == nextn + "shared_head.head.weight") v = ckpt.floats("lm_head.weight", spec.shape);
+    if (spec.name == nextn + "embed_tokens.weight") v = ckpt.floats("model.embed_tokens.weight", spec.shape);
+    tensors.push_back(make_tensor(spec.name, DType::F32, spec.shape, v));
+  }
+  fs::create_directories(dir);
+  fs::copy_file(fs::path(source) / "config.json", dir / "config.json");
+  write_safetensors((dir / "model.safetensors").string(), tensors);
   return dir.string();
 }
 
@@ -86,10 +128,17 @@ std::vector<JoinedOutput> run(EngineCore& core, const std::vector<msg::GenerateR
   return out;
 }
 
-class NextnServing : public ::testing::TestWithParam<std::string> {};
+struct NextnCase {
+  std::string fixture;
+  bool predictable;  // most drafts accepted; otherwise random MTP weights, whose drafts are rejected
+};
+
+class NextnServing : public ::testing::TestWithParam<NextnCase> {};
 
 TEST_P(NextnServing, GreedyIdsAndRowsEqualPlainDecodingAloneBatchedChunkedAndCached) {
-  const std::string dir = checkpoint_with_nextn(GetParam());
+  const NextnCase& param = GetParam();
+  const std::string dir =
+      param.predictable ? predictable_checkpoint_with_nextn(param.fixture) : checkpoint_with_nextn(param.fixture);
   const std::vector<JoinedOutput> plain = run(*engine(dir, false), requests(false));
   const auto expect_plain = [&](const std::vector<JoinedOutput>& got, const std::string& how) {
     ASSERT_EQ(got.size(), plain.size());
@@ -103,7 +152,10 @@ TEST_P(NextnServing, GreedyIdsAndRowsEqualPlainDecodingAloneBatchedChunkedAndCac
   auto batched = engine(dir, true);
   const std::vector<JoinedOutput> speculated = run(*batched, requests(true));
   expect_plain(speculated, "batched");
-  EXPECT_GT(batched->service().stats().verify_passes, 0);
+  const SchedulerStats stats = batched->service().stats();
+  EXPECT_GT(stats.verify_passes, 0);
+  // A tree of two branches keeps one: about one draft of two at each depth when they predict well.
+  if (param.predictable) EXPECT_GT(stats.accepted_drafts, stats.verify_passes) << stats.draft_tokens;
   for (size_t i = 0; i < speculated.size(); ++i) {
     const JoinedOutput& r = speculated[i];
     ASSERT_EQ(r.draft_num_rows, r.num_rows) << i;
@@ -127,8 +179,15 @@ TEST_P(NextnServing, GreedyIdsAndRowsEqualPlainDecodingAloneBatchedChunkedAndCac
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, NextnServing, ::testing::Values("glm4-moe-tiny", "deepseek-v3-tiny"),
-                         fixture_test_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, NextnServing,
+                         ::testing::Values(NextnCase{"glm4-moe-tiny", false}, NextnCase{"deepseek-v3-tiny", false},
+                                           NextnCase{"glm4-moe-tiny", true}, NextnCase{"deepseek-v3-tiny", true}),
+                         [](const ::testing::TestParamInfo<NextnCase>& info) {
+                           std::string name = info.param.fixture + (info.param.predictable ? "_predictable" : "");
+                           for (char& c : name)
+                             if (c == '-') c = '_';
+                           return name;
+                         });
 
 // The fixtures as transformers saved them hold no MTP layer: a NEXTN start names its tensors.
 TEST(NextnRefusals, ACheckpointWithoutTheLayerNamesWhatIsMissing) {
