@@ -10,9 +10,8 @@
 
 namespace moe::http {
 
-void RequestRouter::update_weights(const HttpRequest& request, const std::shared_ptr<ResponseChannel>& channel) {
+void RequestRouter::change_weights(msg::UpdateWeights update, const std::shared_ptr<ResponseChannel>& channel) {
   refuse_when_shutting_down();
-  msg::UpdateWeights update = api::parse_update_weights(api::parse_json_body(request.body));
   // The answer may come minutes later; a client gone by then is not answered (the update stands).
   const std::weak_ptr<ResponseChannel> weak = channel;
   engine_.update_weights(std::move(update), [weak](const msg::WeightsUpdated& answer) {

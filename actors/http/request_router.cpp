@@ -37,6 +37,8 @@ enum class Endpoint {
   ContinueGeneration,
   GetWeightVersion,
   UpdateWeightVersion,
+  ReleaseMemory,
+  ResumeMemory,
   NotYetSupported,
 };
 
@@ -69,12 +71,12 @@ constexpr std::array kRoutes = {
     Route{"/continue_generation", "POST", Endpoint::ContinueGeneration},
     Route{"/get_weight_version", "GET", Endpoint::GetWeightVersion},
     Route{"/update_weight_version", "POST", Endpoint::UpdateWeightVersion},
+    Route{"/release_memory_occupation", "POST", Endpoint::ReleaseMemory},
+    Route{"/resume_memory_occupation", "POST", Endpoint::ResumeMemory},
     // SGLang's endpoints this engine does not serve yet: answered 501 with what to use instead.
     Route{"/init_weights_update_group", "POST", Endpoint::NotYetSupported},
     Route{"/update_weights_from_distributed", "POST", Endpoint::NotYetSupported},
     Route{"/destroy_weights_update_group", "POST", Endpoint::NotYetSupported},
-    Route{"/release_memory_occupation", "POST", Endpoint::NotYetSupported},
-    Route{"/resume_memory_occupation", "POST", Endpoint::NotYetSupported},
 };
 
 // Bodies this large are parsed on the parse thread: about 15 ms of parsing a MiB, which the front's
@@ -183,7 +185,15 @@ std::shared_ptr<PendingAnswer> RequestRouter::route(HttpRequest request, const s
         channel->send(json_reply(200, api::expert_load_json(engine_.expert_load(reset))));
         break;
       }
-      case Endpoint::UpdateWeights: update_weights(request, channel); break;
+      case Endpoint::UpdateWeights:
+        change_weights(api::parse_update_weights(api::parse_json_body(request.body)), channel);
+        break;
+      case Endpoint::ReleaseMemory:
+        change_weights(api::parse_memory_occupation(request.body, msg::MemoryAction::Release), channel);
+        break;
+      case Endpoint::ResumeMemory:
+        change_weights(api::parse_memory_occupation(request.body, msg::MemoryAction::Resume), channel);
+        break;
       case Endpoint::AbortRequest: channel->send(abort_request(request, keys_.admin(request.authorization))); break;
       case Endpoint::FlushCache: channel->send(flush_cache()); break;
       case Endpoint::HealthGenerate: pending = health_generate(channel); break;

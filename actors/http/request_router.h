@@ -3,8 +3,9 @@
 // OpenAI's /v1/completions and /v1/chat/completions), SGLang's native ones (/update_weights_from_disk,
 // /abort_request, /flush_cache, /health_generate, /tokenize, /detokenize, /get_model_info,
 // /get_server_info, /pause_generation, /continue_generation, /get_weight_version,
-// /update_weight_version; 501 for the weight-update group and memory-occupation ones) and the informational ones (/v1/models, /health, /metrics, /expert_load,
-// /expert_load/reset). 404 for an unknown path, 405 for a known path and wrong method.
+// /update_weight_version, /release_memory_occupation, /resume_memory_occupation; 501 for the
+// weight-update group ones) and the informational ones (/v1/models, /health, /metrics,
+// /expert_load, /expert_load/reset). 404 for an unknown path, 405 for a known path and wrong method.
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,8 +49,8 @@ class RequestRouter {
   std::shared_ptr<PendingAnswer> start_generation(api::GenerationCall call, const std::shared_ptr<ResponseChannel>& channel);
 
   // SGLang's native endpoints (native_endpoints.cpp).
-  // Starts a weight update; the answer goes to `channel` when it is over.
-  void update_weights(const HttpRequest& request, const std::shared_ptr<ResponseChannel>& channel);
+  // Starts a weight update, or a memory release or resume; the answer goes to `channel` when it is over.
+  void change_weights(msg::UpdateWeights update, const std::shared_ptr<ResponseChannel>& channel);
   // By rid or abort_all: HTTP requests only, or every client's with the admin key (`admin`);
   // abort_all needs the admin key when the server has one (401).
   HttpReply abort_request(const HttpRequest& request, bool admin);

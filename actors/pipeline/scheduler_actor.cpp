@@ -46,7 +46,12 @@ void SchedulerActor::on_message(msg::Message&& message) {
   } else if (auto* heartbeat = std::get_if<msg::Heartbeat>(&message)) {
     on_heartbeat(*heartbeat);
   } else if (auto* update = std::get_if<msg::UpdateWeights>(&message)) {
-    spdlog::info("scheduler: weight update to {} asked; pausing new steps", update->model_path);
+    if (update->memory == msg::MemoryAction::None)
+      spdlog::info("scheduler: weight update to {} asked; pausing new steps", update->model_path);
+    else
+      spdlog::info("scheduler: memory {} asked (weights: {}, kv_cache: {}); pausing new steps",
+                   update->memory == msg::MemoryAction::Release ? "release" : "resume", update->weights_tag,
+                   update->kv_cache_tag);
     service_->update_weights(*update);
   } else if (auto* answer = std::get_if<msg::WeightsUpdated>(&message)) {
     if (heard_from_worker(answer->worker_instance)) on_weights_updated(*answer);
@@ -123,6 +128,14 @@ void SchedulerActor::on_routing(const std::vector<msg::StepRouting>& routing) {
 
 void SchedulerActor::on_weights_updated(const msg::WeightsUpdated& answer) {
   service_->on_weights_updated(answer);
+  if (answer.request.memory != msg::MemoryAction::None) {
+    if (answer.success)
+      spdlog::info("scheduler: {}; generation {}", answer.message,
+                   service_->memory_released() ? "waits for resume_memory_occupation" : "goes on");
+    else
+      spdlog::error("scheduler: {}", answer.message);
+    return;
+  }
   if (answer.success && !answer.request.weight_version)
     spdlog::warn("scheduler: new weights from {} keep the old weight version label '{}': the update gave no "
                  "weight_version, so replies cannot tell them from the weights before",

@@ -194,9 +194,7 @@ void TokenizerActor::on_zmq_request(transport::ClientAddress address, std::strin
     on_zmq_abort(address, abort->rid);
   } else if (auto* update = std::get_if<transport::UpdateWeightsRequest>(&request)) {
     if (!admitted(address, update->rid, update->admin_api_key)) return;
-    update_weights(update->update, [this, address, rid = update->rid](const msg::WeightsUpdated& answer) {
-      router_->reply(address, transport::encode_weights_updated_reply({rid, answer}));
-    });
+    update_weights(update->update, zmq_weights_answer(address, update->rid));
   } else if (auto* pause = std::get_if<transport::PauseGenerationRequest>(&request)) {
     if (!admitted(address, pause->rid, pause->admin_api_key)) return;
     router_->reply(address, transport::encode_generation_control_reply({pause->rid, pause_generation(pause->mode)}));
@@ -207,11 +205,24 @@ void TokenizerActor::on_zmq_request(transport::ClientAddress address, std::strin
     if (!admitted(address, relabel->rid, relabel->admin_api_key)) return;
     update_weight_version(relabel->new_version, relabel->abort_all_requests);
     reply_weight_version(address, relabel->rid, "Weight version updated to " + relabel->new_version);
+  } else if (auto* memory = std::get_if<transport::MemoryOccupationRequest>(&request)) {
+    if (!admitted(address, memory->rid, memory->admin_api_key)) return;
+    msg::UpdateWeights change;
+    change.memory = memory->action;
+    msg::set_memory_tags(change, memory->tags);
+    update_weights(change, zmq_weights_answer(address, memory->rid));
   } else if (auto* query = std::get_if<transport::GetWeightVersionRequest>(&request)) {
     reply_weight_version(address, query->rid, "the weight version serving now");
   } else {
     on_zmq_generate(std::move(address), std::get<msg::GenerateRequest>(request));
   }
+}
+
+TokenizerActor::WeightsUpdatedHandler TokenizerActor::zmq_weights_answer(const transport::ClientAddress& address,
+                                                                         std::string rid) {
+  return [this, address, rid = std::move(rid)](const msg::WeightsUpdated& answer) {
+    router_->reply(address, transport::encode_weights_updated_reply({rid, answer}));
+  };
 }
 
 void TokenizerActor::on_zmq_generate(transport::ClientAddress address, const msg::GenerateRequest& request) {

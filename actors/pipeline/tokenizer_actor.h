@@ -121,6 +121,8 @@ class TokenizerActor {
   void on_zmq_request(transport::ClientAddress address, std::string payload);
   // Submits a ZeroMQ client's generation; its outputs and errors go back to `address`.
   void on_zmq_generate(transport::ClientAddress address, const msg::GenerateRequest& request);
+  // Answers a ZeroMQ weight update, memory release or resume: the reply echoes `rid`.
+  WeightsUpdatedHandler zmq_weights_answer(const transport::ClientAddress& address, std::string rid);
   // Answers {"op": "expert_load"} at once with the counts, or the error that refuses it.
   void on_zmq_expert_load(const transport::ClientAddress& address, const std::string& rid, bool reset);
   // Answers {"op": "abort"}: a ZeroMQ client may end only requests it sent itself.

@@ -92,10 +92,19 @@ void WorkerActor::run_stage(const msg::WorkerBatch& batch, std::optional<transpo
 void WorkerActor::on_update_weights(const msg::UpdateWeights& update) {
   if (!meant_for_this_worker(update.worker_instance, "a weight update")) return;
   if (expert_group_) {
-    results_->send(msg::WeightsUpdated{update, false,
-                                       "update_weights_from_disk is not supported with expert-parallel ranks in "
-                                       "processes of their own: restart every rank on the new checkpoint",
-                                       0, "", worker_->instance()});
+    const std::string refusal =
+        update.memory == msg::MemoryAction::None
+            ? "update_weights_from_disk is not supported with expert-parallel ranks in processes of their own: "
+              "restart every rank on the new checkpoint"
+            : "release_memory_occupation and resume_memory_occupation are not supported with expert-parallel ranks "
+              "in processes of their own";
+    results_->send(msg::WeightsUpdated{update, false, refusal, 0, "", worker_->instance()});
+    return;
+  }
+  if (update.memory != msg::MemoryAction::None) {
+    msg::WeightsUpdated answer = worker_->change_memory(update);
+    spdlog::info("worker: {}", answer.message);
+    results_->send(answer);
     return;
   }
   spdlog::info("worker: loading new weights from {}", update.model_path);

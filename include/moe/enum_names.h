@@ -51,6 +51,15 @@ struct EnumNames<PauseMode> {
   }};
 };
 
+template <>
+struct EnumNames<MemoryTag> {
+  static constexpr std::array<std::pair<MemoryTag, std::string_view>, 3> kNames{{
+      {MemoryTag::Weights, "weights"},
+      {MemoryTag::KvCache, "kv_cache"},
+      {MemoryTag::CudaGraph, "cuda_graph"},
+  }};
+};
+
 // The enums that have names (fields a client sets by name).
 template <class E>
 concept NamedEnum = requires { EnumNames<E>::kNames; };

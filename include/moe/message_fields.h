@@ -323,6 +323,9 @@ void visit_fields(M& m, Visit&& visit) {
   visit("weight_version", m.weight_version);
   visit("abort_all_requests", m.abort_all_requests);
   visit("worker_instance", m.worker_instance);
+  visit("memory", m.memory);
+  visit("weights_tag", m.weights_tag);
+  visit("kv_cache_tag", m.kv_cache_tag);
 }
 
 template <StructOf<WeightsUpdated> M, class Visit>

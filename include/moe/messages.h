@@ -17,7 +17,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 15;
+inline constexpr uint32_t kProtocolVersion = 16;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -451,9 +451,18 @@ struct Heartbeat {
 // /continue_generation, InPlace keeps them as they are. In every mode no step starts until then.
 enum class PauseMode : uint8_t { Abort, Retract, InPlace };
 
+// What an UpdateWeights asks of the worker's memory instead of a load: SGLang's
+// /release_memory_occupation (Release) and /resume_memory_occupation (Resume) of the tagged memory.
+enum class MemoryAction : uint8_t { None, Release, Resume };
+// SGLang's tags of that memory: the model's weights, the KV pool, and the CUDA graphs (kept here:
+// the memory they address keeps its addresses, so the tag asks for nothing).
+enum class MemoryTag : uint8_t { Weights, KvCache, CudaGraph };
+
 // Load new weights of the same architecture without a restart (SGLang's update_weights_from_disk):
 // from a client to the tokenizer, which sets `id`, on to the scheduler, which sends it to the model
-// worker once no step is in flight (and plans none until the answer is back).
+// worker once no step is in flight (and plans none until the answer is back). With `memory` set it
+// releases or resumes memory instead, by the same path: a change to the worker's weights between
+// steps, answered by WeightsUpdated (model_path is then the scheduler's: the weights to restore).
 struct UpdateWeights {
   static constexpr MessageKind kind = MessageKind::UpdateWeights;
   uint64_t id = 0;                            // set by the front door: matches the answer to its requester
@@ -461,8 +470,20 @@ struct UpdateWeights {
   std::optional<std::string> weight_version;  // the new weights' label; none keeps the current one (SGLang)
   bool abort_all_requests = false;            // also abort the queued requests no step has run yet
   uint64_t worker_instance = 0;               // set by the scheduler: the worker it asks
+  MemoryAction memory{};                      // None: load model_path
+  bool weights_tag{};                         // memory: SGLang's tag "weights" (the model's weights)
+  bool kv_cache_tag{};                        // memory: SGLang's tag "kv_cache" (the KV pool)
   bool operator==(const UpdateWeights&) const = default;
 };
+
+// What `tags` asks of a release or a resume; every tag when none is given (SGLang's default).
+inline void set_memory_tags(UpdateWeights& update, const std::optional<std::vector<MemoryTag>>& tags) {
+  update.weights_tag = update.kv_cache_tag = !tags;
+  for (MemoryTag tag : tags.value_or(std::vector<MemoryTag>{})) {
+    if (tag == MemoryTag::Weights) update.weights_tag = true;
+    if (tag == MemoryTag::KvCache) update.kv_cache_tag = true;
+  }
+}
 
 // The answer to UpdateWeights: from the worker to the scheduler, which applies it and passes it on
 // to the tokenizer with the version now in effect.

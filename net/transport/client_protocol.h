@@ -3,8 +3,9 @@
 // msgpack map; without an `op` key it is a generation with the field names of SGLang's /generate;
 // `"op"` names the others: "expert_load" (the expert-load statistics), "abort" (end one of the
 // client's own requests), "update_weights_from_disk" (SGLang's weight update), "pause_generation" and
-// "continue_generation", "get_weight_version" and "update_weight_version". The operations that change what
-// the server serves (the weight update, pause, continue, the version's relabelling) carry
+// "continue_generation", "get_weight_version" and "update_weight_version", "release_memory_occupation"
+// and "resume_memory_occupation". The operations that change what the server serves (the weight
+// update, pause, continue, the version's relabelling, the memory's release and resume) carry
 // `admin_api_key` when the server was started with --admin-api-key. A reply is a map with the fields of SGLang's /generate response,
 // {"expert_load": {...}, ...}, {"abort": {...}, ...}, {"success", "message", ...},
 // {"message", "status", ...}, or {"error": {...}}. Any language with msgpack can speak it.
@@ -73,10 +74,20 @@ struct UpdateWeightVersionRequest {
   bool operator==(const UpdateWeightVersionRequest&) const = default;
 };
 
+// {"op": "release_memory_occupation" or "resume_memory_occupation", "rid", "tags"}: SGLang's
+// endpoints of those names; every tag when `tags` is absent. Answered as a weight update.
+struct MemoryOccupationRequest {
+  std::string rid;
+  msg::MemoryAction action = msg::MemoryAction::Release;  // the op's
+  std::optional<std::vector<msg::MemoryTag>> tags;
+  std::string admin_api_key;  // the server's --admin-api-key, where it has one
+  bool operator==(const MemoryOccupationRequest&) const = default;
+};
+
 // What a client may ask: a generation, or an operation named by `op`.
 using ClientRequest = std::variant<msg::GenerateRequest, ExpertLoadRequest, AbortRequest, UpdateWeightsRequest,
                                    PauseGenerationRequest, ContinueGenerationRequest, GetWeightVersionRequest,
-                                   UpdateWeightVersionRequest>;
+                                   UpdateWeightVersionRequest, MemoryOccupationRequest>;
 
 // A request frame the server cannot serve. `rid` is the frame's own when it gave one, so the error
 // reply can be matched to its request even when the rest of the frame is wrong.
@@ -102,6 +113,7 @@ std::string encode_client_request(const PauseGenerationRequest& request);
 std::string encode_client_request(const ContinueGenerationRequest& request);
 std::string encode_client_request(const GetWeightVersionRequest& request);
 std::string encode_client_request(const UpdateWeightVersionRequest& request);
+std::string encode_client_request(const MemoryOccupationRequest& request);
 
 // One reply, or one chunk of a streamed reply, for a client.
 std::string encode_client_reply(const msg::TextOutput& output);

@@ -16,6 +16,8 @@ constexpr std::string_view kPauseOp = "pause_generation";
 constexpr std::string_view kContinueOp = "continue_generation";
 constexpr std::string_view kGetVersionOp = "get_weight_version";
 constexpr std::string_view kUpdateVersionOp = "update_weight_version";
+constexpr std::string_view kReleaseMemoryOp = "release_memory_occupation";
+constexpr std::string_view kResumeMemoryOp = "resume_memory_occupation";
 
 // The request's rid when it gave one as a string, else empty: error replies carry it.
 std::string rid_of(const msgpack::object& map) {
@@ -83,10 +85,16 @@ ClientRequest parse_map(const msgpack::object& map, const FieldPath& path) {
   if (op == kContinueOp) return parse_op<ContinueGenerationRequest>(map, path);
   if (op == kGetVersionOp) return parse_op<GetWeightVersionRequest>(map, path);
   if (op == kUpdateVersionOp) return checked(parse_op<UpdateWeightVersionRequest>(map, path), path);
+  if (op == kReleaseMemoryOp || op == kResumeMemoryOp) {
+    auto request = parse_op<MemoryOccupationRequest>(map, path);
+    request.action = op == kReleaseMemoryOp ? msg::MemoryAction::Release : msg::MemoryAction::Resume;
+    return request;
+  }
   detail::fail(path.field("op"), "unknown operation \"" + op +
                                      "\" (known: \"generate\", \"expert_load\", \"abort\", \"update_weights_from_disk\", "
                                      "\"pause_generation\", \"continue_generation\", \"get_weight_version\", "
-                                     "\"update_weight_version\")");
+                                     "\"update_weight_version\", \"release_memory_occupation\", "
+                                     "\"resume_memory_occupation\")");
 }
 
 // A request frame of operation `op`.
@@ -132,6 +140,9 @@ std::string encode_client_request(const ContinueGenerationRequest& request) { re
 std::string encode_client_request(const GetWeightVersionRequest& request) { return encode_op(kGetVersionOp, request); }
 std::string encode_client_request(const UpdateWeightVersionRequest& request) {
   return encode_op(kUpdateVersionOp, request);
+}
+std::string encode_client_request(const MemoryOccupationRequest& request) {
+  return encode_op(request.action == msg::MemoryAction::Release ? kReleaseMemoryOp : kResumeMemoryOp, request);
 }
 
 }  // namespace moe::transport

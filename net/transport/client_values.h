@@ -106,6 +106,14 @@ void visit_client_fields(M& request, Visit&& visit) {
   visit("admin_api_key", request.admin_api_key);
 }
 
+// The fields of a memory release or resume besides its `op` (which gives the action).
+template <msg::StructOf<MemoryOccupationRequest> M, class Visit>
+void visit_client_fields(M& request, Visit&& visit) {
+  visit("rid", request.rid);
+  visit("tags", request.tags);
+  visit("admin_api_key", request.admin_api_key);
+}
+
 // The fields of a pause besides its `op`, by SGLang's names.
 template <msg::StructOf<PauseGenerationRequest> M, class Visit>
 void visit_client_fields(M& request, Visit&& visit) {

@@ -28,6 +28,8 @@ template <>
 constexpr msg::RouterWeightsDtype kLastEnumValue<msg::RouterWeightsDtype> = msg::RouterWeightsDtype::Float16;
 template <>
 constexpr msg::RoutedExpertsLayers kLastEnumValue<msg::RoutedExpertsLayers> = msg::RoutedExpertsLayers::Moe;
+template <>
+constexpr msg::MemoryAction kLastEnumValue<msg::MemoryAction> = msg::MemoryAction::Resume;
 
 // How many fields a struct has, counted once by visiting a default instance.
 template <class T>

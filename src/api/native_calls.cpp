@@ -56,6 +56,20 @@ msg::PauseMode parse_pause_generation(std::string_view body) {
   return mode;
 }
 
+msg::UpdateWeights parse_memory_occupation(std::string_view body, msg::MemoryAction action) {
+  msg::UpdateWeights update;
+  update.memory = action;
+  std::optional<std::vector<msg::MemoryTag>> tags;
+  if (body.find_first_not_of(" \t\r\n") != std::string_view::npos) {
+    const json parsed = parse_json_body(body);
+    const FieldReader root(parsed, "");
+    root.read("tags", tags);
+    root.reject_unread();
+  }
+  msg::set_memory_tags(update, tags);
+  return update;
+}
+
 json generation_control_json(const std::string& message) { return {{"message", message}, {"status", "ok"}}; }
 
 WeightVersionCall parse_update_weight_version(const json& body) {
@@ -74,10 +88,8 @@ json weight_version_updated_json(const std::string& new_version) {
 json weight_version_json(const std::string& weight_version) { return {{"weight_version", weight_version}}; }
 
 ApiError not_yet_supported(const std::string& path) {
-  const bool weights = path.find("weight") != std::string::npos;
-  return ApiError(501, path + " is not supported by this engine yet: " +
-                           (weights ? "load new weights with /update_weights_from_disk (docs/rl.md)"
-                                    : "the engine keeps its memory; stop the server to free it (docs/rl.md)"));
+  return ApiError(501, path + " is not supported by this engine yet: load new weights with /update_weights_from_disk "
+                              "(docs/rl.md)");
 }
 
 AbortCall parse_abort_request(const json& body) {

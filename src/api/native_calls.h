@@ -41,9 +41,14 @@ nlohmann::json weight_version_updated_json(const std::string& new_version);
 // GET /get_weight_version: SGLang's {"weight_version": V}.
 nlohmann::json weight_version_json(const std::string& weight_version);
 
+// POST /release_memory_occupation and /resume_memory_occupation (`action`): SGLang's body
+// {"tags": ["weights", "kv_cache"]}, both when `tags` is absent or null (an empty body too). SGLang's
+// third tag, "cuda_graph", is accepted and changes nothing (graphs are kept: the memory they address
+// keeps its addresses). Answered as a weight update: {"success", "message", "weight_version"}.
+msg::UpdateWeights parse_memory_occupation(std::string_view body, msg::MemoryAction action);
+
 // The answer of SGLang's endpoints not served yet (`path`: /init_weights_update_group,
-// /update_weights_from_distributed, /destroy_weights_update_group, /release_memory_occupation,
-// /resume_memory_occupation): a 501 saying what to use instead.
+// /update_weights_from_distributed, /destroy_weights_update_group): a 501 saying what to use instead.
 ApiError not_yet_supported(const std::string& path);
 
 // POST /abort_request: {"rid": id} ends that request (its client gets its reply with finish reason

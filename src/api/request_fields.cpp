@@ -152,6 +152,13 @@ void read_value(const json& value, const std::string& path, msg::RoutedExpertsLa
 }
 
 void read_value(const json& value, const std::string& path, msg::PauseMode& out) { read_name(value, path, out); }
+void read_value(const json& value, const std::string& path, msg::MemoryTag& out) { read_name(value, path, out); }
+
+void read_value(const json& value, const std::string& path, std::vector<msg::MemoryTag>& out) {
+  if (!value.is_array()) wrong_type(value, path, "a list of tags");
+  out.resize(value.size());
+  for (size_t i = 0; i < value.size(); ++i) read_value(value[i], element_path(path, i), out[i]);
+}
 
 std::string element_path(const std::string& path, size_t index) { return path + "[" + std::to_string(index) + "]"; }
 

@@ -36,6 +36,9 @@ void read_value(const nlohmann::json& value, const std::string& path, msg::Route
 void read_value(const nlohmann::json& value, const std::string& path, msg::RouterWeightsDtype& out);
 void read_value(const nlohmann::json& value, const std::string& path, msg::RoutedExpertsLayers& out);
 void read_value(const nlohmann::json& value, const std::string& path, msg::PauseMode& out);
+void read_value(const nlohmann::json& value, const std::string& path, msg::MemoryTag& out);
+// A list of memory tags.
+void read_value(const nlohmann::json& value, const std::string& path, std::vector<msg::MemoryTag>& out);
 
 template <class T>
 void read_value(const nlohmann::json& value, const std::string& path, std::optional<T>& out) {

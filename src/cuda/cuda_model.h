@@ -42,6 +42,10 @@ class CudaModel final : public Model {
   // device cannot hold is a moe::Error with the numbers.
   KvCache make_kv_cache(int64_t num_slots) const override;
   int64_t kv_row_size() const;  // elements of one layer's key (and value) row per token slot
+  // The device pool's physical memory back to the device and again, at the same addresses
+  // (DeviceKvPool::release): the decode graphs stay valid.
+  void release_kv_memory(KvCache& /*kv*/) override { kv_pool_.release(); }
+  void resume_kv_memory(KvCache& /*kv*/) override { kv_pool_.restore(); }
   // Every activation, the batch tables and cuBLAS's scratch grown to a step of max_tokens tokens
   // (every row needing logits), so that no step up to that size allocates.
   void reserve_step_workspace(int64_t max_tokens) override;

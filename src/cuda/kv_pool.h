@@ -5,11 +5,13 @@
 // kv_cache_element_bytes). Which slots a sequence owns comes with each batch. One row per layer
 // beyond the cache's slots, pad_slot(), takes the K/V of the padding tokens a CUDA graph's fixed
 // batch size adds: no sequence reads it. How many slots the pool has is decided by the engine's
-// sizing (engine/engine_sizing.h); this only holds them.
+// sizing (engine/engine_sizing.h); this only holds them. Its memory is releasable
+// (release_memory_occupation): the physical pages go back to the device and come back at the same
+// addresses, so the decode graphs captured over the pool stay valid.
 #include <cstdint>
 
-#include "cuda/device_array.h"
 #include "cuda/kernels.h"
+#include "cuda/releasable_device_memory.h"
 
 namespace moe::cuda {
 
@@ -33,7 +35,17 @@ struct DeviceKvPool {
     return {keys.data() + offset, values.data() + offset, element_bytes == 2};
   }
 
-  DeviceArray<unsigned char> keys, values;
+  // The physical memory of both halves goes back to the device (contents lost), and comes back.
+  void release() {
+    keys.release();
+    values.release();
+  }
+  void restore() {
+    keys.restore();
+    values.restore();
+  }
+
+  ReleasableDeviceMemory keys, values;
   int64_t num_slots = 0;
   int64_t row_size = 0;
   int element_bytes = 4;

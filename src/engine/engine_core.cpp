@@ -20,10 +20,17 @@ ModelWorkerOptions signalling(ModelWorkerOptions options, std::function<void()> 
   return options;
 }
 
+// Every size, and the checkpoint the weights came from (what a memory resume loads again).
+EngineSizing sized(const EngineCoreOptions& options, const ModelConfig& config) {
+  EngineSizing sizing = size_engine(options.settings, config, {}, options.eos_token_ids, options.seed_source);
+  sizing.service.weights.model_path = options.model_path;
+  return sizing;
+}
+
 }  // namespace
 
 EngineCore::EngineCore(std::unique_ptr<Model> model, tokenizer::Tokenizer tokenizer, const EngineCoreOptions& options)
-    : sizing_(size_engine(options.settings, model->config(), {}, options.eos_token_ids, options.seed_source)),
+    : sizing_(sized(options, model->config())),
       preparer_(tokenizer, options.prompt_format, sizing_.limits),
       service_(sizing_.service, serving_info(model->config())),
       worker_(std::move(model), signalling(sizing_.worker,
@@ -75,8 +82,9 @@ msg::WeightsUpdated EngineCore::update_weights(msg::UpdateWeights update) {
   apply_held_result();
   detokenize();
   service_.update_weights(std::move(update));
-  // No step is ever in flight between two calls here, so the update goes to the worker at once.
-  service_.on_weights_updated(worker_.update_weights(*service_.next_weight_update()));
+  // No step is ever in flight between two calls here, so the update goes to the worker at once
+  // (unless the scheduler refused it: a load while the weights are released).
+  if (const auto update = service_.next_weight_update()) service_.on_weights_updated(worker_.update_weights(*update));
   detokenize();
   return service_.take_weight_update_answers().front();
 }

@@ -34,6 +34,9 @@ struct EngineCoreOptions {
   // Loads the checkpoint of a weight update (and the STANDALONE draft); unset, update_weights()
   // fails and the draft loads with Model::load's defaults.
   ModelLoader load_checkpoint;
+  // The checkpoint directory the model was loaded from: what resume_memory_occupation loads again
+  // after the weights were released (empty: the resume fails naming no directory).
+  std::string model_path;
 };
 
 class EngineCore {

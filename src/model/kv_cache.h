@@ -27,13 +27,17 @@ class KvCache {
   // row_size(layer) floats of one token slot in one layer.
   float* row(int layer, int64_t slot) { return rows_[layer].get() + slot * row_floats_[layer]; }
   const float* row(int layer, int64_t slot) const { return rows_[layer].get() + slot * row_floats_[layer]; }
+  // Hands the rows' pages back to the operating system (madvise MADV_DONTNEED): they leave the
+  // process's resident set and read as zeros when next touched; the addresses stay valid.
+  void release_memory();
 
  private:
   int64_t num_slots_;
   std::vector<int64_t> row_floats_;
-  // [layer][slot * row_size], aligned to cache lines (plain new[] left every 256-byte head row
-  // across five lines instead of four), left uninitialised: a slot is always written before it is
-  // read, and untouched pages of a large pool then cost no memory.
+  // [layer][slot * row_size], aligned to pages (so every page of an array is its own, for
+  // release_memory; plain new[] also left every 256-byte head row across five cache lines instead
+  // of four), left uninitialised: a slot is always written before it is read, and untouched pages
+  // of a large pool then cost no memory.
   std::vector<AlignedArray<float>> rows_;
 };
 

@@ -94,6 +94,12 @@ class Model {
   // of that size allocates later; a size the device cannot hold is a moe::Error with the numbers.
   // The CPU model allocates as it goes (nothing to do).
   virtual void reserve_step_workspace(int64_t /*max_tokens*/) {}
+  // Gives the physical memory of the KV pool back (release_memory_occupation's "kv_cache"): its
+  // contents are lost, its addresses stay, so nothing that holds them (a CUDA graph) is rebuilt.
+  // resume_kv_memory makes it usable again (zeroed or undefined: every slot is written before it
+  // is read). The CPU's pool is `kv`'s own; a device model's is its own.
+  virtual void release_kv_memory(KvCache& kv) { kv.release_memory(); }
+  virtual void resume_kv_memory(KvCache& /*kv*/) {}
   // The device's memory where the model lives on a device with memory of its own; none on the CPU.
   virtual std::optional<DeviceMemoryUse> device_memory() const { return std::nullopt; }
   // Runs one batch: stores the K/V of every new token at its slot, calls `capture` after every

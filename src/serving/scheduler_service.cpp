@@ -70,7 +70,7 @@ std::optional<msg::WorkerBatch> SchedulerService::next_batch() {
   }
   // A queued weight update waits for the step in flight; no new one starts before it is done.
   if (static_cast<int>(in_flight_.size()) >= scheduler_.max_batches_in_flight() || !worker_accepted() ||
-      !updates_.empty())
+      !updates_.empty() || memory_released())
     return std::nullopt;
   std::optional<ScheduledBatch> batch = scheduler_.schedule_step();
   if (!batch) return std::nullopt;

@@ -103,6 +103,14 @@ class SchedulerService {
   // The worker's answer (applied even when the update was given up meanwhile: the worker's weights
   // are what they are); queues the answer for the requester with the version now in effect.
   void on_weights_updated(msg::WeightsUpdated answer);
+  // Memory released and resumed (an update whose `memory` is set, queued and sent as updates are):
+  // from a release's answer until the resume's, no step is planned; requests that arrive queue. A
+  // release first retracts every running request (as pause's retract mode: each is recomputed after
+  // the resume, to the outputs of an unreleased run) and empties the prefix cache, for the pool's
+  // contents are lost (with the weights too, where the pool lives in the model: a GPU's). A load (update_weights_from_disk) while the weights are
+  // released is refused. A resume carries the weights of the last load (its model_path) for the worker
+  // to restore.
+  bool memory_released() const { return released_weights_ || released_kv_cache_; }
   // The worker was lost (silent, refused, restarted): every queued update fails with `why`.
   void fail_weight_updates(const std::string& why);
   bool has_weight_updates() const { return !updates_.empty(); }
@@ -202,7 +210,12 @@ class SchedulerService {
   std::deque<msg::UpdateWeights> updates_;  // the front one went to the worker when update_sent_
   bool update_sent_ = false;
   std::vector<msg::WeightsUpdated> update_answers_;
+  // The worker's answer to a release or a resume: the memory now released.
+  void on_memory_changed(msg::WeightsUpdated answer);
+
   std::optional<msg::PauseMode> pause_;  // set while generation is paused
+  bool released_weights_ = false;        // the worker's weights are released (release_memory_occupation)
+  bool released_kv_cache_ = false;       // its KV pool is
 };
 
 }  // namespace moe

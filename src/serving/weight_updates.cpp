@@ -1,20 +1,51 @@
 // SchedulerService's side of update_weights_from_disk (declared in scheduler_service.h): the
 // scheduler pauses planning, hands the update to the worker between steps, and on success ends
-// what the old weights began and forgets the KV they computed.
+// what the old weights began and forgets the KV they computed. Memory released and resumed
+// (release_memory_occupation, resume_memory_occupation) take the same path.
 #include "serving/scheduler_service.h"
 
 namespace moe {
+namespace {
+
+// The answer to `update`, refused before it reached the worker.
+msg::WeightsUpdated refused(msg::UpdateWeights update, std::string why, const std::string& version) {
+  msg::WeightsUpdated answer;
+  answer.request = std::move(update);
+  answer.message = std::move(why);
+  answer.weight_version = version;
+  return answer;
+}
+
+}  // namespace
 
 void SchedulerService::update_weights(msg::UpdateWeights update) {
   updates_.push_back(std::move(update));
-  if (num_stages() > 1) fail_weight_updates("update_weights_from_disk is not supported with --pp-size > 1 yet");
+  if (num_stages() > 1)
+    fail_weight_updates(
+        "update_weights_from_disk and release/resume_memory_occupation are not supported with --pp-size > 1 yet");
 }
 
 std::optional<msg::UpdateWeights> SchedulerService::next_weight_update() {
-  if (!in_flight_.empty() || !worker_accepted() || updates_.empty() || update_sent_) return std::nullopt;
+  if (!in_flight_.empty() || !worker_accepted() || update_sent_) return std::nullopt;
+  while (!updates_.empty() && updates_.front().memory == msg::MemoryAction::None && released_weights_) {
+    update_answers_.push_back(refused(std::move(updates_.front()),
+                                      "the weights are released (release_memory_occupation): call "
+                                      "resume_memory_occupation with the tag \"weights\" before loading new ones",
+                                      weights_.weight_version));
+    updates_.pop_front();
+  }
+  if (updates_.empty()) return std::nullopt;
   update_sent_ = true;
   msg::UpdateWeights update = updates_.front();
   update.worker_instance = stages_.front().accepted;
+  if (update.memory == msg::MemoryAction::None) return update;
+  update.model_path = weights_.model_path;  // the weights a resume restores
+  if (update.memory == msg::MemoryAction::Release) {
+    // The pool's contents go (with the weights too where the pool lives in the model, on a GPU):
+    // running requests are recomputed after the resume, and no cached prefix may point into it.
+    scheduler_.retract_running();
+    scheduler_.flush_cache();
+  }
   return update;
 }
 
@@ -22,6 +53,10 @@ void SchedulerService::on_weights_updated(msg::WeightsUpdated answer) {
   if (update_sent_ && updates_.front().id == answer.request.id) {
     updates_.pop_front();
     update_sent_ = false;
+  }
+  if (answer.request.memory != msg::MemoryAction::None) {
+    on_memory_changed(std::move(answer));
+    return;
   }
   if (answer.success) {
     const std::string version = answer.request.weight_version.value_or(weights_.weight_version);
@@ -47,14 +82,18 @@ void SchedulerService::on_weights_updated(msg::WeightsUpdated answer) {
   update_answers_.push_back(std::move(answer));
 }
 
-void SchedulerService::fail_weight_updates(const std::string& why) {
-  for (msg::UpdateWeights& update : updates_) {
-    msg::WeightsUpdated answer;
-    answer.request = std::move(update);
-    answer.message = why;
-    answer.weight_version = weights_.weight_version;
-    update_answers_.push_back(std::move(answer));
+void SchedulerService::on_memory_changed(msg::WeightsUpdated answer) {
+  if (answer.success) {
+    const bool released = answer.request.memory == msg::MemoryAction::Release;
+    if (answer.request.weights_tag) released_weights_ = released;
+    if (answer.request.kv_cache_tag) released_kv_cache_ = released;
   }
+  answer.weight_version = weights_.weight_version;
+  update_answers_.push_back(std::move(answer));
+}
+
+void SchedulerService::fail_weight_updates(const std::string& why) {
+  for (msg::UpdateWeights& update : updates_) update_answers_.push_back(refused(std::move(update), why, weights_.weight_version));
   updates_.clear();
   update_sent_ = false;
 }

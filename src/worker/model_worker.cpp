@@ -126,6 +126,7 @@ ModelWorker::ForwardRun ModelWorker::run_forward(
 }
 
 msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
+  if (!model_) throw Error("a step reached a worker whose weights are released (release_memory_occupation)");
   const bool drafts = std::any_of(batch.sequences.begin(), batch.sequences.end(),
                                   [](const msg::WorkerSequence& s) { return s.draft_topk > 0; });
   if (drafts && !draft_ && !nextn_)
@@ -164,6 +165,7 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
 }
 
 std::optional<msg::WorkerResult> ModelWorker::execute_stage(const msg::WorkerBatch& batch, float* hidden) {
+  if (!model_) throw Error("a step reached a worker whose weights are released (release_memory_occupation)");
   ForwardRun done = run_forward(batch, [&](const ForwardBatch& forward, RoutingCapture* capture) {
     model_->forward_stage(forward, kv_, hidden, logits_, capture);
   });
@@ -276,7 +278,29 @@ void ModelWorker::draw(const msg::WorkerBatch& batch, const ForwardRun& run, msg
   }
 }
 
+void ModelWorker::drop_capturer() {
+  if (!capturer_) return;
+  for (StagedRouting& staged : capturer_->drain())
+    drained_routing_.push_back(to_message(std::move(staged), first_moe_layer_));
+  capturer_.reset();  // before the model its copy engine may run on
+}
+
+void ModelWorker::install(std::unique_ptr<Model> model) {
+  KvCache kv = model->make_kv_cache(settings_.kv_slots);
+  model->reserve_step_workspace(settings_.max_batch_tokens);
+  drop_capturer();
+  nextn_.reset();  // it runs the old model's next-token-prediction layer
+  model_ = std::move(model);  // the old model goes now, before its KV cache
+  kv_ = std::move(kv);
+  // A new pool is whole: given back again while the KV cache stays released.
+  if (kv_released_) model_->release_kv_memory(kv_);
+  if (NextnLayer* layer = model_->nextn())
+    nextn_ = std::make_unique<NextnDrafter>(*layer, model_->config(), settings_.kv_slots);
+  if (settings_.capture_routing) capturer_ = make_capturer();
+}
+
 msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update) {
+  if (update.memory != msg::MemoryAction::None) return change_memory(update);
   msg::WeightsUpdated answer;
   answer.request = update;
   answer.worker_instance = instance_;
@@ -287,26 +311,18 @@ msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update
                        "not a valid config.json or safetensors file; the server log names it)";
   try {
     if (!load_checkpoint_) throw Error("this model worker cannot load new weights");
+    if (!model_) {
+      reason = " failed: the weights are released; resume_memory_occupation first";
+      throw Error("the weights are released");
+    }
     std::unique_ptr<Model> model = load_checkpoint_(update.model_path, std::nullopt);
     if (auto mismatch = config_mismatch(model_->config(), model->config())) {
       reason = " failed: it holds another model than the one serving; new weights must keep the architecture and "
                "sizes (the server log names the difference)";
       throw Error(update.model_path + " holds another model than the one serving (" + *mismatch + ")");
     }
-    KvCache kv = model->make_kv_cache(settings_.kv_slots);
-    model->reserve_step_workspace(settings_.max_batch_tokens);
     answer.model_fingerprint = model_fingerprint(update.model_path);
-    if (capturer_) {
-      for (StagedRouting& staged : capturer_->drain())
-        drained_routing_.push_back(to_message(std::move(staged), first_moe_layer_));
-      capturer_.reset();  // before the model its copy engine may run on
-    }
-    nextn_.reset();  // it runs the old model's next-token-prediction layer
-    model_ = std::move(model);  // the old model goes now, before its KV cache
-    kv_ = std::move(kv);
-    if (NextnLayer* layer = model_->nextn())
-      nextn_ = std::make_unique<NextnDrafter>(*layer, model_->config(), settings_.kv_slots);
-    if (settings_.capture_routing) capturer_ = make_capturer();
+    install(std::move(model));
     std::lock_guard lock(settings_mutex_);
     settings_.model_fingerprint = answer.model_fingerprint;
   } catch (const std::exception& e) {

@@ -67,7 +67,16 @@ class ModelWorker {
   // swaps it in with an empty KV cache; otherwise the old model and its KV cache keep serving.
   // Both models are held during the load. Never throws: a failure is the answer's message. The
   // scheduler sends it only between steps, and ends every request the old weights began.
+  // An update whose `memory` is set goes to change_memory.
   msg::WeightsUpdated update_weights(const msg::UpdateWeights& update);
+  // release_memory_occupation and resume_memory_occupation (worker/memory_occupation.cpp). Tag
+  // "kv_cache": the KV pool's pages go back to the system (Model::release_kv_memory) and come back
+  // at resume. Tag "weights": the model is destroyed, its memory freed; at resume update.model_path
+  // (the last checkpoint loaded, which the scheduler names) is loaded again, refused when its
+  // fingerprint differs from the one it had at the release (the files changed meanwhile: the
+  // weights would not be those of the last load). Releasing what is released, or resuming what is
+  // not, changes nothing. The draft model's memory is kept. Never throws.
+  msg::WeightsUpdated change_memory(const msg::UpdateWeights& update);
   int pp_rank() const { return settings_.pp_rank; }
   // Drawn at construction: tells the scheduler which worker (and so which KV cache) answers it.
   uint64_t instance() const { return instance_; }
@@ -79,6 +88,14 @@ class ModelWorker {
 
  private:
   std::unique_ptr<RoutedExpertsCapturer> make_capturer() const;
+  // Ends the capturer, its rows not yet handed out kept for take_ready_routing.
+  void drop_capturer();
+  // Puts `model` in the old one's place, with a KV cache (released if the KV cache is) and a
+  // capturer of its own.
+  void install(std::unique_ptr<Model> model);
+  // change_memory's halves: each says what it did.
+  std::string release_memory(const msg::UpdateWeights& update);
+  std::string resume_memory(const msg::UpdateWeights& update);
   // The draft model at `path`, loaded as weight updates are but quantized by `quantization` when
   // given; a failure names the flags.
   std::unique_ptr<DraftModel> load_draft(const std::string& path, std::optional<Quantization> quantization) const;
@@ -104,8 +121,10 @@ class ModelWorker {
   void draw(const msg::WorkerBatch& batch, const ForwardRun& run, msg::WorkerResult& result) const;
 
   ModelLoader load_checkpoint_;
-  std::unique_ptr<Model> model_;
+  std::unique_ptr<Model> model_;  // null while the weights are released
   KvCache kv_;
+  bool kv_released_ = false;
+  uint64_t released_fingerprint_ = 0;  // while the weights are released: their checkpoint's fingerprint then
   std::unique_ptr<RoutedExpertsCapturer> capturer_;  // null without --enable-return-routed-experts
   std::unique_ptr<DraftModel> draft_;  // null without STANDALONE speculation
   // NEXTN speculation: over the model's next-token-prediction layer (a model loaded with

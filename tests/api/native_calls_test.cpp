@@ -1,5 +1,5 @@
-// SGLang's native endpoints' requests and answers: update_weights_from_disk, abort_request,
-// tokenize, detokenize, get_model_info; and the weight version on /generate and OpenAI answers.
+// SGLang's native endpoints' requests and answers: update_weights_from_disk, release and resume
+// of memory, abort_request, tokenize, detokenize, get_model_info; and the weight version on /generate and OpenAI answers.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -46,6 +46,28 @@ TEST(UpdateWeights, AnswerIsSGLangsWithItsStatus) {
   EXPECT_EQ(weights_updated_status(answer), 200);
   answer.success = false;
   EXPECT_EQ(weights_updated_status(answer), 400);
+}
+
+TEST(MemoryOccupation, TagsAreSGLangsAndEveryTagWhenNoneIsGiven) {
+  for (const std::string_view body : {"", " ", "{}", R"({"tags": null})"}) {
+    const msg::UpdateWeights all = parse_memory_occupation(body, msg::MemoryAction::Release);
+    EXPECT_EQ(all.memory, msg::MemoryAction::Release) << body;
+    EXPECT_TRUE(all.weights_tag && all.kv_cache_tag) << body;
+  }
+  const msg::UpdateWeights kv = parse_memory_occupation(R"({"tags": ["kv_cache"]})", msg::MemoryAction::Resume);
+  EXPECT_EQ(kv.memory, msg::MemoryAction::Resume);
+  EXPECT_FALSE(kv.weights_tag);
+  EXPECT_TRUE(kv.kv_cache_tag);
+  // CUDA graphs are kept (their memory keeps its addresses): the tag asks for nothing.
+  const msg::UpdateWeights graphs = parse_memory_occupation(R"({"tags": ["cuda_graph"]})", msg::MemoryAction::Release);
+  EXPECT_FALSE(graphs.weights_tag || graphs.kv_cache_tag);
+}
+
+TEST(MemoryOccupation, RefusalsNameTheField) {
+  const auto release = [](std::string_view body) { parse_memory_occupation(body, msg::MemoryAction::Release); };
+  expect_api_error([&] { release(R"({"tags": ["weights", "gpu"]})"); }, 400, "tags[1]", "weights, kv_cache, cuda_graph");
+  expect_api_error([&] { release(R"({"tags": "weights"})"); }, 400, "tags", "a list of tags");
+  expect_api_error([&] { release(R"({"tags": [], "size": 3})"); }, 400, "size");
 }
 
 TEST(AbortRequest, ByRidOrAll) {

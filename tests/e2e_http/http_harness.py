@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 import numpy as np
@@ -84,6 +85,29 @@ class ServerTest(unittest.TestCase):
         code, log = cls.server.stop()
         if code != 0:
             raise AssertionError(f"moe-serve exited with {code} after SIGTERM:\n{log}")
+
+    def queued_request(self, body, held_by):
+        """A /generate sent while the engine runs no step (`held_by`: a pause, a release), on its own
+        thread: (thread, done); done["reply"] holds its reply once answered, which must not be at once."""
+        done = {}
+
+        def ask():
+            done["reply"] = self.server.post("/generate", dict(body, stream=False))
+        thread = threading.Thread(target=ask)
+        thread.start()
+        time.sleep(0.8)
+        self.assertNotIn("reply", done, f"a request sent during {held_by} was answered")
+        return thread, done
+
+    def assert_stopped(self, streams, held_by):
+        """No stream gets a new event for a second (the steps in flight at the stop may end first), and
+        some stream was still going."""
+        time.sleep(0.3)
+        before = [len(s.events) for s in streams]
+        time.sleep(1.0)
+        self.assertEqual([len(s.events) for s in streams], before, f"tokens were generated during {held_by}")
+        self.assertTrue(any(s.events[-1]["meta_info"]["finish_reason"] is None for s in streams),
+                        f"every stream finished before {held_by}: nothing was held")
 
 
 class StreamReader:

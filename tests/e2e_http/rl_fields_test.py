@@ -102,8 +102,7 @@ class RlFields(h.ServerTest):
         self.assertIn("request.regex", refused["error"]["message"])
 
     def test_endpoints_not_served_yet_answer_501(self):
-        for path in ("/init_weights_update_group", "/update_weights_from_distributed", "/destroy_weights_update_group",
-                     "/release_memory_occupation", "/resume_memory_occupation"):
+        for path in ("/init_weights_update_group", "/update_weights_from_distributed", "/destroy_weights_update_group"):
             reply = self.server.post(path, {})
             self.assertEqual(reply.status_code, 501, path)
             self.assertIn("not supported by this engine yet", reply.text)

@@ -49,15 +49,42 @@ TEST(UpdateWeightsOp, TakesSGLangsFields) {
   request.update.weight_version = "8";
   EXPECT_EQ(unpack(encode_client_request(request)), json({{"op", "update_weights_from_disk"}, {"rid", "u2"},
                                                           {"model_path", "/ckpt/8"}, {"weight_version", "8"},
-                                                          {"abort_all_requests", false}, {"flush_cache", true}}));
+                                                          {"abort_all_requests", false}, {"flush_cache", true},
+                                                          {"admin_api_key", ""}}));
   EXPECT_EQ(std::get<UpdateWeightsRequest>(parse_client_request(encode_client_request(request))), request);
+}
+
+TEST(MemoryOccupationOps, TakeSGLangsTags) {
+  const auto all = std::get<MemoryOccupationRequest>(parse_client_request(pack({{"op", "release_memory_occupation"}})));
+  EXPECT_EQ(all.action, msg::MemoryAction::Release);
+  EXPECT_FALSE(all.tags);  // every tag
+  const auto some = std::get<MemoryOccupationRequest>(parse_client_request(
+      pack({{"op", "resume_memory_occupation"}, {"rid", "m1"}, {"tags", {"kv_cache", "cuda_graph"}}})));
+  EXPECT_EQ(some.action, msg::MemoryAction::Resume);
+  EXPECT_EQ(some.tags, (std::vector{msg::MemoryTag::KvCache, msg::MemoryTag::CudaGraph}));
+  msg::UpdateWeights update;
+  msg::set_memory_tags(update, some.tags);
+  EXPECT_FALSE(update.weights_tag);
+  EXPECT_TRUE(update.kv_cache_tag);
+  msg::set_memory_tags(update, all.tags);
+  EXPECT_TRUE(update.weights_tag && update.kv_cache_tag);
+
+  EXPECT_EQ(unpack(encode_client_request(some)),
+            json({{"op", "resume_memory_occupation"}, {"rid", "m1"}, {"tags", {"kv_cache", "cuda_graph"}},
+                  {"admin_api_key", ""}}));
+  EXPECT_EQ(std::get<MemoryOccupationRequest>(parse_client_request(encode_client_request(some))), some);
+  test::expect_error_containing(
+      [] { parse_client_request(pack({{"op", "release_memory_occupation"}, {"tags", {"weights", "heap"}}})); },
+      "request.tags[1]: must be one of weights, kv_cache, cuda_graph");
+  test::expect_error_containing(
+      [] { parse_client_request(pack({{"op", "release_memory_occupation"}, {"size", 1}})); }, "size");
 }
 
 TEST(PauseGenerationOp, TakesSGLangsModesAndAnswersAsSGLang) {
   EXPECT_EQ(std::get<PauseGenerationRequest>(parse_client_request(pack({{"op", "pause_generation"}}))).mode,
             msg::PauseMode::Abort);  // SGLang's default
   const PauseGenerationRequest request{"p1", msg::PauseMode::Retract};
-  EXPECT_EQ(unpack(encode_client_request(request)), json({{"op", "pause_generation"}, {"rid", "p1"}, {"mode", "retract"}}));
+  EXPECT_EQ(unpack(encode_client_request(request)), json({{"op", "pause_generation"}, {"rid", "p1"}, {"mode", "retract"}, {"admin_api_key", ""}}));
   EXPECT_EQ(std::get<PauseGenerationRequest>(parse_client_request(encode_client_request(request))), request);
   EXPECT_EQ(std::get<PauseGenerationRequest>(
                 parse_client_request(pack({{"op", "pause_generation"}, {"mode", "in_place"}}))).mode,
@@ -83,7 +110,8 @@ TEST(UpdateWeightsOp, FlushCacheMayOnlyBeTrue) {
 TEST(WeightVersionOps, TakeSGLangsFields) {
   const UpdateWeightVersionRequest relabel{"w1", "step-9", true};
   EXPECT_EQ(unpack(encode_client_request(relabel)),
-            json({{"op", "update_weight_version"}, {"rid", "w1"}, {"new_version", "step-9"}, {"abort_all_requests", true}}));
+            json({{"op", "update_weight_version"}, {"rid", "w1"}, {"new_version", "step-9"}, {"abort_all_requests", true},
+                  {"admin_api_key", ""}}));
   EXPECT_EQ(std::get<UpdateWeightVersionRequest>(parse_client_request(encode_client_request(relabel))), relabel);
   test::expect_error_containing([] { parse_client_request(pack({{"op", "update_weight_version"}})); },
                                 "request.new_version: must name the new version");
