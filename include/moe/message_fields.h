@@ -200,23 +200,30 @@ void visit_fields(M& m, Visit&& visit) {
   visit("message", m.message);
 }
 
-template <StructOf<DetokenizeItem> M, class Visit>
-void visit_fields(M& m, Visit&& visit) {
+// The record's fields, first in every struct built on SequenceOutput.
+template <class M, class Visit>
+  requires std::derived_from<std::remove_const_t<M>, SequenceOutput>
+void visit_sequence_output_fields(M& m, Visit&& visit) {
   visit("rid", m.rid);
   visit("index", m.index);
-  visit("options", m.options);
-  visit("new_token_ids", m.new_token_ids);
-  visit("new_logprobs", m.new_logprobs);
-  visit("new_top_logprobs", m.new_top_logprobs);
-  visit("routing", m.routing);
+  visit("output_ids", m.output_ids);
+  visit("output_logprobs", m.output_logprobs);
+  visit("output_top_logprobs", m.output_top_logprobs);
   visit("finish_reason", m.finish_reason);
   visit("prompt_tokens", m.prompt_tokens);
   visit("cached_tokens", m.cached_tokens);
   visit("weight_version", m.weight_version);
   visit("input_token_ids", m.input_token_ids);
-  visit("input_logprobs", m.input_logprobs);
+  visit("input_token_logprobs", m.input_token_logprobs);
   visit("input_top_logprobs", m.input_top_logprobs);
-  visit("draft_routing", m.draft_routing);
+}
+
+template <StructOf<DetokenizeItem> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit_sequence_output_fields(m, visit);
+  visit("options", m.options);
+  visit("routed_experts", m.routed_experts);
+  visit("draft_routed_experts", m.draft_routed_experts);
 }
 
 template <StructOf<DetokenizeBatch> M, class Visit>
@@ -234,25 +241,14 @@ void visit_fields(M& m, Visit&& visit) {
 
 template <StructOf<TextOutput> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
-  visit("rid", m.rid);
-  visit("index", m.index);
+  visit_sequence_output_fields(m, visit);
   visit("text", m.text);
-  visit("output_ids", m.output_ids);
-  visit("output_logprobs", m.output_logprobs);
   visit("output_token_texts", m.output_token_texts);
-  visit("output_top_logprobs", m.output_top_logprobs);
-  visit("finish_reason", m.finish_reason);
-  visit("prompt_tokens", m.prompt_tokens);
   visit("completion_tokens", m.completion_tokens);
-  visit("cached_tokens", m.cached_tokens);
   visit("routed_experts", m.routed_experts);
   visit("router_weights", m.router_weights);
-  visit("weight_version", m.weight_version);
-  visit("input_token_ids", m.input_token_ids);
-  visit("input_token_logprobs", m.input_token_logprobs);
-  visit("input_token_texts", m.input_token_texts);
-  visit("input_top_logprobs", m.input_top_logprobs);
   visit("draft_routed_experts", m.draft_routed_experts);
+  visit("input_token_texts", m.input_token_texts);
 }
 
 template <StructOf<TextOutputBatch> M, class Visit>

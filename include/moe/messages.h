@@ -303,27 +303,35 @@ struct FinishReason {
   static FinishReason abort(std::string why) { return {FinishKind::Abort, std::nullopt, std::nullopt, std::move(why)}; }
 };
 
-// New output of one request (one completion of it when n > 1) since its previous item.
-struct DetokenizeItem {
+// One sequence's result since its previous record: the one record of a token's result, which the
+// scheduler fills from a worker's step (ids, logprobs, prompt logprobs, finish reason), the
+// detokenizer extends with text (TextOutput) and the front turns into the client's answer. Each field
+// keeps its name on every hop.
+struct SequenceOutput {
   std::string rid;
-  int32_t index = 0;                      // which of the n completions
-  std::optional<RequestOptions> options;  // present on the completion's first item
-  std::vector<int32_t> new_token_ids;
-  std::vector<float> new_logprobs;        // aligned with new_token_ids; empty when not asked
-  std::vector<TokenAlternatives> new_top_logprobs{};  // aligned with new_token_ids; empty when not asked
-  RoutingRows routing;                    // rows covered since the previous item
-  std::optional<FinishReason> finish_reason;  // set on the last item
+  int32_t index = 0;                                 // which of the n completions
+  std::vector<int32_t> output_ids;                   // new output tokens
+  std::vector<float> output_logprobs;                // aligned with output_ids; empty when not asked
+  std::vector<TokenAlternatives> output_top_logprobs;  // aligned with output_ids when top_logprobs_num > 0
+  std::optional<FinishReason> finish_reason;         // set on the last record
   int32_t prompt_tokens = 0;
   int32_t cached_tokens = 0;
-  std::string weight_version{};  // the weights that computed the request's tokens
-  // Prompt logprobs (logprob_start_len >= 0), once, on the item of the completion's first token:
+  std::string weight_version;  // the weights that computed its tokens (SGLang's meta_info.weight_version)
+  // Prompt logprobs (logprob_start_len >= 0), once, on the record of the completion's first token:
   // the prompt's tokens from logprob_start_len on, each one's logprob (NaN for the prompt's first
   // token, which has no context) and, with top_logprobs_num, the alternatives at its position
   // (empty for the first token).
-  std::vector<int32_t> input_token_ids{};
-  std::vector<float> input_logprobs{};
-  std::vector<TokenAlternatives> input_top_logprobs{};
-  RoutingRows draft_routing{};  // the draft model's rows of the same positions as `routing`, when asked
+  std::vector<int32_t> input_token_ids;
+  std::vector<float> input_token_logprobs;
+  std::vector<TokenAlternatives> input_top_logprobs;
+  bool operator==(const SequenceOutput&) const = default;
+};
+
+// The record as the scheduler sends it to the detokenizer: with the routing rows it covers.
+struct DetokenizeItem : SequenceOutput {
+  std::optional<RequestOptions> options;  // present on the completion's first item
+  RoutingRows routed_experts;             // rows covered since the previous item
+  RoutingRows draft_routed_experts;       // the draft model's rows of the same positions, when asked
   bool operator==(const DetokenizeItem&) const = default;
 };
 
@@ -343,29 +351,17 @@ struct EncodedArray {
   bool operator==(const EncodedArray&) const = default;
 };
 
-// One reply (or streamed chunk) for a client; text and ids are the new part since the last chunk.
-struct TextOutput {
-  std::string rid;
-  int32_t index = 0;
+// The record as the detokenizer sends it on, for a client (one reply, or one streamed chunk): with
+// the new text, each token's text (when logprobs were asked; top alternatives' texts inside their
+// TokenAlternatives) and the routing rows encoded as the client asked.
+struct TextOutput : SequenceOutput {
   std::string text;
-  std::vector<int32_t> output_ids;
-  std::vector<float> output_logprobs;       // aligned with output_ids; empty when not asked
-  std::vector<std::string> output_token_texts{};  // each output token decoded alone, when logprobs were asked
-  std::vector<TokenAlternatives> output_top_logprobs{};  // aligned with output_ids when top_logprobs_num > 0
-  std::optional<FinishReason> finish_reason;  // set on the final chunk
-  int32_t prompt_tokens = 0;
-  int32_t completion_tokens = 0;            // total so far
-  int32_t cached_tokens = 0;
+  std::vector<std::string> output_token_texts;
+  int32_t completion_tokens = 0;  // total so far
   std::optional<EncodedArray> routed_experts;
   std::optional<EncodedArray> router_weights;
-  std::string weight_version{};  // the weights that computed its tokens (SGLang's meta_info.weight_version)
-  // Prompt logprobs, as DetokenizeItem has them, in the first output that has any; texts are each
-  // token decoded alone (top alternatives' texts inside input_top_logprobs).
-  std::vector<int32_t> input_token_ids{};
-  std::vector<float> input_token_logprobs{};
-  std::vector<std::string> input_token_texts{};
-  std::vector<TokenAlternatives> input_top_logprobs{};
-  std::optional<EncodedArray> draft_routed_experts{};  // the draft model's rows of routed_experts' positions
+  std::optional<EncodedArray> draft_routed_experts;  // the draft model's rows of routed_experts' positions
+  std::vector<std::string> input_token_texts;
   bool operator==(const TextOutput&) const = default;
 };
 

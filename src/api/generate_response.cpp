@@ -43,10 +43,10 @@ void put_logprobs(json& meta, const std::string& kind, const std::vector<float>&
 // output's (output_token_logprobs, output_top_logprobs).
 void put_logprobs(json& meta, const CompletionState& completion, bool prompt_logprobs, bool with_text) {
   if (prompt_logprobs)
-    put_logprobs(meta, "input", completion.input_logprobs, completion.input_token_ids, completion.input_token_texts,
-                 completion.input_top_logprobs, with_text);
-  put_logprobs(meta, "output", completion.logprobs, completion.output_ids, completion.token_texts,
-               completion.top_logprobs, with_text);
+    put_logprobs(meta, "input", completion.input_token_logprobs, completion.input_token_ids,
+                 completion.input_token_texts, completion.input_top_logprobs, with_text);
+  put_logprobs(meta, "output", completion.output_logprobs, completion.output_ids, completion.output_token_texts,
+               completion.output_top_logprobs, with_text);
 }
 
 // The routing arrays of one /generate object: all of a completion's, one chunk's, or none.

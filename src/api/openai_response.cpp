@@ -216,10 +216,11 @@ class OpenAiResponseBuilder final : public ResponseBuilder {
           called_tools = parser.called_tools();
         }
         const JoinedLogprobs logprobs(
-            echo ? LogprobsPart{completion.input_token_ids, completion.input_logprobs, completion.input_token_texts,
-                                completion.input_top_logprobs}
+            echo ? LogprobsPart{completion.input_token_ids, completion.input_token_logprobs,
+                                completion.input_token_texts, completion.input_top_logprobs}
                  : kNoLogprobs,
-            {completion.output_ids, completion.logprobs, completion.token_texts, completion.top_logprobs});
+            {completion.output_ids, completion.output_logprobs, completion.output_token_texts,
+             completion.output_top_logprobs});
         json choice = choice_json(prompt * n_ + static_cast<size_t>(completion.index), std::move(answer),
                                   logprobs.part(), completion.finish_reason, called_tools, false);
         for (const RowsField& field : kRowsFields)

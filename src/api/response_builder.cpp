@@ -19,12 +19,14 @@ void CompletionState::append(const msg::TextOutput& output) {
   index = output.index;
   text += output.text;
   output_ids.insert(output_ids.end(), output.output_ids.begin(), output.output_ids.end());
-  logprobs.insert(logprobs.end(), output.output_logprobs.begin(), output.output_logprobs.end());
-  token_texts.insert(token_texts.end(), output.output_token_texts.begin(), output.output_token_texts.end());
-  top_logprobs.insert(top_logprobs.end(), output.output_top_logprobs.begin(), output.output_top_logprobs.end());
+  output_logprobs.insert(output_logprobs.end(), output.output_logprobs.begin(), output.output_logprobs.end());
+  output_token_texts.insert(output_token_texts.end(), output.output_token_texts.begin(),
+                            output.output_token_texts.end());
+  output_top_logprobs.insert(output_top_logprobs.end(), output.output_top_logprobs.begin(),
+                             output.output_top_logprobs.end());
   if (!output.input_token_ids.empty()) {
     input_token_ids = output.input_token_ids;
-    input_logprobs = output.input_token_logprobs;
+    input_token_logprobs = output.input_token_logprobs;
     input_token_texts = output.input_token_texts;
     input_top_logprobs = output.input_top_logprobs;
   }

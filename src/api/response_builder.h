@@ -19,28 +19,16 @@ namespace moe::api {
 // What the engine has produced so far for each completion of a generation call: the engine streams
 // TextOutputs holding only what is new since the previous one, and answers need the whole.
 
-// One completion: one prompt, one of its n samples.
-struct CompletionState {
-  std::string rid;
-  int32_t index = 0;
+// One completion (one prompt, one of its n samples): every record of it joined, under the record's
+// field names (prompt logprobs from the output that brought them).
+struct CompletionState : msg::SequenceOutput {
   std::string text;
-  std::vector<int32_t> output_ids;
-  std::vector<float> logprobs;
-  std::vector<std::string> token_texts;            // each output token decoded alone, with logprobs
-  std::vector<msg::TokenAlternatives> top_logprobs;  // with top_logprobs_num > 0
-  // Prompt logprobs (TextOutput's input_* fields), from the output that brought them.
-  std::vector<int32_t> input_token_ids;
-  std::vector<float> input_logprobs;  // NaN for the prompt's first token
+  std::vector<std::string> output_token_texts;  // each output token decoded alone, with logprobs
   std::vector<std::string> input_token_texts;
-  std::vector<msg::TokenAlternatives> input_top_logprobs;  // empty entry for the prompt's first token
+  int32_t completion_tokens = 0;
   std::optional<RawRows> routed_experts;
   std::optional<RawRows> router_weights;
   std::optional<RawRows> draft_routed_experts;  // the STANDALONE draft's rows of the same positions
-  std::optional<msg::FinishReason> finish_reason;
-  int32_t prompt_tokens = 0;
-  int32_t completion_tokens = 0;
-  int32_t cached_tokens = 0;
-  std::string weight_version;
 
   // Adds an output's new text, ids, logprobs and rows; its counts replace the previous ones.
   void append(const msg::TextOutput& output);

@@ -24,22 +24,22 @@ CompletionOutput::CompletionOutput(std::string rid, int32_t index, const tokeniz
 
 std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem& item) {
   if (finished_) return std::nullopt;  // e.g. tokens still in flight after a stop string
-  prompt_tokens_ = item.prompt_tokens;
-  cached_tokens_ = item.cached_tokens;
-  weight_version_ = item.weight_version;
+  pending_.prompt_tokens = item.prompt_tokens;
+  pending_.cached_tokens = item.cached_tokens;
+  pending_.weight_version = item.weight_version;
   append_rows(item);
   take_input_logprobs(item);
   if (held_finish_) return release_held(item.finish_reason.has_value());  // later tokens are past the stop
-  for (size_t i = 0; i < item.new_token_ids.size(); ++i) {
-    ids_.push_back(item.new_token_ids[i]);
-    if (i < item.new_logprobs.size()) {
-      logprobs_.push_back(item.new_logprobs[i]);
-      token_texts_.push_back(token_text(item.new_token_ids[i]));
+  for (size_t i = 0; i < item.output_ids.size(); ++i) {
+    pending_.output_ids.push_back(item.output_ids[i]);
+    if (i < item.output_logprobs.size()) {
+      pending_.output_logprobs.push_back(item.output_logprobs[i]);
+      pending_.output_token_texts.push_back(token_text(item.output_ids[i]));
     }
-    if (i < item.new_top_logprobs.size()) top_logprobs_.push_back(named(item.new_top_logprobs[i]));
+    if (i < item.output_top_logprobs.size()) pending_.output_top_logprobs.push_back(named(item.output_top_logprobs[i]));
     ++completion_tokens_;
-    const tokenizer::StopScan scan = stops_.feed(detokenizer_.push(item.new_token_ids[i]));
-    text_ += scan.text;
+    const tokenizer::StopScan scan = stops_.feed(detokenizer_.push(item.output_ids[i]));
+    pending_.text += scan.text;
     if (scan.stopped) {
       msg::FinishReason reason;
       reason.kind = msg::FinishKind::Stop;
@@ -48,8 +48,8 @@ std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem
     }
   }
   if (item.finish_reason) {
-    text_ += stops_.feed(detokenizer_.finish()).text;
-    text_ += stops_.finish();
+    pending_.text += stops_.feed(detokenizer_.finish()).text;
+    pending_.text += stops_.finish();
     finished_ = true;
     return take_pending(item.finish_reason);
   }
@@ -60,7 +60,7 @@ std::optional<msg::TextOutput> CompletionOutput::apply(const msg::DetokenizeItem
 std::optional<msg::TextOutput> CompletionOutput::stop_here(msg::FinishReason reason) {
   stop_unreported_ = true;
   held_finish_ = std::move(reason);
-  row_limit_ = int64_t{prompt_tokens_} + completion_tokens_ - (routing_.routes_last_token() ? 0 : 1);
+  row_limit_ = int64_t{pending_.prompt_tokens} + completion_tokens_ - (routing_.routes_last_token() ? 0 : 1);
   return release_held(false);
 }
 
@@ -78,10 +78,10 @@ msg::TokenAlternatives CompletionOutput::named(msg::TokenAlternatives top) const
 
 void CompletionOutput::take_input_logprobs(const msg::DetokenizeItem& item) {
   if (item.input_token_ids.empty() || !options_.return_logprob) return;
-  input_.input_token_ids = item.input_token_ids;
-  input_.input_token_logprobs = item.input_logprobs;
-  for (int32_t id : item.input_token_ids) input_.input_token_texts.push_back(token_text(id));
-  for (const msg::TokenAlternatives& top : item.input_top_logprobs) input_.input_top_logprobs.push_back(named(top));
+  pending_.input_token_ids = item.input_token_ids;
+  pending_.input_token_logprobs = item.input_token_logprobs;
+  for (int32_t id : item.input_token_ids) pending_.input_token_texts.push_back(token_text(id));
+  for (const msg::TokenAlternatives& top : item.input_top_logprobs) pending_.input_top_logprobs.push_back(named(top));
 }
 
 namespace {
@@ -97,7 +97,7 @@ void append_range(const msg::RoutingRows& rows, const std::vector<T>& values, in
 }  // namespace
 
 void CompletionOutput::append_rows(const msg::DetokenizeItem& item) {
-  const msg::RoutingRows& rows = item.routing;
+  const msg::RoutingRows& rows = item.routed_experts;
   // After a stop string, rows of tokens past it (in flight when it was seen) are not the reply's.
   const int64_t n = std::min(rows.num_rows(), row_limit_ - rows_seen_);
   if (n <= 0) return;
@@ -108,7 +108,7 @@ void CompletionOutput::append_rows(const msg::DetokenizeItem& item) {
   append_range(rows, rows.expert_ids, skip, n, row_ids_);
   if (routing_.return_router_weights && !rows.weights.empty()) append_range(rows, rows.weights, skip, n, row_weights_);
   if (!routing_.return_draft_routed_experts) return;
-  const msg::RoutingRows& draft = item.draft_routing;
+  const msg::RoutingRows& draft = item.draft_routed_experts;
   if (draft.num_rows() != rows.num_rows())
     throw std::logic_error("an item's draft routing rows do not cover its routing rows' positions");
   draft_layers_ = draft.num_layers;
@@ -166,34 +166,17 @@ std::optional<msg::EncodedArray> CompletionOutput::encode_weights() {
 }
 
 msg::TextOutput CompletionOutput::take_pending(std::optional<msg::FinishReason> finish) {
-  msg::TextOutput out;
+  msg::TextOutput out = std::exchange(pending_, {});
+  pending_.prompt_tokens = out.prompt_tokens;
+  pending_.cached_tokens = out.cached_tokens;
+  pending_.weight_version = out.weight_version;
   out.rid = rid_;
   out.index = index_;
-  out.text = std::move(text_);
-  out.output_ids = std::move(ids_);
-  if (options_.return_logprob) {
-    out.output_logprobs = std::move(logprobs_);
-    out.output_token_texts = std::move(token_texts_);
-    out.output_top_logprobs = std::move(top_logprobs_);
-    out.input_token_ids = std::move(input_.input_token_ids);
-    out.input_token_logprobs = std::move(input_.input_token_logprobs);
-    out.input_token_texts = std::move(input_.input_token_texts);
-    out.input_top_logprobs = std::move(input_.input_top_logprobs);
-    input_ = {};
-  }
   out.finish_reason = std::move(finish);
-  out.prompt_tokens = prompt_tokens_;
   out.completion_tokens = completion_tokens_;
-  out.cached_tokens = cached_tokens_;
-  out.weight_version = weight_version_;
   out.routed_experts = encode_ids();
   out.router_weights = encode_weights();
   out.draft_routed_experts = encode_draft_ids();
-  text_.clear();
-  ids_.clear();
-  logprobs_.clear();
-  token_texts_.clear();
-  top_logprobs_.clear();
   return out;
 }
 

@@ -73,17 +73,12 @@ class CompletionOutput {
   bool stop_unreported_ = false;
   std::optional<msg::FinishReason> held_finish_;  // a stop string's reply waiting for its last row
   int64_t row_limit_ = INT64_MAX;                 // after a stop string: the rows the reply has
-  int32_t prompt_tokens_ = 0, cached_tokens_ = 0, completion_tokens_ = 0;
-  std::string weight_version_;
+  int32_t completion_tokens_ = 0;
   int64_t rows_seen_ = 0;  // routing rows received so far, counting those start_len skips
 
-  // Not yet emitted:
-  std::string text_;
-  std::vector<int32_t> ids_;
-  std::vector<float> logprobs_;
-  std::vector<std::string> token_texts_;
-  std::vector<msg::TokenAlternatives> top_logprobs_;
-  msg::TextOutput input_;  // prompt logprobs (only its input_* fields), sent with the next output
+  // Not yet emitted: the next TextOutput's tokens, text and logprobs (routing rows below, encoded
+  // when it is sent).
+  msg::TextOutput pending_;
   int32_t row_layers_ = 0, row_top_k_ = 0;
   std::vector<int16_t> row_ids_;
   std::vector<float> row_weights_;

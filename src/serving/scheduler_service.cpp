@@ -55,7 +55,7 @@ void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t ind
   std::optional<FinishedRequest> done = scheduler_.stop_at_output(rid, index, kept, msg::FinishReason::stop_string(""));
   if (!done) return;  // gone already, or its final item comes after the last token's forward
   if (awaits_last_row)
-    emit_finished({*done}, last_step_);
+    emit_finished({std::move(*done)}, last_step_);
   else
     forget({rid, index});  // the detokenizer already sent the final reply
 }
@@ -110,35 +110,47 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
   for (int32_t distinct : result.verify_experts) verify_distinct_experts_ += distinct;
   verify_layer_passes_ += static_cast<int64_t>(result.verify_experts.size());
 
-  // The slots of each request's computed positions: the batch's, or after a verify the accepted path's.
-  std::map<Key, const std::vector<int32_t>*> computed_slots;
-  for (size_t i = 0; i < batch.sequences.size(); ++i)
-    computed_slots[{batch.sequences[i].rid, batch.sequences[i].index}] = &batch.forward.sequences[i].kv_slots;
-  for (const VerifiedSequence& v : outcome.verified) computed_slots[{v.rid, v.index}] = &v.computed_slots;
-  std::map<Key, NewTokens> tokens;
+  // One record per completion that gained tokens or finished, with the KV slots its rows now reach:
+  // the batch's, after a verify the accepted path's, once finished every position it computed.
+  struct StepRecord {
+    msg::SequenceOutput output;
+    std::span<const int32_t> computed_slots;
+  };
+  std::map<Key, StepRecord> records;
+  auto record_of = [&records](const std::string& rid, int32_t index) -> StepRecord& {
+    auto [it, added] = records.try_emplace({rid, index});
+    if (added) {
+      it->second.output.rid = rid;
+      it->second.output.index = index;
+    }
+    return it->second;
+  };
   for (GeneratedToken& t : outcome.tokens) {
-    NewTokens& step_tokens = tokens[{t.rid, t.index}];
-    step_tokens.ids.push_back(t.token);
-    step_tokens.logprobs.push_back(t.logprob);
-    step_tokens.top.push_back(std::move(t.top));
-    if (t.input) step_tokens.input = std::move(t.input);
-  }
-  std::map<Key, FinishedRequest*> finished;
-  for (FinishedRequest& f : outcome.finished) finished[{f.rid, f.index}] = &f;
-  for (auto& [key, new_tokens] : tokens) {
-    auto fin = finished.find(key);
-    if (fin != finished.end()) {
-      FinishedRequest& f = *fin->second;
-      emit(key, std::move(new_tokens), std::move(f.kv_slots), f.reason,
-           f.cached_tokens, batch.step_id);
-      finished.erase(fin);
-    } else {
-      emit(key, std::move(new_tokens), *computed_slots.at(key), std::nullopt, 0, batch.step_id);
+    msg::SequenceOutput& output = record_of(t.rid, t.index).output;
+    output.output_ids.push_back(t.token);
+    output.output_logprobs.push_back(t.logprob);
+    output.output_top_logprobs.push_back(std::move(t.top));
+    if (t.input) {
+      output.input_token_ids = std::move(t.input->ids);
+      output.input_token_logprobs = std::move(t.input->logprobs);
+      output.input_top_logprobs = std::move(t.input->top);
     }
   }
-  std::vector<FinishedRequest> rest;
-  for (auto& [key, f] : finished) rest.push_back(std::move(*f));
-  emit_finished(rest, batch.step_id);
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const auto it = records.find({batch.sequences[i].rid, batch.sequences[i].index});
+    if (it != records.end()) it->second.computed_slots = batch.forward.sequences[i].kv_slots;
+  }
+  for (const VerifiedSequence& v : outcome.verified) {
+    const auto it = records.find({v.rid, v.index});
+    if (it != records.end()) it->second.computed_slots = v.computed_slots;
+  }
+  for (FinishedRequest& f : outcome.finished) {
+    StepRecord& record = record_of(f.rid, f.index);
+    record.output.finish_reason = std::move(f.reason);
+    record.output.cached_tokens = static_cast<int32_t>(f.cached_tokens);
+    record.computed_slots = f.kv_slots;
+  }
+  for (auto& [key, record] : records) emit(std::move(record.output), record.computed_slots, batch.step_id);
 }
 
 std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& message, int32_t code) {
@@ -230,51 +242,58 @@ std::vector<std::vector<uint64_t>> SchedulerService::expert_load() const {
 msg::DetokenizeBatch SchedulerService::take_output() { return std::exchange(output_, {}); }
 
 void SchedulerService::emit_finished(const std::vector<FinishedRequest>& finished, uint64_t step) {
-  for (const FinishedRequest& f : finished)
-    emit({f.rid, f.index}, {}, f.kv_slots, f.reason, f.cached_tokens, step);
+  for (const FinishedRequest& f : finished) {
+    msg::SequenceOutput output;
+    output.rid = f.rid;
+    output.index = f.index;
+    output.finish_reason = f.reason;
+    output.cached_tokens = static_cast<int32_t>(f.cached_tokens);
+    emit(std::move(output), f.kv_slots, step);
+  }
 }
 
-void SchedulerService::emit(const Key& key, NewTokens tokens, std::vector<int32_t> slots,
-                            std::optional<msg::FinishReason> finish, int64_t cached_tokens, uint64_t step) {
-  // The version of now: items held for their rows are built later, maybe after a weight update.
-  auto build = [this, key, tokens = std::move(tokens), slots = std::move(slots),
-                finish = std::move(finish), cached_tokens, version = weights_.weight_version]() {
-    auto comp = completions_.find(key);
-    if (comp == completions_.end()) return;  // ended meanwhile (stop string, failure)
-    const RequestInfo& info = requests_.at(key.first);
-    msg::DetokenizeItem item;
-    item.rid = key.first;
-    item.index = key.second;
-    if (!comp->second.options_sent) item.options = info.options;
-    comp->second.options_sent = true;
-    item.new_token_ids = tokens.ids;
-    if (info.options.return_logprob) item.new_logprobs = tokens.logprobs;
-    if (info.options.return_logprob && info.options.top_logprobs_num > 0) item.new_top_logprobs = tokens.top;
-    if (tokens.input) {
-      item.input_token_ids = tokens.input->ids;
-      item.input_logprobs = tokens.input->logprobs;
-      item.input_top_logprobs = tokens.input->top;
+void SchedulerService::emit(msg::SequenceOutput output, std::span<const int32_t> computed_slots, uint64_t step) {
+  const Key key{output.rid, output.index};
+  const auto comp = completions_.find(key);
+  if (comp == completions_.end()) return;  // the detokenizer ended it (a stop string)
+  const RequestInfo& info = requests_.at(key.first);
+  msg::DetokenizeItem item;
+  static_cast<msg::SequenceOutput&>(item) = std::move(output);
+  if (!comp->second.options_sent) item.options = info.options;
+  comp->second.options_sent = true;
+  if (!info.options.return_logprob) item.output_logprobs.clear();
+  if (!info.options.return_logprob || info.options.top_logprobs_num == 0) item.output_top_logprobs.clear();
+  item.prompt_tokens = info.prompt_tokens;
+  // The version of now: items held for their rows are sent later, maybe after a weight update.
+  item.weight_version = weights_.weight_version;
+  if (!tracker_ || !info.options.routing.return_routed_experts) {
+    push_item(std::move(item));
+    return;
+  }
+  // The KV slots of the rows this item adds to the completion's earlier ones; their rows are
+  // gathered once the step's rows have arrived.
+  const auto claimed = static_cast<size_t>(std::min<int64_t>(comp->second.rows_emitted, computed_slots.size()));
+  std::vector<int32_t> new_slots(computed_slots.begin() + static_cast<std::ptrdiff_t>(claimed), computed_slots.end());
+  comp->second.rows_emitted = std::max<int64_t>(comp->second.rows_emitted, computed_slots.size());
+  const bool weights = info.options.routing.return_router_weights;
+  const bool draft = info.options.routing.return_draft_routed_experts;
+  tracker_->after_rows_of(step, [this, key, item = std::move(item), new_slots = std::move(new_slots), weights,
+                                 draft]() mutable {
+    if (!completions_.count(key)) return;  // ended meanwhile (stop string, failure)
+    if (!new_slots.empty()) {
+      const auto count = static_cast<int64_t>(new_slots.size());
+      item.routed_experts = tracker_->gather(new_slots.data(), count, weights);
+      if (draft) item.draft_routed_experts = tracker_->gather_draft(new_slots.data(), count);
     }
-    const int64_t available = static_cast<int64_t>(slots.size());
-    if (info.options.routing.return_routed_experts && tracker_ && available > comp->second.rows_emitted) {
-      const int32_t* first = slots.data() + comp->second.rows_emitted;
-      const int64_t count = available - comp->second.rows_emitted;
-      item.routing = tracker_->gather(first, count, info.options.routing.return_router_weights);
-      if (info.options.routing.return_draft_routed_experts) item.draft_routing = tracker_->gather_draft(first, count);
-      comp->second.rows_emitted = available;
-    }
-    item.finish_reason = finish;
-    item.prompt_tokens = info.prompt_tokens;
-    item.cached_tokens = static_cast<int32_t>(cached_tokens);
-    item.weight_version = version;
-    output_.items.push_back(std::move(item));
-    if (finish) forget(key);
-  };
-  const auto info = requests_.find(key.first);
-  if (tracker_ && info != requests_.end() && info->second.options.routing.return_routed_experts)
-    tracker_->after_rows_of(step, std::move(build));
-  else
-    build();
+    push_item(std::move(item));
+  });
+}
+
+void SchedulerService::push_item(msg::DetokenizeItem item) {
+  const bool finished = item.finish_reason.has_value();
+  const Key key{item.rid, item.index};
+  output_.items.push_back(std::move(item));
+  if (finished) forget(key);
 }
 
 void SchedulerService::forget(const Key& key) {

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -163,22 +164,17 @@ class SchedulerService {
   };
   struct CompletionInfo {
     bool options_sent = false;
-    int64_t rows_emitted = 0;
+    int64_t rows_emitted = 0;  // routing rows its items cover, counting those still held for their rows
   };
   using Key = std::pair<std::string, int32_t>;
-  // A completion's tokens of one step, with their logprobs and alternatives (when asked).
-  struct NewTokens {
-    std::vector<int32_t> ids;
-    std::vector<float> logprobs;
-    std::vector<msg::TokenAlternatives> top;
-    std::optional<InputLogprobs> input;  // with the completion's first token, when asked
-  };
 
-  // Queues the item for (rid, index) with `tokens` new tokens and rows up to `slots.size()`, waiting
-  // for the rows of `step` when the request asked for routing.
-  void emit(const Key& key, NewTokens tokens, std::vector<int32_t> slots,
-            std::optional<msg::FinishReason> finish, int64_t cached_tokens, uint64_t step);
+  // Queues a completion's record (its new tokens, logprobs, finish reason) for the detokenizer, with
+  // the routing rows of computed_slots (the KV slot of each position it has computed) it has not
+  // sent yet, once the rows of `step` have arrived when the request asked for routing.
+  void emit(msg::SequenceOutput output, std::span<const int32_t> computed_slots, uint64_t step);
   void emit_finished(const std::vector<FinishedRequest>& finished, uint64_t step);
+  // Adds an item to the output, forgetting its completion when it is the last.
+  void push_item(msg::DetokenizeItem item);
   // Drops the bookkeeping of an ended completion (and of its request once all n have ended).
   void forget(const Key& key);
   // A new worker's KV cache is empty: when steps went to the last one, every live request fails

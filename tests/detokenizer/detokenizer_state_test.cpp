@@ -34,12 +34,12 @@ std::vector<msg::DetokenizeItem> items_for(const std::vector<int32_t>& ids, cons
     msg::DetokenizeItem item;
     item.rid = "r1";
     if (i == 0) item.options = options;
-    item.new_token_ids = {ids[i]};
-    item.new_logprobs = {-0.5f * static_cast<float>(i)};
+    item.output_ids = {ids[i]};
+    item.output_logprobs = {-0.5f * static_cast<float>(i)};
     // Token i's item brings the rows computed in its step: the prompt's for the first, then the
     // row of the token before it (the last token's own row is never computed).
     const int count = i == 0 ? prompt_rows : 1;
-    item.routing = rows_from(next_row, count);
+    item.routed_experts = rows_from(next_row, count);
     next_row += count;
     item.prompt_tokens = prompt_rows;
     if (i + 1 == ids.size()) item.finish_reason = msg::FinishReason{msg::FinishKind::Length, {}, {}, ""};
@@ -109,7 +109,7 @@ TEST(DetokenizerState, PromptLogprobsGetTheirTextsAndGoOutOnce) {
     options.stream = stream;
     std::vector<msg::DetokenizeItem> items = items_for(ids, options, 0);
     items[0].input_token_ids = prompt;
-    items[0].input_logprobs.assign(prompt.size(), -1.0f);
+    items[0].input_token_logprobs.assign(prompt.size(), -1.0f);
     items[0].input_top_logprobs.assign(prompt.size(), msg::TokenAlternatives{{prompt.back()}, {-1.0f}, {}});
     items[0].input_top_logprobs[0] = {};
     DetokenizerState state(qwen3(), 64);
@@ -117,7 +117,7 @@ TEST(DetokenizerState, PromptLogprobsGetTheirTextsAndGoOutOnce) {
     ASSERT_FALSE(outputs.empty());
     const msg::TextOutput& first = outputs.front();
     EXPECT_EQ(first.input_token_ids, prompt);
-    EXPECT_EQ(first.input_token_logprobs, items[0].input_logprobs);
+    EXPECT_EQ(first.input_token_logprobs, items[0].input_token_logprobs);
     ASSERT_EQ(first.input_token_texts.size(), prompt.size());
     std::string joined;
     for (const std::string& t : first.input_token_texts) joined += t;
@@ -282,8 +282,8 @@ TEST(DetokenizerState, DraftRowsFollowTheTargetsPositionsInTheirOwnArray) {
   std::vector<msg::DetokenizeItem> items = items_for(ids, options, 4);
   int16_t next = 0;
   for (msg::DetokenizeItem& item : items) {
-    item.draft_routing = {1, 1, {}, {}};
-    for (int64_t r = 0; r < item.routing.num_rows(); ++r) item.draft_routing.expert_ids.push_back(next++);
+    item.draft_routed_experts = {1, 1, {}, {}};
+    for (int64_t r = 0; r < item.routed_experts.num_rows(); ++r) item.draft_routed_experts.expert_ids.push_back(next++);
   }
   DetokenizerState state(qwen3(), 64, 300);
   const auto outputs = run(state, items);
@@ -316,7 +316,7 @@ TEST(DetokenizerState, RoutedExpertsLayersSpreadsRowsOverEveryDecoderLayer) {
     options.routing.layers = layers;
     std::vector<msg::DetokenizeItem> items = items_for(ids, options, 4);
     for (auto& item : items)
-      for (size_t i = 0; i < item.routing.expert_ids.size(); ++i) item.routing.weights.push_back(0.5f + float(i));
+      for (size_t i = 0; i < item.routed_experts.expert_ids.size(); ++i) item.routed_experts.weights.push_back(0.5f + float(i));
     DetokenizerState state(qwen3(), 64, 0, axis);
     const std::vector<msg::TextOutput> outputs = run(state, items);
     ASSERT_EQ(outputs.size(), 1u);

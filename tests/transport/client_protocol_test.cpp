@@ -197,17 +197,18 @@ TEST(ClientRequest, EncodeThenParseRoundTrips) {
 
 // A finished, non-streamed reply with logprobs and routed experts.
 msg::TextOutput finished_output() {
-  return {.rid = "r1",
-          .index = 0,
-          .text = "Once upon",
-          .output_ids = {7, 8},
-          .output_logprobs = {-0.5f, -0.25f},
-          .finish_reason = msg::FinishReason{msg::FinishKind::Length, std::nullopt, std::nullopt, ""},
-          .prompt_tokens = 12,
-          .completion_tokens = 2,
-          .cached_tokens = 4,
-          .routed_experts = msg::EncodedArray{std::string("\x01\x00\x02\x00", 4), true, {1, 1, 2}, "int16"},
-          .router_weights = msg::EncodedArray{"AACAPw==", false, {1, 1, 1}, "float32"}};
+  msg::TextOutput output;
+  output.rid = "r1";
+  output.output_ids = {7, 8};
+  output.output_logprobs = {-0.5f, -0.25f};
+  output.finish_reason = msg::FinishReason{msg::FinishKind::Length, std::nullopt, std::nullopt, ""};
+  output.prompt_tokens = 12;
+  output.cached_tokens = 4;
+  output.text = "Once upon";
+  output.completion_tokens = 2;
+  output.routed_experts = msg::EncodedArray{std::string("\x01\x00\x02\x00", 4), true, {1, 1, 2}, "int16"};
+  output.router_weights = msg::EncodedArray{"AACAPw==", false, {1, 1, 1}, "float32"};
+  return output;
 }
 
 TEST(ClientReply, HasTheShapeOfSGLangGenerateResponse) {
@@ -259,9 +260,13 @@ TEST(ClientRequest, ReadsLogprobStartLen) {
 }
 
 TEST(ClientReply, StreamedChunkHasNullFinishReasonAndNoOptionalFields) {
-  msg::TextOutput chunk{.rid = "r", .index = 1, .text = " upon", .output_ids = {8}, .output_logprobs = {},
-                        .finish_reason = std::nullopt, .prompt_tokens = 3, .completion_tokens = 2,
-                        .cached_tokens = 0, .routed_experts = std::nullopt, .router_weights = std::nullopt};
+  msg::TextOutput chunk;
+  chunk.rid = "r";
+  chunk.index = 1;
+  chunk.output_ids = {8};
+  chunk.prompt_tokens = 3;
+  chunk.text = " upon";
+  chunk.completion_tokens = 2;
   const json reply = unpack(encode_client_reply(chunk));
   EXPECT_TRUE(reply["meta_info"]["finish_reason"].is_null());
   EXPECT_EQ(reply["meta_info"]["index"], 1);

@@ -36,18 +36,16 @@ TEST(PythonClient, DecodesRepliesAndSendsRequestsWeParse) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("moe-pyclient-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::int16_t ids[] = {1, 2, 3, 4};
-  msg::TextOutput output{.rid = "r",
-                         .index = 0,
-                         .text = "ok",
-                         .output_ids = {5, 6},
-                         .output_logprobs = {},
-                         .finish_reason = msg::FinishReason{msg::FinishKind::Stop, 6, std::nullopt, ""},
-                         .prompt_tokens = 1,
-                         .completion_tokens = 2,
-                         .cached_tokens = 0,
-                         .routed_experts = msg::EncodedArray{std::string(reinterpret_cast<const char*>(ids), sizeof ids),
-                                                             true, {2, 1, 2}, "int16"},
-                         .router_weights = msg::EncodedArray{"AAAAPwAAgD4=", false, {1, 1, 2}, "float32"}};
+  msg::TextOutput output;
+  output.rid = "r";
+  output.output_ids = {5, 6};
+  output.finish_reason = msg::FinishReason{msg::FinishKind::Stop, 6, std::nullopt, ""};
+  output.prompt_tokens = 1;
+  output.text = "ok";
+  output.completion_tokens = 2;
+  output.routed_experts =
+      msg::EncodedArray{std::string(reinterpret_cast<const char*>(ids), sizeof ids), true, {2, 1, 2}, "int16"};
+  output.router_weights = msg::EncodedArray{"AAAAPwAAgD4=", false, {1, 1, 2}, "float32"};
   std::ofstream(dir / "reply.msgpack", std::ios::binary) << encode_client_reply(output);
   std::ofstream(dir / "client.py") << kPythonClient;
 

@@ -116,56 +116,52 @@ std::vector<msg::Message> sample_messages() {
   messages.emplace_back(routing_only);
 
   msg::DetokenizeBatch detokenize;
-  detokenize.items.push_back({.rid = "a",
-                              .index = 2,
-                              .options = msg::RequestOptions{.sampling = sample_sampling(),
-                                                             .stream = true,
-                                                             .return_logprob = true,
-                                                             .routing = sample_routing_options()},
-                              .new_token_ids = {11, 12},
-                              .new_logprobs = {-1.0f, -2.0f},
-                              .new_top_logprobs = {{{11}, {-1.0f}, {}}, {{12}, {-2.0f}, {}}},
-                              .routing = sample_rows(2, 4, 8, true),
-                              .finish_reason = msg::FinishReason{msg::FinishKind::Stop, 151645, std::nullopt, ""},
-                              .prompt_tokens = 30,
-                              .cached_tokens = 16,
-                              .weight_version = "step-7",
-                              .input_token_ids = {30, 31},
-                              .input_logprobs = {-0.5f, -1.5f},
-                              .input_top_logprobs = {{}, {{31}, {-1.5f}, {}}}});
-  detokenize.items.push_back({.rid = "b",
-                              .index = 0,
-                              .options = std::nullopt,
-                              .new_token_ids = {13},
-                              .new_logprobs = {},
-                              .routing = {},
-                              .finish_reason = msg::FinishReason{msg::FinishKind::Abort, std::nullopt, "x", "gone"},
-                              .prompt_tokens = 5,
-                              .cached_tokens = 0});
+  msg::DetokenizeItem& first = detokenize.items.emplace_back();
+  first.rid = "a";
+  first.index = 2;
+  first.output_ids = {11, 12};
+  first.output_logprobs = {-1.0f, -2.0f};
+  first.output_top_logprobs = {{{11}, {-1.0f}, {}}, {{12}, {-2.0f}, {}}};
+  first.finish_reason = msg::FinishReason{msg::FinishKind::Stop, 151645, std::nullopt, ""};
+  first.prompt_tokens = 30;
+  first.cached_tokens = 16;
+  first.weight_version = "step-7";
+  first.input_token_ids = {30, 31};
+  first.input_token_logprobs = {-0.5f, -1.5f};
+  first.input_top_logprobs = {{}, {{31}, {-1.5f}, {}}};
+  first.options = msg::RequestOptions{
+      .sampling = sample_sampling(), .stream = true, .return_logprob = true, .routing = sample_routing_options()};
+  first.routed_experts = sample_rows(2, 4, 8, true);
+  msg::DetokenizeItem& aborted = detokenize.items.emplace_back();
+  aborted.rid = "b";
+  aborted.output_ids = {13};
+  aborted.finish_reason = msg::FinishReason{msg::FinishKind::Abort, std::nullopt, "x", "gone"};
+  aborted.prompt_tokens = 5;
   messages.emplace_back(detokenize);
 
   msg::TextOutputBatch text;
-  text.outputs.push_back({.rid = "a",
-                          .index = 1,
-                          .text = "Once upon",
-                          .output_ids = {7, 8},
-                          .output_logprobs = {-0.5f, -0.75f},
-                          .output_token_texts = {"Once", " upon"},
-                          .output_top_logprobs = {{{7, 1}, {-0.5f, -0.6f}, {"Once", "\xEF\xBF\xBD"}}, {{8}, {-0.75f}, {" upon"}}},
-                          .finish_reason = msg::FinishReason{msg::FinishKind::Length, std::nullopt, std::nullopt, ""},
-                          .prompt_tokens = 12,
-                          .completion_tokens = 2,
-                          .cached_tokens = 4,
-                          .routed_experts = msg::EncodedArray{std::string("\x01\x00\xff", 3), true, {13, 4, 2}, "int16"},
-                          .router_weights = msg::EncodedArray{"AAAA", false, {13, 4, 2}, "float16"},
-                          .weight_version = "step-7",
-                          .input_token_ids = {3, 4},
-                          .input_token_logprobs = {-2.0f, -0.125f},
-                          .input_token_texts = {"Hi", " there"},
-                          .input_top_logprobs = {{}, {{4, 5}, {-0.125f, -3.0f}, {" there", "\xEF\xBF\xBD"}}}});
-  text.outputs.push_back({.rid = "b", .index = 0, .text = "", .output_ids = {}, .output_logprobs = {},
-                          .finish_reason = std::nullopt, .prompt_tokens = 1, .completion_tokens = 0,
-                          .cached_tokens = 0, .routed_experts = std::nullopt, .router_weights = std::nullopt});
+  msg::TextOutput& full = text.outputs.emplace_back();
+  full.rid = "a";
+  full.index = 1;
+  full.output_ids = {7, 8};
+  full.output_logprobs = {-0.5f, -0.75f};
+  full.output_top_logprobs = {{{7, 1}, {-0.5f, -0.6f}, {"Once", "\xEF\xBF\xBD"}}, {{8}, {-0.75f}, {" upon"}}};
+  full.finish_reason = msg::FinishReason{msg::FinishKind::Length, std::nullopt, std::nullopt, ""};
+  full.prompt_tokens = 12;
+  full.cached_tokens = 4;
+  full.weight_version = "step-7";
+  full.input_token_ids = {3, 4};
+  full.input_token_logprobs = {-2.0f, -0.125f};
+  full.input_top_logprobs = {{}, {{4, 5}, {-0.125f, -3.0f}, {" there", "\xEF\xBF\xBD"}}};
+  full.text = "Once upon";
+  full.output_token_texts = {"Once", " upon"};
+  full.completion_tokens = 2;
+  full.routed_experts = msg::EncodedArray{std::string("\x01\x00\xff", 3), true, {13, 4, 2}, "int16"};
+  full.router_weights = msg::EncodedArray{"AAAA", false, {13, 4, 2}, "float16"};
+  full.input_token_texts = {"Hi", " there"};
+  msg::TextOutput& empty = text.outputs.emplace_back();
+  empty.rid = "b";
+  empty.prompt_tokens = 1;
   messages.emplace_back(text);
 
   messages.emplace_back(msg::Abort{.rid = "a", .reason = "client disconnected"});
