@@ -3,22 +3,34 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "common/error.h"
 #include "common/json_file.h"
+#include "model/model_config.h"
 #include "model/random_checkpoint.h"
 #include "model/safetensors.h"
 
 namespace moe {
 namespace {
 
-// Whether tensor `name` belongs in the first keep_layers layers' checkpoint.
-bool kept(const std::string& name, int keep_layers) {
-  const std::string prefix = "model.layers.";
-  if (name.rfind(prefix, 0) != 0) return true;
-  return std::stoi(name.substr(prefix.size())) < keep_layers;
+// The checkpoint names of the tensors a model of `full`'s family needs beyond the first `cut`
+// model's layers: the names its plan gives layers [cut.num_hidden_layers, full.num_hidden_layers).
+std::set<std::string> dropped_tensors(const ModelConfig& full, const ModelConfig& cut) {
+  std::set<std::string> dropped;
+  for (const TensorSpec& spec : checkpoint_manifest(full)) dropped.insert(spec.name);
+  for (const TensorSpec& spec : checkpoint_manifest(cut)) dropped.erase(spec.name);
+  return dropped;
+}
+
+// Whether tensor `name` is one of `dropped`, or (GPTQ) a tensor of the module of one of them:
+// "<module>.qweight" and its scales are named after the plan's "<module>.weight".
+bool is_dropped(const std::string& name, const std::set<std::string>& dropped) {
+  if (dropped.count(name)) return true;
+  const size_t dot = name.rfind('.');
+  return dot != std::string::npos && dropped.count(name.substr(0, dot) + ".weight");
 }
 
 nlohmann::json truncated_config(nlohmann::json config, int keep_layers) {
@@ -48,11 +60,14 @@ void write_truncated_checkpoint(const std::string& source_dir, const std::string
   const nlohmann::json config = truncated_config(read_json_file(source_dir + "/config.json"), keep_layers);
   if (fs::exists(out_dir) && fs::equivalent(out_dir, source_dir))
     throw Error("--out must not be the checkpoint being truncated (" + source_dir + ")");
+  fs::create_directories(out_dir);
+  std::ofstream(out_dir + "/config.json") << config.dump(2) << "\n";
+  const std::set<std::string> dropped = dropped_tensors(load_model_config(source_dir), load_model_config(out_dir));
   // Opened as the loader opens it: the same index checks, shard names confined to the directory.
   const Checkpoint source = Checkpoint::open(source_dir);
   std::map<std::string, const TensorInfo*> tensors;  // by name: the written order
   for (const auto& [name, info] : source.tensors())
-    if (kept(name, keep_layers)) tensors[name] = &info;
+    if (!is_dropped(name, dropped)) tensors[name] = &info;
   const auto bytes_of = [](const TensorInfo& info) {
     int64_t n = static_cast<int64_t>(dtype_size(info.dtype));
     for (int64_t d : info.shape) n *= d;
@@ -64,7 +79,6 @@ void write_truncated_checkpoint(const std::string& source_dir, const std::string
     names.push_back(&name);
     sizes.push_back(bytes_of(*info));
   }
-  fs::create_directories(out_dir);
   const std::vector<std::vector<size_t>> shards = plan_shards(sizes, shard_bytes);
   nlohmann::json weight_map = nlohmann::json::object();
   for (size_t s = 0; s < shards.size(); ++s) {
@@ -79,7 +93,6 @@ void write_truncated_checkpoint(const std::string& source_dir, const std::string
     write_safetensors(out_dir + "/" + file, shard);
   }
   write_checkpoint_index(out_dir, weight_map);
-  std::ofstream(out_dir + "/config.json") << config.dump(2) << "\n";
   for (const char* name : {"generation_config.json", "tokenizer.json", "tokenizer_config.json",
                            "special_tokens_map.json", "vocab.json", "merges.txt"})
     if (fs::exists(fs::path(source_dir) / name))
