@@ -37,9 +37,8 @@ std::optional<msg::ErrorReply> SchedulerService::add_request(const msg::Tokenize
   RequestInfo info;
   info.options = request;
   info.prompt_tokens = static_cast<int32_t>(request.input_ids.size());
-  info.live_completions = request.sampling.n;
+  info.completions.resize(static_cast<size_t>(request.sampling.n));
   requests_[request.rid] = std::move(info);
-  for (int32_t i = 0; i < request.sampling.n; ++i) completions_[{request.rid, i}] = {};
   return std::nullopt;
 }
 
@@ -165,7 +164,6 @@ std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& messa
     errors.push_back({rid, message, code, "scheduler", {}});
   }
   requests_.clear();
-  completions_.clear();
   return errors;
 }
 
@@ -254,13 +252,13 @@ void SchedulerService::emit_finished(const std::vector<FinishedRequest>& finishe
 
 void SchedulerService::emit(msg::SequenceOutput output, std::span<const int32_t> computed_slots, uint64_t step) {
   const Key key{output.rid, output.index};
-  const auto comp = completions_.find(key);
-  if (comp == completions_.end()) return;  // the detokenizer ended it (a stop string)
+  CompletionInfo* completion = live_completion(key);
+  if (!completion) return;  // the detokenizer ended it (a stop string)
   const RequestInfo& info = requests_.at(key.first);
   msg::DetokenizeItem item;
   static_cast<msg::SequenceOutput&>(item) = std::move(output);
-  if (!comp->second.options_sent) item.options = info.options;
-  comp->second.options_sent = true;
+  if (!completion->options_sent) item.options = info.options;
+  completion->options_sent = true;
   if (!info.options.return_logprob) item.output_logprobs.clear();
   if (!info.options.return_logprob || info.options.top_logprobs_num == 0) item.output_top_logprobs.clear();
   item.prompt_tokens = info.prompt_tokens;
@@ -272,14 +270,14 @@ void SchedulerService::emit(msg::SequenceOutput output, std::span<const int32_t>
   }
   // The KV slots of the rows this item adds to the completion's earlier ones; their rows are
   // gathered once the step's rows have arrived.
-  const auto claimed = static_cast<size_t>(std::min<int64_t>(comp->second.rows_emitted, computed_slots.size()));
+  const auto claimed = static_cast<size_t>(std::min<int64_t>(completion->rows_emitted, computed_slots.size()));
   std::vector<int32_t> new_slots(computed_slots.begin() + static_cast<std::ptrdiff_t>(claimed), computed_slots.end());
-  comp->second.rows_emitted = std::max<int64_t>(comp->second.rows_emitted, computed_slots.size());
+  completion->rows_emitted = std::max<int64_t>(completion->rows_emitted, computed_slots.size());
   const bool weights = info.options.routing.return_router_weights;
   const bool draft = info.options.routing.return_draft_routed_experts;
   tracker_->after_rows_of(step, [this, key, item = std::move(item), new_slots = std::move(new_slots), weights,
                                  draft]() mutable {
-    if (!completions_.count(key)) return;  // ended meanwhile (stop string, failure)
+    if (!live_completion(key)) return;  // ended meanwhile (stop string, failure)
     if (!new_slots.empty()) {
       const auto count = static_cast<int64_t>(new_slots.size());
       item.routed_experts = tracker_->gather(new_slots.data(), count, weights);
@@ -297,9 +295,21 @@ void SchedulerService::push_item(msg::DetokenizeItem item) {
 }
 
 void SchedulerService::forget(const Key& key) {
-  if (!completions_.erase(key)) return;
-  auto info = requests_.find(key.first);
-  if (info != requests_.end() && --info->second.live_completions == 0) requests_.erase(info);
+  CompletionInfo* completion = live_completion(key);
+  if (!completion) return;
+  completion->ended = true;
+  const auto info = requests_.find(key.first);
+  const std::vector<CompletionInfo>& all = info->second.completions;
+  if (std::all_of(all.begin(), all.end(), [](const CompletionInfo& c) { return c.ended; })) requests_.erase(info);
+}
+
+SchedulerService::CompletionInfo* SchedulerService::live_completion(const Key& key) {
+  const auto info = requests_.find(key.first);
+  if (info == requests_.end() || key.second < 0 ||
+      key.second >= static_cast<int32_t>(info->second.completions.size()))
+    return nullptr;
+  CompletionInfo& completion = info->second.completions[static_cast<size_t>(key.second)];
+  return completion.ended ? nullptr : &completion;
 }
 
 }  // namespace moe

@@ -157,14 +157,17 @@ class SchedulerService {
   }
 
  private:
-  struct RequestInfo {
-    msg::RequestOptions options;
-    int32_t prompt_tokens = 0;
-    int32_t live_completions = 1;  // of its n; the info goes when the last one ends
-  };
+  // What the service adds to the scheduler's view of a live request: what its items need after the
+  // scheduler has finished it (their rows may still be on their way).
   struct CompletionInfo {
     bool options_sent = false;
     int64_t rows_emitted = 0;  // routing rows its items cover, counting those still held for their rows
+    bool ended = false;        // its last item is out, or the detokenizer ended it
+  };
+  struct RequestInfo {
+    msg::RequestOptions options;
+    int32_t prompt_tokens = 0;
+    std::vector<CompletionInfo> completions;  // by index; the info goes when every one has ended
   };
   using Key = std::pair<std::string, int32_t>;
 
@@ -177,6 +180,8 @@ class SchedulerService {
   void push_item(msg::DetokenizeItem item);
   // Drops the bookkeeping of an ended completion (and of its request once all n have ended).
   void forget(const Key& key);
+  // The completion's bookkeeping, or nullptr once it has ended.
+  CompletionInfo* live_completion(const Key& key);
   // A new worker's KV cache is empty: when steps went to the last one, every live request fails
   // and the prefix cache is emptied. Returns the errors.
   std::vector<msg::ErrorReply> forget_worker_kv();
@@ -199,8 +204,7 @@ class SchedulerService {
   };
   std::vector<StageWorker> stages_;  // one per pipeline stage
   bool steps_sent_ = false;  // since the last worker was accepted: the KV cache holds their work
-  std::map<std::string, RequestInfo> requests_;
-  std::map<Key, CompletionInfo> completions_;
+  std::map<std::string, RequestInfo> requests_;  // live requests, by rid
   msg::DetokenizeBatch output_;
   ServingWeights weights_;
   std::deque<msg::UpdateWeights> updates_;  // the front one went to the worker when update_sent_
