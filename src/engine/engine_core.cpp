@@ -57,7 +57,7 @@ std::optional<msg::ErrorReply> EngineCore::submit(const msg::GenerateRequest& re
 }
 
 bool EngineCore::step() {
-  std::optional<msg::WorkerBatch> batch = service_.next_batch();  // schedule (before the last result)
+  const msg::WorkerBatch* batch = service_.next_batch();  // schedule (before the last result)
   std::optional<msg::WorkerResult> result;
   if (batch) result = worker_.execute(*batch);  // execute
   const bool applied = apply_held_result();     // process the previous step's result
@@ -67,7 +67,7 @@ bool EngineCore::step() {
     service_.on_worker_result(*result);
   if (!batch && !applied) service_.on_routing(worker_.take_ready_routing());  // rows still copying
   detokenize();
-  return batch.has_value() || applied;
+  return batch != nullptr || applied;
 }
 
 bool EngineCore::apply_held_result() {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "model/forward_batch.h"
 #include "sampling/logit_adjustments.h"
 
 namespace moe {
@@ -58,8 +59,8 @@ std::optional<msg::FinishReason> Request::stop_reason(const std::vector<int32_t>
   return std::nullopt;
 }
 
-ScheduledSequence scheduled_sequence(const Request& request, const std::vector<int32_t>& eos_token_ids,
-                                     int pending_outputs) {
+msg::TokenSampling token_sampling(const Request& request, const std::vector<int32_t>& eos_token_ids,
+                                  int pending_outputs) {
   const auto outputs = static_cast<int64_t>(request.output_ids.size()) + pending_outputs;
   msg::TokenSampling sampling;
   static_cast<msg::DrawSettings&>(sampling) = request.sampling;
@@ -74,46 +75,44 @@ ScheduledSequence scheduled_sequence(const Request& request, const std::vector<i
     if (!request.sampling.ignore_eos)
       sampling.suppressed_ids.insert(sampling.suppressed_ids.end(), eos_token_ids.begin(), eos_token_ids.end());
   }
-  return {request.uid, request.rid, request.index, sampling};
+  return sampling;
 }
 
 int32_t ScheduledBatch::num_samplers() const {
-  return static_cast<int32_t>(std::count_if(forward.sequences.begin(), forward.sequences.end(),
-                                            [](const BatchSequence& s) { return s.needs_logits; }));
+  return static_cast<int32_t>(std::count_if(sequences.begin(), sequences.end(),
+                                            [](const msg::WorkerSequence& s) { return s.needs_logits; }));
 }
 
 std::span<const int32_t> ScheduledBatch::new_token_slots(size_t sequence) const {
-  const BatchSequence& seq = forward.sequences.at(sequence);
+  const msg::WorkerSequence& seq = sequences.at(sequence);
   const std::span<const int32_t> all(seq.kv_slots);
   return all.last(static_cast<size_t>(seq.num_new_tokens));
 }
 
 std::vector<int32_t> ScheduledBatch::token_slots() const {
   std::vector<int32_t> slots;
-  slots.reserve(static_cast<size_t>(forward.num_tokens()));
-  for (size_t i = 0; i < forward.sequences.size(); ++i) {
+  slots.reserve(token_ids.size());
+  for (size_t i = 0; i < sequences.size(); ++i) {
     const std::span<const int32_t> seq_slots = new_token_slots(i);
     slots.insert(slots.end(), seq_slots.begin(), seq_slots.end());
   }
   return slots;
 }
 
-msg::WorkerBatch ScheduledBatch::to_message(bool capture_routing, bool capture_router_weights) const {
-  msg::WorkerBatch out;
-  out.step = step_id;
-  out.token_ids = forward.token_ids;
-  out.positions = forward.positions;
-  out.capture_routing = capture_routing;
-  out.capture_router_weights = capture_router_weights;
-  out.max_tree_experts = forward.max_tree_experts;
-  out.future_tokens = future_tokens;
-  out.sequences.reserve(sequences.size());
-  for (size_t i = 0; i < sequences.size(); ++i) {
-    const BatchSequence& seq = forward.sequences[i];
-    out.sequences.push_back({seq.num_new_tokens, seq.kv_slots, seq.needs_logits, sequences[i].sampling,
-                             seq.tree_parents, sequences[i].draft_topk, sequences[i].prompt_logprob_ids});
+void ScheduledBatch::add_sequence(const Request& owner, const std::vector<int32_t>& tokens, msg::WorkerSequence sequence) {
+  const bool tree = !sequence.tree_parents.empty();
+  if (tokens.empty() || sequence.kv_slots.size() < tokens.size() || (tree && sequence.tree_parents.size() != tokens.size()))
+    throw std::logic_error("Scheduler: a step's sequence needs a new token, a KV slot for every position and, in a "
+                           "tree, a parent for every node");
+  const auto prefix = static_cast<int32_t>(sequence.kv_slots.size() - tokens.size());
+  const std::vector<int32_t> depths = tree ? tree_depths(sequence.tree_parents) : std::vector<int32_t>();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    token_ids.push_back(tokens[i]);
+    positions.push_back(prefix + (tree ? depths[i] : static_cast<int32_t>(i)));
   }
-  return out;
+  sequence.num_new_tokens = static_cast<int32_t>(tokens.size());
+  sequences.push_back(std::move(sequence));
+  owners.push_back({owner.uid, owner.rid, owner.index});
 }
 
 void ScheduledBatch::adopt_drafted_trees(std::span<const int32_t> tokens, std::span<const int32_t> parents) {
@@ -127,14 +126,14 @@ void ScheduledBatch::adopt_drafted_trees(std::span<const int32_t> tokens, std::s
   std::vector<Adopted> adopted;
   size_t node = 0, first_token = 0;
   for (size_t i = 0; i < sequences.size(); ++i) {
-    const BatchSequence& seq = forward.sequences[i];
+    const msg::WorkerSequence& seq = sequences[i];
     const auto n = static_cast<size_t>(seq.num_new_tokens);
-    if (sequences[i].draft_topk > 0) {
+    if (seq.draft_topk > 0) {
       if (node + n > tokens.size())
         throw Error("worker result: fewer drafted tokens than the step's draft trees have nodes");
       const std::vector<int32_t> drafted(parents.begin() + static_cast<int64_t>(node),
                                          parents.begin() + static_cast<int64_t>(node + n));
-      if (tokens[node] != forward.token_ids[first_token] || tree_depths(drafted) != tree_depths(seq.tree_parents))
+      if (tokens[node] != token_ids[first_token] || tree_depths(drafted) != tree_depths(seq.tree_parents))
         throw Error("worker result: a drafted tree does not keep its placeholder's root and depths");
       adopted.push_back({i, first_token, node});
       node += n;
@@ -143,10 +142,10 @@ void ScheduledBatch::adopt_drafted_trees(std::span<const int32_t> tokens, std::s
   }
   if (node != tokens.size()) throw Error("worker result: more drafted tokens than the step's draft trees have nodes");
   for (const Adopted& a : adopted) {
-    BatchSequence& seq = forward.sequences[a.sequence];
+    msg::WorkerSequence& seq = sequences[a.sequence];
     const auto n = static_cast<int64_t>(seq.num_new_tokens);
     std::copy(tokens.begin() + static_cast<int64_t>(a.first_node), tokens.begin() + static_cast<int64_t>(a.first_node) + n,
-              forward.token_ids.begin() + static_cast<int64_t>(a.first_token));
+              token_ids.begin() + static_cast<int64_t>(a.first_token));
     seq.tree_parents.assign(parents.begin() + static_cast<int64_t>(a.first_node),
                             parents.begin() + static_cast<int64_t>(a.first_node) + n);
   }

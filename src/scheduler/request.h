@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "model/forward_batch.h"
 #include "moe/messages.h"
 #include "scheduler/radix_cache.h"
 
@@ -104,34 +103,26 @@ struct Request : msg::TokenizedRequest {
   std::optional<msg::FinishReason> stop_reason(const std::vector<int32_t>& eos_token_ids) const;
 };
 
-// The per-sequence data that travels with forward.sequences[i].
-struct ScheduledSequence {
-  uint64_t uid = 0;  // the scheduler's request handle
+// Whom a sequence of a step belongs to: the request (by the scheduler's handle, so a stale entry
+// never reaches a later request of the same rid) and which of its n completions.
+struct SequenceOwner {
+  uint64_t uid = 0;
   std::string rid;
-  int index = 0;               // completion index within an n > 1 request
-  msg::TokenSampling sampling;  // the draw of the token sampled here (seed fixed, step = its output index)
-  // STANDALONE: the worker's draft model chooses this tree's tokens and parents (the batch holds
-  // placeholders until the result's drafted trees are adopted), at most this many children per node.
-  int32_t draft_topk = 0;
-  // The prompt tokens whose logprobs this step's rows give (msg::WorkerSequence's).
-  std::vector<int32_t> prompt_logprob_ids{};
+  int index = 0;
 };
 
 // How request is sampled at its next output token (and, in a verify, the ones after it): its draw
 // settings, penalties over its output so far, and min_new_tokens' ban on `eos_token_ids` and its stop ids.
 // With pending_outputs > 0 the token sampled is that many outputs after the known ones (overlap).
-ScheduledSequence scheduled_sequence(const Request& request, const std::vector<int32_t>& eos_token_ids,
-                                     int pending_outputs = 0);
+msg::TokenSampling token_sampling(const Request& request, const std::vector<int32_t>& eos_token_ids,
+                                  int pending_outputs = 0);
 
-// What the scheduler hands the model worker for one step: the ForwardBatch, plus for each of its
-// sequences who it belongs to and how to sample it. The worker needs nothing else, so it keeps no
-// per-request state beyond KV contents.
-struct ScheduledBatch {
-  uint64_t step_id = 0;  // the scheduler checks that results come back for the batch it issued
-  ForwardBatch forward;
-  std::vector<ScheduledSequence> sequences;  // parallel to forward.sequences
-  // forward.token_ids entries the worker fills in from steps still in flight (overlapped scheduling).
-  std::vector<msg::FutureToken> future_tokens;
+// One step as the scheduler plans it: the message the model worker receives, in which each sequence
+// is described once (msg::WorkerSequence: its new tokens, KV slots, tree, sampling), and whom each
+// sequence belongs to. The service keeps it while the step is in flight and hands the worker the
+// message part itself, so no other description of a sequence is made on the way.
+struct ScheduledBatch : msg::WorkerBatch {
+  std::vector<SequenceOwner> owners;  // parallel to sequences
 
   // Sampled ids the step returns: one per sequence that needs logits (a tree's count varies).
   int32_t num_samplers() const;
@@ -140,8 +131,10 @@ struct ScheduledBatch {
   std::span<const int32_t> new_token_slots(size_t sequence) const;
   // The KV slot of every row of the flattened token axis, in forward order.
   std::vector<int32_t> token_slots() const;
-  // The message the worker receives for this step.
-  msg::WorkerBatch to_message(bool capture_routing, bool capture_router_weights) const;
+  // Appends a sequence of `owner` with its new tokens (sequence.num_new_tokens is set from them) and
+  // their positions, which run on from kv_slots.size() - tokens.size(), or with tree_parents sit at
+  // that plus each node's depth.
+  void add_sequence(const Request& owner, const std::vector<int32_t>& tokens, msg::WorkerSequence sequence);
   // Puts the trees a worker drafted (every draft_topk sequence's node tokens then parents, in batch
   // order, as WorkerResult carries them) in place of the placeholders, so the verify's result is
   // committed against the tree that was verified. Trees that do not fit the placeholders' sizes,

@@ -62,19 +62,19 @@ Request* Scheduler::find(const std::string& rid, int index, uint64_t uid) {
 StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
                                       std::span<const float> logprobs, std::span<const int32_t> sampled_counts,
                                       std::span<const msg::TokenAlternatives> top, PromptRows prompt) {
-  if (!in_flight_steps_.count(batch.step_id))
+  if (!in_flight_steps_.count(batch.step))
     throw std::logic_error("Scheduler::process_result: not a batch in flight");
   size_t num_samplers = 0, num_sampled = 0;
-  for (const BatchSequence& seq : batch.forward.sequences) num_samplers += seq.needs_logits ? 1 : 0;
+  for (const msg::WorkerSequence& seq : batch.sequences) num_samplers += seq.needs_logits ? 1 : 0;
   if (!sampled_counts.empty() && sampled_counts.size() != num_samplers)
     throw Error("worker result counts the tokens of " + std::to_string(sampled_counts.size()) +
                 " sequences for a batch that samples " + std::to_string(num_samplers));
   size_t sampler = 0;
-  for (const BatchSequence& seq : batch.forward.sequences) {
+  for (const msg::WorkerSequence& seq : batch.sequences) {
     if (!seq.needs_logits) continue;
     const int64_t count = sampled_counts.empty() ? 1 : sampled_counts[sampler];
     ++sampler;
-    if (count < 1 || count > (seq.is_tree() ? seq.num_new_tokens : 1))
+    if (count < 1 || count > (seq.tree_parents.empty() ? 1 : seq.num_new_tokens))
       throw Error("worker result samples " + std::to_string(count) + " tokens for a sequence of " +
                   std::to_string(seq.num_new_tokens) + " new tokens");
     num_sampled += static_cast<size_t>(count);
@@ -85,30 +85,30 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
                 std::to_string(logprobs.size()) + " logprobs and " + std::to_string(top.size()) +
                 " top logprob lists for a batch that samples " + std::to_string(num_sampled) + " tokens");
   size_t num_prompt_rows = 0;
-  for (const BatchSequence& seq : batch.forward.sequences) num_prompt_rows += static_cast<size_t>(seq.prompt_logit_rows);
+  for (const msg::WorkerSequence& seq : batch.sequences) num_prompt_rows += seq.prompt_logprob_ids.size();
   if (prompt.logprobs.size() != num_prompt_rows || (!prompt.top.empty() && prompt.top.size() != num_prompt_rows))
     throw Error("worker result has " + std::to_string(prompt.logprobs.size()) + " prompt logprobs and " +
                 std::to_string(prompt.top.size()) + " top logprob lists for a batch with " +
                 std::to_string(num_prompt_rows) + " prompt logprob rows");
-  in_flight_steps_.erase(batch.step_id);
+  in_flight_steps_.erase(batch.step);
 
   StepOutcome outcome;
   size_t sample = 0, prompt_row = 0;
   sampler = 0;
   int64_t first_token = 0;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
-    const BatchSequence& seq = batch.forward.sequences[i];
-    const ScheduledSequence& info = batch.sequences[i];
+    const msg::WorkerSequence& seq = batch.sequences[i];
+    const SequenceOwner& owner = batch.owners[i];
     const size_t row = sample;
     const size_t count = !seq.needs_logits ? 0 : sampled_counts.empty() ? 1 : static_cast<size_t>(sampled_counts[sampler]);
     sampler += seq.needs_logits ? 1 : 0;
     sample += count;
-    const std::span<const int32_t> node_tokens(batch.forward.token_ids.data() + first_token,
+    const std::span<const int32_t> node_tokens(batch.token_ids.data() + first_token,
                                                static_cast<size_t>(seq.num_new_tokens));
     first_token += seq.num_new_tokens;
-    const auto prompt_rows = static_cast<size_t>(seq.prompt_logit_rows);
+    const size_t prompt_rows = seq.prompt_logprob_ids.size();
     const size_t first_prompt_row = std::exchange(prompt_row, prompt_row + prompt_rows);
-    Request* request = find(info.rid, info.index, info.uid);
+    Request* request = find(owner.rid, owner.index, owner.uid);
     if (request == nullptr) continue;  // finished or aborted while the batch was in flight
     if (prompt_rows > 0) {
       const auto rows = prompt.logprobs.subspan(first_prompt_row, prompt_rows);
@@ -119,8 +119,9 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
       }
     }
     --request->steps_in_flight;
-    if (seq.needs_logits && !seq.is_tree()) --request->pending_outputs;
-    if (seq.is_tree()) {
+    const bool tree = !seq.tree_parents.empty();
+    if (seq.needs_logits && !tree) --request->pending_outputs;
+    if (tree) {
       commit_verified(seq, node_tokens, *request,
                       {sampled_ids.subspan(row, count), logprobs.empty() ? logprobs : logprobs.subspan(row, count),
                        top.empty() ? top : top.subspan(row, count)},

@@ -171,7 +171,7 @@ class Scheduler {
   };
   // Applies a verified tree's drawn tokens to its request: keeps tokens up to a stop condition, the
   // KV slots of the accepted path (the others go back to the pool) and reports what was kept.
-  void commit_verified(const BatchSequence& seq, std::span<const int32_t> node_tokens, Request& request,
+  void commit_verified(const msg::WorkerSequence& seq, std::span<const int32_t> node_tokens, Request& request,
                        VerifiedTokens drawn, StepOutcome& outcome);
 
   // --- Lifecycle.

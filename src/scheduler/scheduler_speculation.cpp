@@ -40,7 +40,7 @@ bool Scheduler::add_speculative(ScheduledBatch& batch, Request& request, int64_t
   const int64_t max_depth = std::min<int64_t>(spec.num_steps, left - 1);
   // Drafts never preempt: one slot stays free for each running request still to decode this step.
   const auto still_to_decode = std::count_if(running_.begin(), running_.end(), [&](const Request* r) {
-    return r != &request && r->scheduled_step != batch.step_id;
+    return r != &request && r->scheduled_step != batch.step;
   });
   const int64_t room = std::min<int64_t>({budget, kv_.available() - still_to_decode, spec.num_draft_tokens}) - 1;
   if (max_depth < 1 || room < 1) return false;
@@ -67,15 +67,19 @@ bool Scheduler::add_speculative(ScheduledBatch& batch, Request& request, int64_t
   const auto nodes = static_cast<int64_t>(tokens.size());
   if (!kv_.extend(request, nodes)) throw std::logic_error("Scheduler: a draft tree's slots were counted available");
   std::vector<int32_t> slots(request.slot_table.begin(), request.slot_table.begin() + request.num_computed + nodes);
-  batch.forward.add_tree_sequence(tokens, std::move(slots), std::move(parents), true);
-  batch.sequences.push_back(scheduled_sequence(request, config_.eos_token_ids));
-  if (worker_drafts) batch.sequences.back().draft_topk = spec.eagle_topk;
+  msg::WorkerSequence sequence;
+  sequence.kv_slots = std::move(slots);
+  sequence.needs_logits = true;
+  sequence.sampling = token_sampling(request, config_.eos_token_ids);
+  sequence.tree_parents = std::move(parents);
+  if (worker_drafts) sequence.draft_topk = spec.eagle_topk;
+  batch.add_sequence(request, tokens, std::move(sequence));
   mark_in_flight(batch, request, request.num_computed + nodes);
   budget -= nodes;
   return true;
 }
 
-void Scheduler::commit_verified(const BatchSequence& seq, std::span<const int32_t> node_tokens, Request& request,
+void Scheduler::commit_verified(const msg::WorkerSequence& seq, std::span<const int32_t> node_tokens, Request& request,
                                 VerifiedTokens drawn, StepOutcome& outcome) {
   const std::vector<int32_t> path = accepted_path(node_tokens, seq.tree_parents, drawn.ids.first(drawn.ids.size() - 1));
   const int64_t root = request.num_computed;  // the root's position: the first of the tree's slots

@@ -17,8 +17,8 @@ std::optional<ScheduledBatch> Scheduler::schedule_step() {
   const auto live = static_cast<int64_t>(running_.size() + waiting_.size());
   step_sequence_cap_ = config_.max_in_flight > 1 ? std::max<int64_t>(1, (live + config_.max_in_flight - 1) / config_.max_in_flight)
                                                  : std::numeric_limits<int64_t>::max();
-  batch.step_id = ++last_step_id_;
-  batch.forward.max_tree_experts = config_.speculative.max_tree_experts;
+  batch.step = ++last_step_id_;
+  batch.max_tree_experts = config_.speculative.max_tree_experts;
   int64_t budget = config_.chunked_prefill_size > 0 ? config_.chunked_prefill_size
                                                     : std::numeric_limits<int64_t>::max();
   int64_t prefill_budget = config_.max_prefill_tokens > 0 ? config_.max_prefill_tokens
@@ -28,7 +28,7 @@ std::optional<ScheduledBatch> Scheduler::schedule_step() {
   // After a preemption the pool is short: admitting now would only preempt again next step.
   if (!preempted) admit_waiting(batch, budget, prefill_budget);
   if (batch.sequences.empty()) return std::nullopt;
-  in_flight_steps_.insert(batch.step_id);
+  in_flight_steps_.insert(batch.step);
   return batch;
 }
 
@@ -42,7 +42,7 @@ void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, int64_t
     const std::vector<Request*> candidates = running_;  // preemption edits running_
     for (Request* request : candidates) {
       if (budget == 0 || (!decode_pass && prefill_budget == 0) || full(batch)) return;
-      if (request->state != RequestState::Running || request->scheduled_step == batch.step_id) continue;
+      if (request->state != RequestState::Running || request->scheduled_step == batch.step) continue;
       if (request->steps_in_flight > 0) {
         if (decode_pass) add_overlapped(batch, *request, budget);
         continue;
@@ -102,7 +102,7 @@ int64_t Scheduler::grant_slots(Request& request, int64_t want, bool accept_fewer
       kv_.extend(request, granted);
       return granted;
     }
-    Request* victim = pick_victim(request, batch.step_id);
+    Request* victim = pick_victim(request, batch.step);
     // What the steps in flight hold comes back with them: wait for it rather than preempt.
     if (victim == nullptr && batch.sequences.empty() && !in_flight_steps_.empty()) {
       preempted = true;  // the pool is short: admit nobody either
@@ -144,7 +144,7 @@ void Scheduler::add_to_batch(ScheduledBatch& batch, Request& request, int64_t nu
   const bool samples = end == request.total_len() && !request.finishing;
   if (samples) {
     request.pending_outputs = 1;
-    request.pending_sample_step = batch.step_id;
+    request.pending_sample_step = batch.step;
     request.pending_sample_index = batch.num_samplers();
   }
   std::vector<int32_t> prompt_targets = request.input_logprob_targets(request.num_computed, end);
@@ -152,10 +152,12 @@ void Scheduler::add_to_batch(ScheduledBatch& batch, Request& request, int64_t nu
   // a suffix of each sequence's new tokens.
   if (!prompt_targets.empty() && std::min(end, request.prompt_len() - 1) != end - (samples ? 1 : 0))
     throw std::logic_error("Scheduler: prompt logprob rows that do not end a step's chunk");
-  batch.forward.add_sequence(request.tokens(request.num_computed, end), std::move(slots), samples);
-  batch.forward.sequences.back().prompt_logit_rows = static_cast<int32_t>(prompt_targets.size());
-  batch.sequences.push_back(scheduled_sequence(request, config_.eos_token_ids));
-  batch.sequences.back().prompt_logprob_ids = std::move(prompt_targets);
+  msg::WorkerSequence sequence;
+  sequence.kv_slots = std::move(slots);
+  sequence.needs_logits = samples;
+  sequence.sampling = token_sampling(request, config_.eos_token_ids);
+  sequence.prompt_logprob_ids = std::move(prompt_targets);
+  batch.add_sequence(request, request.tokens(request.num_computed, end), std::move(sequence));
   mark_in_flight(batch, request, end);
 }
 
@@ -176,13 +178,16 @@ bool Scheduler::add_overlapped(ScheduledBatch& batch, Request& request, int64_t&
   if (kv_.available() < 1 || !kv_.extend(request, 1)) return false;
   const int64_t end = request.total_len() + 1;
   std::vector<int32_t> slots(request.slot_table.begin(), request.slot_table.begin() + end);
-  batch.future_tokens.push_back({static_cast<int32_t>(batch.forward.num_tokens()), request.pending_sample_step,
+  batch.future_tokens.push_back({static_cast<int32_t>(batch.token_ids.size()), request.pending_sample_step,
                                  request.pending_sample_index});
-  batch.sequences.push_back(scheduled_sequence(request, config_.eos_token_ids, 1));
+  msg::WorkerSequence sequence;
+  sequence.kv_slots = std::move(slots);
+  sequence.needs_logits = true;
+  sequence.sampling = token_sampling(request, config_.eos_token_ids, 1);
   request.pending_outputs = 2;
-  request.pending_sample_step = batch.step_id;
+  request.pending_sample_step = batch.step;
   request.pending_sample_index = batch.num_samplers();
-  batch.forward.add_sequence({msg::kFutureTokenId}, std::move(slots), true);
+  batch.add_sequence(request, {msg::kFutureTokenId}, std::move(sequence));
   mark_in_flight(batch, request, end);
   ++overlapped_tokens_;
   budget -= 1;
@@ -190,7 +195,7 @@ bool Scheduler::add_overlapped(ScheduledBatch& batch, Request& request, int64_t&
 }
 
 void Scheduler::mark_in_flight(const ScheduledBatch& batch, Request& request, int64_t end) const {
-  request.scheduled_step = batch.step_id;
+  request.scheduled_step = batch.step;
   ++request.steps_in_flight;
   request.in_flight_end = end;
 }

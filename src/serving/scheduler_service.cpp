@@ -59,27 +59,27 @@ void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t ind
     forget({rid, index});  // the detokenizer already sent the final reply
 }
 
-std::optional<msg::WorkerBatch> SchedulerService::next_batch() {
+const msg::WorkerBatch* SchedulerService::next_batch() {
   if (pause_) {
     if (*pause_ == msg::PauseMode::Retract && in_flight_.empty()) {
       scheduler_.retract_running();
       pause_ = msg::PauseMode::InPlace;  // what is running from now on was queued while paused: nothing
     }
-    return std::nullopt;
+    return nullptr;
   }
   // A queued weight update waits for the step in flight; no new one starts before it is done.
   if (static_cast<int>(in_flight_.size()) >= scheduler_.max_batches_in_flight() || !worker_accepted() ||
       !updates_.empty() || memory_released())
-    return std::nullopt;
+    return nullptr;
   std::optional<ScheduledBatch> batch = scheduler_.schedule_step();
-  if (!batch) return std::nullopt;
-  if (tracker_) tracker_->step_scheduled(batch->step_id, batch->token_slots());
-  last_step_ = batch->step_id;
+  if (!batch) return nullptr;
+  if (tracker_) tracker_->step_scheduled(batch->step, batch->token_slots());
+  last_step_ = batch->step;
   steps_sent_ = true;
-  msg::WorkerBatch message = batch->to_message(tracker_.has_value(), tracker_ && options_.enable_router_weights);
-  for (const StageWorker& stage : stages_) message.stage_instances.push_back(stage.accepted);
-  in_flight_.emplace(batch->step_id, std::move(*batch));
-  return message;
+  batch->capture_routing = tracker_.has_value();
+  batch->capture_router_weights = tracker_ && options_.enable_router_weights;
+  for (const StageWorker& stage : stages_) batch->stage_instances.push_back(stage.accepted);
+  return &in_flight_.emplace(batch->step, std::move(*batch)).first->second;
 }
 
 void SchedulerService::on_routing(const std::vector<msg::StepRouting>& routing) {
@@ -136,8 +136,8 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
     }
   }
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
-    const auto it = records.find({batch.sequences[i].rid, batch.sequences[i].index});
-    if (it != records.end()) it->second.computed_slots = batch.forward.sequences[i].kv_slots;
+    const auto it = records.find({batch.owners[i].rid, batch.owners[i].index});
+    if (it != records.end()) it->second.computed_slots = batch.sequences[i].kv_slots;
   }
   for (const VerifiedSequence& v : outcome.verified) {
     const auto it = records.find({v.rid, v.index});
@@ -149,7 +149,7 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
     record.output.cached_tokens = static_cast<int32_t>(f.cached_tokens);
     record.computed_slots = f.kv_slots;
   }
-  for (auto& [key, record] : records) emit(std::move(record.output), record.computed_slots, batch.step_id);
+  for (auto& [key, record] : records) emit(std::move(record.output), record.computed_slots, batch.step);
 }
 
 std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& message, int32_t code) {

@@ -56,8 +56,10 @@ class SchedulerService {
   // waits in the detokenizer for that row, which a final item brings (after one more forward when
   // the token was not fed yet).
   void finish_by_stop_string(const std::string& rid, int32_t index, int64_t kept_tokens);
-  // The next step to send, while fewer than max_batches_in_flight() are in flight and there is work.
-  std::optional<msg::WorkerBatch> next_batch();
+  // The next step to send, while fewer than max_batches_in_flight() are in flight and there is work;
+  // null otherwise. It is the step the service keeps in flight, passed as it is (no copy of its
+  // sequences' slot lists): valid until its result is applied or fail_all.
+  const msg::WorkerBatch* next_batch();
   // One per pipeline stage, or two with overlapped scheduling.
   int max_batches_in_flight() const { return scheduler_.max_batches_in_flight(); }
   // A result that does not fit its step (sampled ids or routing rows) throws moe::Error and leaves

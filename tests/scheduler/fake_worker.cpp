@@ -20,17 +20,17 @@ int32_t fake_next_token(const std::vector<int32_t>& sequence, uint64_t seed, int
 FakeWorker::FakeWorker(int64_t num_slots) : slot_token_(num_slots, -1), slot_position_(num_slots, -1) {}
 
 std::vector<int32_t> FakeWorker::run(const ScheduledBatch& batch) {
-  std::vector<int32_t> token_ids = batch.forward.token_ids;
+  std::vector<int32_t> token_ids = batch.token_ids;
   recent_samples_.fill(token_ids, batch.future_tokens);
   std::vector<int32_t> sampled;
   size_t row = 0;
-  for (size_t i = 0; i < batch.forward.sequences.size(); ++i) {
-    const BatchSequence& seq = batch.forward.sequences[i];
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const msg::WorkerSequence& seq = batch.sequences[i];
     const auto first = static_cast<int32_t>(seq.kv_slots.size()) - seq.num_new_tokens;
     for (int32_t t = 0; t < seq.num_new_tokens; ++t, ++row) {
       const int32_t slot = seq.kv_slots[first + t];
       if (slot == KvSlotPool::kPaddingSlot) throw std::runtime_error("a request token was written to the padding slot");
-      if (batch.forward.positions[row] != first + t) throw std::runtime_error("wrong position in batch");
+      if (batch.positions[row] != first + t) throw std::runtime_error("wrong position in batch");
       slot_token_[slot] = token_ids[row];
       slot_position_[slot] = first + t;
     }
@@ -42,10 +42,9 @@ std::vector<int32_t> FakeWorker::run(const ScheduledBatch& batch) {
         throw std::runtime_error("slot " + std::to_string(slot) + " does not hold position " + std::to_string(pos));
       sequence.push_back(slot_token_[slot]);
     }
-    const ScheduledSequence& info = batch.sequences[i];
-    sampled.push_back(fake_next_token(sequence, info.sampling.seed, info.sampling.step));
+    sampled.push_back(fake_next_token(sequence, seq.sampling.seed, seq.sampling.step));
   }
-  recent_samples_.remember(batch.step_id, sampled);
+  recent_samples_.remember(batch.step, sampled);
   return sampled;
 }
 

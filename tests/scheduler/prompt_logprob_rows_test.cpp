@@ -8,6 +8,7 @@
 #include "common/error.h"
 
 #include "scheduler_driver.h"
+#include "worker/model_worker.h"
 
 namespace moe::test {
 namespace {
@@ -34,7 +35,7 @@ StepOutcome answer(Scheduler& scheduler, const ScheduledBatch& batch, std::vecto
   std::vector<int32_t> sampled(static_cast<size_t>(batch.num_samplers()), 5);
   std::vector<float> step_logprobs;
   std::vector<msg::TokenAlternatives> tops;
-  for (const ScheduledSequence& s : batch.sequences) {
+  for (const msg::WorkerSequence& s : batch.sequences) {
     for (int32_t id : s.prompt_logprob_ids) {
       const float logprob = -static_cast<float>(prompt_logprobs.size() + 1) / 8.0f;
       step_logprobs.push_back(logprob);
@@ -57,8 +58,8 @@ TEST(PromptLogprobRows, EachChunkAsksForTheRowsBeforeThePromptTokensFromTheStart
     auto batch = scheduler.schedule_step();
     ASSERT_TRUE(batch);
     targets.push_back(batch->sequences[0].prompt_logprob_ids);
-    rows.push_back(batch->forward.sequences[0].prompt_logit_rows);
-    EXPECT_EQ(batch->forward.num_logit_rows(), rows.back() + (batch->forward.sequences[0].needs_logits ? 1 : 0));
+    rows.push_back(static_cast<int32_t>(batch->sequences[0].prompt_logprob_ids.size()));
+    EXPECT_EQ(to_forward_batch(*batch).num_logit_rows(), rows.back() + (batch->sequences[0].needs_logits ? 1 : 0));
     last = answer(scheduler, *batch, sent, true);
   }
   // Chunks [0, 4), [4, 8), [8, 10): rows at positions 2..8 give tokens 3..9.
@@ -89,7 +90,7 @@ TEST(PromptLogprobRows, StartZeroHasANullFirstEntryAndRequestsWithoutThemHaveNoR
   ASSERT_TRUE(batch);
   EXPECT_EQ(batch->sequences[0].prompt_logprob_ids, (std::vector<int32_t>{11, 12, 13, 14}));
   EXPECT_TRUE(batch->sequences[1].prompt_logprob_ids.empty());
-  EXPECT_EQ(batch->forward.num_logit_rows(), 4 + 2);
+  EXPECT_EQ(to_forward_batch(*batch).num_logit_rows(), 4 + 2);
   std::vector<float> sent;
   const StepOutcome outcome = answer(scheduler, *batch, sent, true);
   ASSERT_EQ(outcome.tokens.size(), 2u);
@@ -119,7 +120,7 @@ TEST(PromptLogprobRows, APrefixHitStopsBeforeTheFirstRowStillNeeded) {
     ASSERT_TRUE(batch);
     // The row before the start (position start - 1) is recomputed; everything before it is a hit.
     const int64_t first_row = start > 0 ? start - 1 : 0;
-    EXPECT_EQ(batch->forward.positions.front(), first_row);
+    EXPECT_EQ(batch->positions.front(), first_row);
     EXPECT_EQ(batch->sequences[0].prompt_logprob_ids.size(), static_cast<size_t>(11 - first_row));
     while (batch) {
       answer(scheduler, *batch, sent);
@@ -141,7 +142,7 @@ TEST(PromptLogprobRows, APreemptedRequestIsRecomputedWithoutRowsAndSendsThemOnce
   bool first_done = false;
   while (auto batch = scheduler.schedule_step()) {
     if (first_done)
-      for (const ScheduledSequence& s : batch->sequences) prompt_rows_after_first += static_cast<int>(s.prompt_logprob_ids.size());
+      for (const msg::WorkerSequence& s : batch->sequences) prompt_rows_after_first += static_cast<int>(s.prompt_logprob_ids.size());
     const StepOutcome outcome = answer(scheduler, *batch, sent);
     for (const GeneratedToken& t : outcome.tokens) inputs += t.input ? 1 : 0;
     first_done = true;
@@ -160,9 +161,9 @@ TEST(PromptLogprobRows, ALongPromptsRowsComeAFewHundredAStep) {
   std::vector<float> sent;
   std::vector<int32_t> chunks, rows;
   while (auto batch = scheduler.schedule_step()) {
-    if (batch->forward.sequences[0].num_new_tokens > 1 || chunks.empty()) {
-      chunks.push_back(batch->forward.sequences[0].num_new_tokens);
-      rows.push_back(batch->forward.sequences[0].prompt_logit_rows);
+    if (batch->sequences[0].num_new_tokens > 1 || chunks.empty()) {
+      chunks.push_back(batch->sequences[0].num_new_tokens);
+      rows.push_back(static_cast<int32_t>(batch->sequences[0].prompt_logprob_ids.size()));
     }
     answer(scheduler, *batch, sent);
   }

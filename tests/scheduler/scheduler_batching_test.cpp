@@ -33,7 +33,7 @@ TEST(SchedulerBatching, ManyRequestsMatchTheReferenceAndRespectTheBudget) {
       EXPECT_EQ(done.reason.kind, msg::FinishKind::Length);
     }
     if (chunk > 0) {
-      for (const ScheduledBatch& batch : log.batches) EXPECT_LE(batch.forward.num_tokens(), chunk);
+      for (const ScheduledBatch& batch : log.batches) EXPECT_LE(std::ssize(batch.token_ids), chunk);
     }
     scheduler.flush_cache();
     EXPECT_EQ(scheduler.stats().kv_slots_used, 0);
@@ -48,13 +48,13 @@ TEST(SchedulerBatching, LongPromptsArePrefilledInChunksThatSampleOnlyAtTheEnd) {
   for (int step = 0; step < 3; ++step) {
     auto batch = scheduler.schedule_step();
     ASSERT_TRUE(batch);
-    ASSERT_EQ(batch->forward.sequences.size(), 1u);
-    const BatchSequence& seq = batch->forward.sequences[0];
+    ASSERT_EQ(batch->sequences.size(), 1u);
+    const msg::WorkerSequence& seq = batch->sequences[0];
     chunk_sizes.push_back(seq.num_new_tokens);
     samples.push_back(seq.needs_logits);
-    EXPECT_EQ(batch->forward.positions.front(), 16 * step);
+    EXPECT_EQ(batch->positions.front(), 16 * step);
     EXPECT_EQ(static_cast<int32_t>(seq.kv_slots.size()), 16 * step + seq.num_new_tokens);
-    std::vector<int32_t> sampled(static_cast<size_t>(batch->forward.num_logit_rows()), 5);
+    std::vector<int32_t> sampled(static_cast<size_t>(batch->num_samplers()), 5);
     scheduler.process_result(*batch, sampled, {});
   }
   EXPECT_EQ(chunk_sizes, (std::vector<int32_t>{16, 16, 8}));
@@ -70,7 +70,7 @@ TEST(SchedulerBatching, MaxPrefillTokensLimitsThePromptChunksBesideDecodes) {
   scheduler.add_request(make_request("a", prompt_of(40, 1), 8));
   auto first = scheduler.schedule_step();
   ASSERT_TRUE(first);
-  EXPECT_EQ(first->forward.num_tokens(), 40);  // nothing decodes yet: the step's budget alone
+  EXPECT_EQ(std::ssize(first->token_ids), 40);  // nothing decodes yet: the step's budget alone
   scheduler.process_result(*first, std::vector<int32_t>{9}, {});
 
   scheduler.add_request(make_request("b", prompt_of(30, 50), 2));
@@ -79,12 +79,12 @@ TEST(SchedulerBatching, MaxPrefillTokensLimitsThePromptChunksBesideDecodes) {
   for (int step = 0; step < 3; ++step) {
     auto mixed = scheduler.schedule_step();
     ASSERT_TRUE(mixed);
-    ASSERT_EQ(mixed->sequences.front().rid, "a");
-    EXPECT_EQ(mixed->forward.sequences.front().num_new_tokens, 1);
-    EXPECT_EQ(mixed->forward.num_tokens(), 1 + 6) << "step " << step;  // the decode and 6 prompt tokens
+    ASSERT_EQ(mixed->owners.front().rid, "a");
+    EXPECT_EQ(mixed->sequences.front().num_new_tokens, 1);
+    EXPECT_EQ(std::ssize(mixed->token_ids), 1 + 6) << "step " << step;  // the decode and 6 prompt tokens
     for (size_t i = 0; i < mixed->sequences.size(); ++i)
-      if (mixed->sequences[i].rid == "b") b_chunks.push_back(mixed->forward.sequences[i].num_new_tokens);
-    std::vector<int32_t> sampled(static_cast<size_t>(mixed->forward.num_logit_rows()), 9);
+      if (mixed->owners[i].rid == "b") b_chunks.push_back(mixed->sequences[i].num_new_tokens);
+    std::vector<int32_t> sampled(static_cast<size_t>(mixed->num_samplers()), 9);
     scheduler.process_result(*mixed, sampled, {});
   }
   EXPECT_EQ(b_chunks, (std::vector<int32_t>{6, 6, 6}));  // "c" waits: "b"'s chunks take the prefill budget
@@ -100,14 +100,14 @@ TEST(SchedulerBatching, DecodesGoFirstAndPrefillTakesTheRestOfTheBudget) {
   auto mixed = scheduler.schedule_step();
   ASSERT_TRUE(mixed);
   ASSERT_EQ(mixed->sequences.size(), 2u);
-  EXPECT_EQ(mixed->sequences[0].rid, "a");
-  EXPECT_EQ(mixed->forward.sequences[0].num_new_tokens, 1);
-  EXPECT_EQ(mixed->forward.token_ids[0], 9);  // the token sampled last step is fed now
-  EXPECT_EQ(mixed->forward.positions[0], 4);
+  EXPECT_EQ(mixed->owners[0].rid, "a");
+  EXPECT_EQ(mixed->sequences[0].num_new_tokens, 1);
+  EXPECT_EQ(mixed->token_ids[0], 9);  // the token sampled last step is fed now
+  EXPECT_EQ(mixed->positions[0], 4);
   EXPECT_EQ(mixed->sequences[0].sampling.step, 1u);
-  EXPECT_EQ(mixed->sequences[1].rid, "b");
-  EXPECT_EQ(mixed->forward.sequences[1].num_new_tokens, 9);
-  EXPECT_FALSE(mixed->forward.sequences[1].needs_logits);
+  EXPECT_EQ(mixed->owners[1].rid, "b");
+  EXPECT_EQ(mixed->sequences[1].num_new_tokens, 9);
+  EXPECT_FALSE(mixed->sequences[1].needs_logits);
 }
 
 TEST(SchedulerBatching, NeverRunsMoreThanMaxRunningRequests) {
@@ -142,7 +142,7 @@ TEST(SchedulerBatching, CaptureHooksNameTheSlotsOfTheTokensRunThisStep) {
   scheduler.process_result(*batch, std::vector<int32_t>{3, 4}, {});
   auto decode = scheduler.schedule_step();
   ASSERT_EQ(decode->new_token_slots(0).size(), 1u);
-  EXPECT_EQ(decode->new_token_slots(0)[0], decode->forward.sequences[0].kv_slots[6]);
+  EXPECT_EQ(decode->new_token_slots(0)[0], decode->sequences[0].kv_slots[6]);
 }
 
 TEST(SchedulerBatching, ResultsMustMatchTheBatchInFlight) {

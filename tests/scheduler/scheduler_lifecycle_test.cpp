@@ -99,7 +99,7 @@ TEST(SchedulerLifecycle, AbortFreesEverySlotWhetherWaitingRunningOrInFlight) {
     scheduler.add_request(make_request("inflight", prompt_of(10, 100), 8, 1));
     scheduler.add_request(make_request("wait", prompt_of(40, 200), 8, 1));  // does not fit beside them
     auto first = scheduler.schedule_step();
-    scheduler.process_result(*first, std::vector<int32_t>(first->forward.num_logit_rows(), 7), {});
+    scheduler.process_result(*first, std::vector<int32_t>(first->num_samplers(), 7), {});
     EXPECT_EQ(scheduler.stats().num_running, 2);
     EXPECT_EQ(scheduler.stats().num_waiting, 1);
 
@@ -109,7 +109,7 @@ TEST(SchedulerLifecycle, AbortFreesEverySlotWhetherWaitingRunningOrInFlight) {
     EXPECT_EQ(aborted[0].reason.kind, msg::FinishKind::Abort);
     EXPECT_EQ(aborted[0].reason.message, "client left");
     const StepOutcome outcome =
-        scheduler.process_result(*second, std::vector<int32_t>(second->forward.num_logit_rows(), 7), {});
+        scheduler.process_result(*second, std::vector<int32_t>(second->num_samplers(), 7), {});
     for (const GeneratedToken& token : outcome.tokens) EXPECT_NE(token.rid, "inflight");
 
     EXPECT_EQ(scheduler.abort("wait", "no").size(), 1u);
@@ -172,7 +172,7 @@ TEST(SchedulerLifecycle, RetractedRequestsGiveTheirKvBackAndResumeWithTheSameOut
       EXPECT_EQ(done.num_preemptions, 1);
     }
     // Readmitted in their admission order.
-    EXPECT_EQ(log.batches.front().sequences.front().rid, numbered_rid(0));
+    EXPECT_EQ(log.batches.front().owners.front().rid, numbered_rid(0));
   }
 }
 

@@ -9,6 +9,7 @@
 #include "model/model.h"
 #include "sampling/sampler.h"
 #include "scheduler_driver.h"
+#include "worker/model_worker.h"
 
 namespace moe::test {
 namespace {
@@ -54,13 +55,12 @@ class SchedulerWithModel : public ::testing::Test {
     const int64_t vocab = model_->config().vocab_size;
     std::vector<float> logits;
     return run_to_completion(scheduler, [&](const ScheduledBatch& batch) {
-      model_->forward(batch.forward, kv, logits);
+      model_->forward(to_forward_batch(batch), kv, logits);
       std::vector<int32_t> sampled;
       for (size_t i = 0; i < batch.sequences.size(); ++i) {
-        if (!batch.forward.sequences[i].needs_logits) continue;
+        if (!batch.sequences[i].needs_logits) continue;
         const float* row = logits.data() + static_cast<int64_t>(sampled.size()) * vocab;
-        const ScheduledSequence& seq = batch.sequences[i];
-        sampled.push_back(sample_token(row, vocab, seq.sampling).id);
+        sampled.push_back(sample_token(row, vocab, batch.sequences[i].sampling).id);
       }
       return sampled;
     });
@@ -114,7 +114,7 @@ TEST_F(SchedulerWithModel, ChunkedPrefillOf1And7And16) {
     Scheduler scheduler(config(4096, chunk));
     KvCache kv = model_->make_kv_cache(scheduler.kv_cache_slots());
     const RunLog log = run_golden(scheduler, kv, "c", label);
-    for (const ScheduledBatch& batch : log.batches) ASSERT_LE(batch.forward.num_tokens(), chunk) << label;
+    for (const ScheduledBatch& batch : log.batches) ASSERT_LE(std::ssize(batch.token_ids), chunk) << label;
     expect_all_slots_returned(scheduler, label);
   }
 }

@@ -29,8 +29,8 @@ int64_t tokens_fed(const RunLog& log, const std::string& rid, int index = 0) {
   int64_t fed = 0;
   for (const ScheduledBatch& batch : log.batches)
     for (size_t i = 0; i < batch.sequences.size(); ++i)
-      if (batch.sequences[i].rid == rid && batch.sequences[i].index == index)
-        fed += batch.forward.sequences[i].num_new_tokens;
+      if (batch.owners[i].rid == rid && batch.owners[i].index == index)
+        fed += batch.sequences[i].num_new_tokens;
   return fed;
 }
 
@@ -38,8 +38,8 @@ int64_t tokens_fed(const RunLog& log, const std::string& rid, int index = 0) {
 std::string rid_feeding(const ScheduledBatch& batch, int64_t token_index) {
   int64_t first = 0;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
-    first += batch.forward.sequences[i].num_new_tokens;
-    if (token_index < first) return batch.sequences[i].rid;
+    first += batch.sequences[i].num_new_tokens;
+    if (token_index < first) return batch.owners[i].rid;
   }
   return {};
 }
@@ -58,15 +58,15 @@ TEST(SchedulerOverlap, PlansTheNextStepBeforeTheResultWithTheSampledTokenAsAFutu
   std::optional<ScheduledBatch> next = scheduler.schedule_step();  // the prefill's result is not back
   ASSERT_TRUE(next);
   EXPECT_THROW(scheduler.schedule_step(), std::logic_error);  // two in flight at most
-  ASSERT_EQ(next->forward.token_ids, std::vector<int32_t>{msg::kFutureTokenId});
-  EXPECT_EQ(next->forward.positions, std::vector<int32_t>{5});
+  ASSERT_EQ(next->token_ids, std::vector<int32_t>{msg::kFutureTokenId});
+  EXPECT_EQ(next->positions, std::vector<int32_t>{5});
   ASSERT_EQ(next->future_tokens.size(), 1u);
-  EXPECT_EQ(next->future_tokens[0].step, prefill->step_id);
+  EXPECT_EQ(next->future_tokens[0].step, prefill->step);
   EXPECT_EQ(next->future_tokens[0].sample, 0);
   EXPECT_EQ(next->future_tokens[0].token_index, 0);
   EXPECT_EQ(next->sequences[0].sampling.step, 1u);  // the second output token's draw
   // Its slots: the prompt's and one for the future token.
-  EXPECT_EQ(next->forward.sequences[0].kv_slots.size(), 6u);
+  EXPECT_EQ(next->sequences[0].kv_slots.size(), 6u);
 }
 
 TEST(SchedulerOverlap, EveryOutputMatchesTheReferenceBatchedAndChunked) {

@@ -37,7 +37,7 @@ TEST_F(PrefixCacheRun, ARepeatedPromptReusesAllButItsLastToken) {
   const FinishedRequest& again = second.finished.at({"again", 0});
   EXPECT_EQ(again.cached_tokens, 19);
   EXPECT_EQ(again.output_ids, first.output_ids);
-  EXPECT_EQ(second.batches.front().forward.num_tokens(), 1);  // only the last prompt token
+  EXPECT_EQ(std::ssize(second.batches.front().token_ids), 1);  // only the last prompt token
   EXPECT_EQ(std::vector<int32_t>(again.kv_slots.begin(), again.kv_slots.begin() + 19),
             std::vector<int32_t>(first.kv_slots.begin(), first.kv_slots.begin() + 19));
 

@@ -35,12 +35,12 @@ LastEntry last_entry(const RunLog& log, const std::string& rid, int index) {
   for (const ScheduledBatch& batch : log.batches) {
     int64_t offset = 0;
     for (size_t i = 0; i < batch.sequences.size(); ++i) {
-      const BatchSequence& seq = batch.forward.sequences[i];
-      if (batch.sequences[i].rid == rid && batch.sequences[i].index == index) {
-        entry.tokens.assign(batch.forward.token_ids.begin() + offset,
-                            batch.forward.token_ids.begin() + offset + seq.num_new_tokens);
-        entry.positions.assign(batch.forward.positions.begin() + offset,
-                               batch.forward.positions.begin() + offset + seq.num_new_tokens);
+      const msg::WorkerSequence& seq = batch.sequences[i];
+      if (batch.owners[i].rid == rid && batch.owners[i].index == index) {
+        entry.tokens.assign(batch.token_ids.begin() + offset,
+                            batch.token_ids.begin() + offset + seq.num_new_tokens);
+        entry.positions.assign(batch.positions.begin() + offset,
+                               batch.positions.begin() + offset + seq.num_new_tokens);
         entry.needs_logits = seq.needs_logits;
       }
       offset += seq.num_new_tokens;
@@ -121,8 +121,8 @@ TEST(SchedulerRouteLast, AStopStringOnTheNewestTokenFeedsItWithoutSamplingFirst)
   EXPECT_FALSE(scheduler.stop_at_output("s", 0, 3, msg::FinishReason::stop_string("END")));
   auto batch = scheduler.schedule_step();
   ASSERT_TRUE(batch);
-  EXPECT_EQ(batch->forward.positions, std::vector<int32_t>{6});
-  EXPECT_FALSE(batch->forward.sequences[0].needs_logits);
+  EXPECT_EQ(batch->positions, std::vector<int32_t>{6});
+  EXPECT_FALSE(batch->sequences[0].needs_logits);
   const StepOutcome outcome = scheduler.process_result(*batch, worker.run(*batch), {});
   EXPECT_TRUE(outcome.tokens.empty());
   ASSERT_EQ(outcome.finished.size(), 1u);

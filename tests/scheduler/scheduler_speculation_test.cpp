@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "scheduler/scheduler.h"
 #include "scheduler_driver.h"
+#include "worker/model_worker.h"
 
 namespace moe::test {
 namespace {
@@ -39,20 +40,20 @@ struct Prefilled {
 TEST(SchedulerSpeculation, ADecodeCarriesItsDraftTree) {
   Prefilled p;
   const ScheduledBatch verify = *p.scheduler.schedule_step();
-  ASSERT_EQ(verify.forward.sequences.size(), 1u);
-  const BatchSequence& seq = verify.forward.sequences[0];
-  EXPECT_EQ(verify.forward.token_ids, (std::vector<int32_t>{3, 1, 2, 3}));
+  ASSERT_EQ(verify.sequences.size(), 1u);
+  const msg::WorkerSequence& seq = verify.sequences[0];
+  EXPECT_EQ(verify.token_ids, (std::vector<int32_t>{3, 1, 2, 3}));
   EXPECT_EQ(seq.tree_parents, (std::vector<int32_t>{-1, 0, 1, 2}));
-  EXPECT_EQ(verify.forward.positions, (std::vector<int32_t>{8, 9, 10, 11}));
-  EXPECT_EQ(seq.num_logit_rows(), 4);
+  EXPECT_EQ(verify.positions, (std::vector<int32_t>{8, 9, 10, 11}));
+  EXPECT_EQ(to_forward_batch(verify).num_logit_rows(), 4);  // every node's, as the model sees the tree
   EXPECT_EQ(p.scheduler.stats().kv_slots_used, 8 + 4);
 }
 
 TEST(SchedulerSpeculation, AcceptedDraftsKeepTheirSlotsAndRejectedOnesAreFreed) {
   Prefilled p;
   const ScheduledBatch verify = *p.scheduler.schedule_step();
-  const std::vector<int32_t> tree_slots(verify.forward.sequences[0].kv_slots.begin() + 8,
-                                        verify.forward.sequences[0].kv_slots.end());
+  const std::vector<int32_t> tree_slots(verify.sequences[0].kv_slots.begin() + 8,
+                                        verify.sequences[0].kv_slots.end());
   // Drafts 1 and 2 accepted, then 9 drawn instead of the draft 3.
   const StepOutcome outcome = p.scheduler.process_result(verify, std::vector<int32_t>{1, 2, 9}, {},
                                                          std::vector<int32_t>{3});
@@ -72,7 +73,7 @@ TEST(SchedulerSpeculation, AcceptedDraftsKeepTheirSlotsAndRejectedOnesAreFreed) 
 TEST(SchedulerSpeculation, AVerifyNeverYieldsMoreThanMaxNewTokensAllows) {
   Prefilled p(false, 3);  // one output so far, two more allowed: one draft at most
   const ScheduledBatch verify = *p.scheduler.schedule_step();
-  EXPECT_EQ(verify.forward.token_ids, (std::vector<int32_t>{3, 1}));
+  EXPECT_EQ(verify.token_ids, (std::vector<int32_t>{3, 1}));
   const StepOutcome outcome = p.scheduler.process_result(verify, std::vector<int32_t>{1, 5}, {},
                                                          std::vector<int32_t>{2});
   ASSERT_EQ(outcome.finished.size(), 1u);
@@ -117,8 +118,8 @@ TEST(SchedulerSpeculation, RequestsThatOptOutDecodeOneTokenAtATime) {
   scheduler.add_request(std::move(request));
   scheduler.process_result(*scheduler.schedule_step(), std::vector<int32_t>{3}, {});
   const ScheduledBatch decode = *scheduler.schedule_step();
-  EXPECT_EQ(decode.forward.token_ids, (std::vector<int32_t>{3}));
-  EXPECT_FALSE(decode.forward.sequences[0].is_tree());
+  EXPECT_EQ(decode.token_ids, (std::vector<int32_t>{3}));
+  EXPECT_TRUE(decode.sequences[0].tree_parents.empty());
 }
 
 }  // namespace

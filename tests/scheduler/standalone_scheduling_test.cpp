@@ -46,30 +46,28 @@ TEST(StandaloneScheduling, ADecodeReservesAPlaceholderTreeForTheDraftModel) {
   ASSERT_EQ(verify.sequences.size(), 1u);
   EXPECT_EQ(verify.sequences[0].draft_topk, 2);
   // num_steps 3 x topk 2 drafts, the root 5 first; placeholders carry the root's token.
-  EXPECT_EQ(verify.forward.sequences[0].tree_parents, standalone_tree_shape(7, 2));
-  EXPECT_EQ(verify.forward.token_ids, (std::vector<int32_t>(7, 5)));
-  EXPECT_EQ(verify.forward.positions, (std::vector<int32_t>{4, 5, 5, 6, 6, 7, 7}));
-  const msg::WorkerBatch message = verify.to_message(false, false);
-  EXPECT_EQ(message.sequences[0].draft_topk, 2);
+  EXPECT_EQ(verify.sequences[0].tree_parents, standalone_tree_shape(7, 2));
+  EXPECT_EQ(verify.token_ids, (std::vector<int32_t>(7, 5)));
+  EXPECT_EQ(verify.positions, (std::vector<int32_t>{4, 5, 5, 6, 6, 7, 7}));
   EXPECT_EQ(p.scheduler.stats().kv_slots_used, 4 + 7);
 }
 
 TEST(StandaloneScheduling, TheTreeIsCutByTokensLeftAndFreeSlots) {
   Prefilled few_tokens(3);  // one output so far, two more allowed: one layer
-  EXPECT_EQ(few_tokens.scheduler.schedule_step()->forward.sequences[0].tree_parents, standalone_tree_shape(3, 2));
+  EXPECT_EQ(few_tokens.scheduler.schedule_step()->sequences[0].tree_parents, standalone_tree_shape(3, 2));
   Prefilled few_slots(8, 8);  // 4 prompt slots + the root leave 3 drafts
-  EXPECT_EQ(few_slots.scheduler.schedule_step()->forward.sequences[0].tree_parents, standalone_tree_shape(4, 2));
+  EXPECT_EQ(few_slots.scheduler.schedule_step()->sequences[0].tree_parents, standalone_tree_shape(4, 2));
 }
 
 TEST(StandaloneScheduling, TheDraftedTreeIsCommittedAndItsRejectedSlotsFreed) {
   Prefilled p;
   ScheduledBatch verify = *p.scheduler.schedule_step();
-  const std::vector<int32_t> slots = verify.forward.sequences[0].kv_slots;
+  const std::vector<int32_t> slots = verify.sequences[0].kv_slots;
   // The draft chose 6 and 7 below the root, 8 and 9 below 7, 10 and 11 below 9.
   const std::vector<int32_t> tokens = {5, 6, 7, 8, 9, 10, 11};
   const std::vector<int32_t> parents = {-1, 0, 0, 2, 2, 4, 4};
   verify.adopt_drafted_trees(tokens, parents);
-  EXPECT_EQ(verify.forward.token_ids, tokens);
+  EXPECT_EQ(verify.token_ids, tokens);
   // 7 and 9 accepted, then 12 drawn instead of a draft below 9.
   const StepOutcome outcome = p.scheduler.process_result(verify, std::vector<int32_t>{7, 9, 12}, {},
                                                          std::vector<int32_t>{3});
@@ -85,7 +83,7 @@ TEST(StandaloneScheduling, TheDraftedTreeIsCommittedAndItsRejectedSlotsFreed) {
 TEST(StandaloneScheduling, DraftedTreesThatDoNotFitAreRefusedAndChangeNothing) {
   Prefilled p;
   ScheduledBatch verify = *p.scheduler.schedule_step();
-  const ForwardBatch before = verify.forward;
+  const msg::WorkerBatch before = verify;
   const std::vector<int32_t> parents = {-1, 0, 0, 2, 2, 4, 4};
   // Too few nodes, another root, a node moved to another depth, tokens without parents.
   EXPECT_THROW(verify.adopt_drafted_trees(std::vector<int32_t>{5, 6, 7}, std::vector<int32_t>{-1, 0, 0}), Error);
@@ -95,8 +93,8 @@ TEST(StandaloneScheduling, DraftedTreesThatDoNotFitAreRefusedAndChangeNothing) {
                Error);
   EXPECT_THROW(verify.adopt_drafted_trees(std::vector<int32_t>{5, 6, 7, 8, 9, 10, 11}, std::vector<int32_t>{-1}),
                Error);
-  EXPECT_EQ(verify.forward.token_ids, before.token_ids);
-  EXPECT_EQ(verify.forward.sequences[0].tree_parents, before.sequences[0].tree_parents);
+  EXPECT_EQ(verify.token_ids, before.token_ids);
+  EXPECT_EQ(verify.sequences[0].tree_parents, before.sequences[0].tree_parents);
 }
 
 TEST(StandaloneScheduling, NgramBatchesTakeNoDraftedTrees) {

@@ -23,9 +23,9 @@ TEST_F(OverlapServingTest, TheNextStepIsPlannedBeforeTheResultAndFeedsTheSampled
   SchedulerService& service = engine->service();
   ASSERT_EQ(service.max_batches_in_flight(), 2);
   ASSERT_FALSE(engine->submit(all_cases("c").front()));
-  const std::optional<msg::WorkerBatch> prefill = service.next_batch();
+  const msg::WorkerBatch* prefill = service.next_batch();
   ASSERT_TRUE(prefill);
-  const std::optional<msg::WorkerBatch> decode = service.next_batch();  // no result applied yet
+  const msg::WorkerBatch* decode = service.next_batch();  // no result applied yet
   ASSERT_TRUE(decode);
   ASSERT_EQ(decode->future_tokens.size(), 1u);
   EXPECT_EQ(decode->future_tokens[0].step, prefill->step);

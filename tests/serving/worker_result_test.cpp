@@ -20,7 +20,7 @@ TEST(WorkerResult, AResultThatDoesNotFitItsStepLeavesItInFlightUntilEveryRequest
   extra.sampled_ids.push_back(7);
   EXPECT_THROW(service.on_worker_result(extra), Error);
   EXPECT_TRUE(service.step_in_flight(batch->step));
-  std::optional<msg::WorkerBatch> none;
+  const msg::WorkerBatch* none = nullptr;
   EXPECT_NO_THROW(none = service.next_batch());
   EXPECT_FALSE(none);
 
