@@ -377,13 +377,14 @@ void EngineRuntime::drain(std::chrono::milliseconds timeout) {
 }
 
 void run_worker_process(const ServeOptions& options) {
+  // A wrong model directory is named first: it is what a new user most often gets wrong.
+  check_model_directories(options);
   const std::unique_ptr<transport::Context> context = deployment_context(options);
   std::unique_ptr<ExpertParallelGroup> expert_group;
   if (expert_ranks_in_processes(options)) expert_group = std::make_unique<ExpertParallelGroup>(options, *context);
   const bool follows = expert_group && options.ep_rank > 0;  // talks to rank 0 only
   if (!follows && (options.scheduler_endpoint.empty() || options.worker_endpoint.empty()))
     throw Error("a worker process needs --worker-endpoint (to bind) and --scheduler-endpoint (to connect)");
-  check_model_directories(options);
   const ModelConfig config = load_model_config(options.model_path);
   if (options.pp_rank < 0 || options.pp_rank >= options.pp_size)
     throw Error("--pp-rank must lie in [0, --pp-size), got " + std::to_string(options.pp_rank));
