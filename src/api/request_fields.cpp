@@ -181,7 +181,10 @@ bool is_false(const json& value) { return value == false; }
 bool is_true(const json& value) { return value == true; }
 
 void FieldReader::reject_unread(std::span<const IgnoredField> ignored) const {
-  for (const auto& [name, value] : object_.items()) {
+  for (const auto& item : object_.items()) {
+    // Named, not a structured binding: clang 14 cannot capture a binding in the lambda below.
+    const std::string& name = item.key();
+    const json& value = item.value();
     if (value.is_null() || asked_.count(name)) continue;
     const auto listed = std::find_if(ignored.begin(), ignored.end(), [&](const IgnoredField& f) { return f.name == name; });
     if (listed == ignored.end())
