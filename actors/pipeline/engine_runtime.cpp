@@ -18,15 +18,16 @@
 #include "common/local_paths.h"
 #include "engine/engine_sizing.h"
 #include "model/safetensors.h"
+#include "model/tensor_shard.h"
 #include "engine/compute_settings.h"
 #include "model/model_fingerprint.h"
 #include "http/http_server.h"
 #include "kernels/half_gemm.h"
 #include "kernels/thread_pool.h"
 #include "pipeline/detokenizer_actor.h"
-#include "pipeline/expert_parallel_group.h"
 #include "pipeline/http_frontend.h"
 #include "pipeline/pipeline_endpoints.h"
+#include "pipeline/rank_group.h"
 #include "pipeline/scheduler_actor.h"
 #include "pipeline/server_info.h"
 #include "pipeline/tokenizer_actor.h"
@@ -54,17 +55,31 @@ std::vector<LayerRange> stage_layers(const ServeOptions& options, const ModelCon
                       options.pp_layer_split.empty() ? std::vector<int>{} : parse_layer_split(options.pp_layer_split));
 }
 
+// A --tp-size the model or device cannot take stops the start before any weights load or rank starts,
+// naming what does not split. `holds_worker`: this process runs rank 0 or another rank.
+void check_tensor_parallel(const ServeOptions& options, const ModelConfig& config, bool holds_worker) {
+  if (options.tp_size == 1) return;
+  if (parse_device(options.device) != Device::Cpu)
+    throw Error("--tp-size runs on the CPU (--device cpu), each rank a process of its own; tensor parallelism "
+                "over GPUs is not built yet");
+  const std::string refusal = tensor_parallel_refusal(config, options.tp_size);
+  if (!refusal.empty()) throw Error(refusal);
+  if (holds_worker && !ranks_in_processes(options))
+    throw Error("--tp-size " + std::to_string(options.tp_size) +
+                " needs its ranks: give --dist-init-addr (where ranks started by hand meet rank 0)");
+}
+
 // The one way this process loads weights: at start (from --model-path), for weight updates and the
 // STANDALONE draft; `layers` for a pipeline stage (none: the whole model), `quantization` in place
-// of --quantization (the draft's --speculative-draft-model-quantization), `expert_group` for an
-// expert-parallel rank in a process of its own.
+// of --quantization (the draft's --speculative-draft-model-quantization), `rank_group` for an
+// expert- or tensor-parallel rank in a process of its own.
 std::unique_ptr<Model> load_served_model(const ServeOptions& options, const std::string& model_dir,
                                          std::optional<LayerRange> layers = std::nullopt,
                                          std::optional<Quantization> quantization = std::nullopt,
-                                         ExpertParallelGroup* expert_group = nullptr) {
+                                         RankGroup* rank_group = nullptr) {
   ModelOptions mo = model_options(options);
   mo.layers = layers;
-  if (expert_group) mo.expert_group = &expert_group->communicator();
+  if (rank_group) (rank_group->tensor_parallel() ? mo.tensor_group : mo.expert_group) = &rank_group->communicator();
   if (quantization) mo.quantization = *quantization;
   // The files are read front to back first, with progress, so that the load, which copies the
   // half-precision weights into the GEMM's tiled order, reads them from memory.
@@ -90,8 +105,7 @@ ModelIdentity identity_of(const ServeOptions& options, const ModelConfig& config
   const uint64_t fingerprint = options.load_format == "dummy"
                                    ? dummy_weights_fingerprint(options.model_path, options.dummy_seed)
                                    : model_fingerprint(options.model_path);
-  return {fingerprint, options.ep_size, stage_layers(options, config),
-          compute_settings_of(options)};
+  return {fingerprint, options.ep_size, options.tp_size, stage_layers(options, config), compute_settings_of(options)};
 }
 
 // The layers a stage's model loads: none (the whole model) without pipeline parallelism.
@@ -112,11 +126,11 @@ EngineSizing sized(const ServeOptions& options, const ModelConfig& config, std::
   return sizing;
 }
 
-// Set by SIGINT or SIGTERM in an expert-parallel rank other than 0, which runs no event loop.
+// Set by SIGINT or SIGTERM in a rank other than 0, which runs no event loop.
 std::atomic<bool> stop_following{false};
 
-// An expert-parallel rank other than 0: computes every step rank 0 hands it until a signal stops it.
-void follow_expert_rank_zero(ExpertParallelGroup& group, std::unique_ptr<Model> model, const ModelWorkerOptions& options) {
+// An expert- or tensor-parallel rank other than 0: computes every step rank 0 hands it until a signal stops it.
+void follow_rank_zero(RankGroup& group, std::unique_ptr<Model> model, const ModelWorkerOptions& options) {
   ModelWorker worker(std::move(model), options);
   for (int signal : {SIGINT, SIGTERM}) std::signal(signal, [](int) { stop_following = true; });
   group.follow(worker, [] { return !stop_following.load(); });
@@ -156,8 +170,8 @@ auto run_on(transport::ActorLoop& loop, Task task) {
 }  // namespace
 
 struct EngineRuntime::Actors {
-  // Expert-parallel ranks in other processes, which the worker's model all-reduces with: outlives it.
-  std::unique_ptr<ExpertParallelGroup> expert_group;
+  // Expert- or tensor-parallel ranks in other processes, which the worker's model all-reduces with: outlives it.
+  std::unique_ptr<RankGroup> rank_group;
   std::unique_ptr<transport::ActorLoop> tokenizer_loop, scheduler_loop, heartbeat_loop, detokenizer_loop;
   std::vector<std::unique_ptr<transport::ActorLoop>> stage_loops;  // one model worker per pipeline stage
   std::unique_ptr<TokenizerActor> tokenizer;
@@ -190,6 +204,8 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
   const ModelConfig config = load_model_config(options.model_path);
   // A bad --pp-size or --pp-layer-split stops the start before any weights load.
   stage_layers(options, config);
+  const bool local_worker = options.worker_endpoint.empty();
+  check_tensor_parallel(options, config, local_worker);
   const bool skip_tokenizer = options.skip_tokenizer_init;
   if (skip_tokenizer && !options.chat_template.empty())
     throw Error("--chat-template needs a tokenizer: leave out --skip-tokenizer-init");
@@ -199,13 +215,12 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
                                             : tokenizer::Tokenizer::load(tok_dir);
   tokenizer::TokenizerConfig tok_config = skip_tokenizer ? tokenizer::TokenizerConfig{} : tokenizer::load_tokenizer_config(tok_dir);
   if (!options.chat_template.empty()) tok_config.chat_template = read_text_file(options.chat_template);
-  const bool local_worker = options.worker_endpoint.empty();
   Actors& a = *actors_;
-  if (local_worker && expert_ranks_in_processes(options)) a.expert_group = std::make_unique<ExpertParallelGroup>(options, *context_);
+  if (local_worker && ranks_in_processes(options)) a.rank_group = std::make_unique<RankGroup>(options, *context_);
   std::vector<std::unique_ptr<Model>> stage_models;
   for (int rank = 0; local_worker && rank < options.pp_size; ++rank)
     stage_models.push_back(load_served_model(options, options.model_path, layers_of_stage(options, config, rank),
-                                             std::nullopt, a.expert_group.get()));
+                                             std::nullopt, a.rank_group.get()));
   model_name_ = options.model_path;
 
   PipelineEndpoints endpoints = PipelineEndpoints::in_process("engine");
@@ -230,7 +245,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
       sizing.service, ServingModelInfo{config.num_moe_layers(), config.num_experts_per_tok, config.num_experts});
   kv_slots_ = service->kv_cache_slots();
   const int64_t host_cache_bytes = service->host_cache_bytes();
-  if (a.expert_group) a.expert_group->join(sizing.service.expected_stages.at(0), options.model_path);
+  if (a.rank_group) a.rank_group->join(sizing.service.expected_stages.at(0), options.model_path);
 
   ExpertLoadReader read_expert_load = [this](bool reset) { return expert_load(reset); };
   SchedulerControls controls{
@@ -318,7 +333,7 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
       a.stages.push_back(std::make_unique<WorkerActor>(
           *a.stage_loops.back(), *a.heartbeat_loop, std::move(stage_models[rank]), stage, stage_inbox(rank),
           endpoints.scheduler, rank + 1 < options.pp_size ? stage_inbox(rank + 1) : std::string(),
-          a.expert_group.get()));
+          a.rank_group.get()));
       names.push_back(name);
     }
   }
@@ -380,25 +395,26 @@ void run_worker_process(const ServeOptions& options) {
   // A wrong model directory is named first: it is what a new user most often gets wrong.
   check_model_directories(options);
   const std::unique_ptr<transport::Context> context = deployment_context(options);
-  std::unique_ptr<ExpertParallelGroup> expert_group;
-  if (expert_ranks_in_processes(options)) expert_group = std::make_unique<ExpertParallelGroup>(options, *context);
-  const bool follows = expert_group && options.ep_rank > 0;  // talks to rank 0 only
+  std::unique_ptr<RankGroup> rank_group;
+  if (ranks_in_processes(options)) rank_group = std::make_unique<RankGroup>(options, *context);
+  const bool follows = rank_group && rank_group->rank() > 0;  // talks to rank 0 only
   if (!follows && (options.scheduler_endpoint.empty() || options.worker_endpoint.empty()))
     throw Error("a worker process needs --worker-endpoint (to bind) and --scheduler-endpoint (to connect)");
   const ModelConfig config = load_model_config(options.model_path);
   if (options.pp_rank < 0 || options.pp_rank >= options.pp_size)
     throw Error("--pp-rank must lie in [0, --pp-size), got " + std::to_string(options.pp_rank));
+  check_tensor_parallel(options, config, true);
   std::unique_ptr<Model> model = load_served_model(
-      options, options.model_path, layers_of_stage(options, config, options.pp_rank), std::nullopt, expert_group.get());
+      options, options.model_path, layers_of_stage(options, config, options.pp_rank), std::nullopt, rank_group.get());
   // The worker sizes its KV cache and capture buffer exactly as the front sizes the scheduler's pool.
   EngineSizing sizing = sized(options, config, {}, 0);
   sizing.worker.settings = sizing.service.expected_stages.at(static_cast<size_t>(options.pp_rank));
-  if (expert_group) expert_group->join(sizing.worker.settings, options.model_path);
-  if (follows) return follow_expert_rank_zero(*expert_group, std::move(model), sizing.worker);
+  if (rank_group) rank_group->join(sizing.worker.settings, options.model_path);
+  if (follows) return follow_rank_zero(*rank_group, std::move(model), sizing.worker);
   transport::ActorLoop loop(*context, "worker");
   transport::ActorLoop heartbeat(*context, "worker-heartbeat");
   WorkerActor worker(loop, heartbeat, std::move(model), sizing.worker, options.worker_endpoint,
-                     options.scheduler_endpoint, options.pp_next_endpoint, expert_group.get());
+                     options.scheduler_endpoint, options.pp_next_endpoint, rank_group.get());
   boost::asio::signal_set signals(heartbeat.io(), SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int) {
     loop.stop();

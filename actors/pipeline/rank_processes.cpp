@@ -10,13 +10,14 @@
 
 namespace moe::actors {
 
-RankProcesses::RankProcesses(const std::vector<std::string>& command, int ranks, const std::string& endpoint) {
-  if (command.empty()) throw Error("no command to start the expert-parallel ranks with");
+RankProcesses::RankProcesses(const std::vector<std::string>& command, const std::string& rank_flag, int ranks,
+                             const std::string& endpoint) {
+  if (command.empty()) throw Error("no command to start the ranks with");
   const pid_t parent = getpid();
   for (int rank = 1; rank < ranks; ++rank) {
     // Built before fork: the child may only exec (this process has threads).
     std::vector<std::string> args = command;
-    for (const char* flag : {"--role", "worker", "--ep-rank"}) args.emplace_back(flag);
+    for (const std::string& flag : {std::string("--role"), std::string("worker"), rank_flag}) args.push_back(flag);
     args.push_back(std::to_string(rank));
     args.emplace_back("--dist-init-addr");
     args.push_back(endpoint);
@@ -24,14 +25,14 @@ RankProcesses::RankProcesses(const std::vector<std::string>& command, int ranks,
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     const pid_t pid = fork();
-    if (pid < 0) throw Error("could not start expert-parallel rank " + std::to_string(rank) + ": fork failed");
+    if (pid < 0) throw Error("could not start rank " + std::to_string(rank) + ": fork failed");
     if (pid == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(1);  // the parent died before the line above
       execv(argv[0], argv.data());
       _exit(127);
     }
-    spdlog::info("started expert-parallel rank {} (pid {})", rank, pid);
+    spdlog::info("started rank {} ({} {}, pid {})", rank, rank_flag, rank, pid);
     pids_.push_back(pid);
   }
 }

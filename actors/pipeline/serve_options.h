@@ -32,13 +32,16 @@ struct ServeOptions : EngineOptions {
   std::string pp_layer_split;
   int pp_rank = 0;
   std::string pp_next_endpoint;
-  // Expert parallelism over processes (CPU): the ep_size ranks join one group at dist_init_addr, which
-  // rank 0 (the process holding the model worker the scheduler talks to) binds and the others connect
-  // to. Rank 0 starts ranks 1.. itself with rank_command (the program and its flags, to which
-  // --role worker --ep-rank R --dist-init-addr A are added) when that is given; otherwise they are
-  // started by hand (--role worker --ep-rank R). Neither: every shard runs in the worker's process.
+  // Expert or tensor parallelism over processes (CPU): the ep_size (or tp_size) ranks join one group
+  // at dist_init_addr, which rank 0 (the process holding the model worker the scheduler talks to)
+  // binds and the others connect to. Rank 0 starts ranks 1.. itself with rank_command (the program and
+  // its flags, to which --role worker --ep-rank (--tp-rank) R --dist-init-addr A are added) when that
+  // is given; otherwise they are started by hand (--role worker --ep-rank R). Neither: every expert
+  // shard runs in the worker's process (tensor parallelism always has its ranks in processes).
   std::string dist_init_addr;
   int ep_rank = 0;
+  int tp_size = 1;  // tensor-parallel ranks (model/tensor_shard.h)
+  int tp_rank = 0;
   int dist_timeout_s = 600;  // how long the ranks wait for each other to join (model loads included)
   std::vector<std::string> rank_command;
   std::string api_key;                 // HTTP clients must send it as a Bearer token; empty = no key

@@ -34,6 +34,7 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"quantization_group_size", options.quantization_group_size},
       {"kernel_dtype", computing.kernel_dtype},
       {"ep_size", options.ep_size},
+      {"tp_size", options.tp_size},
       {"expert_placement", options.expert_placement},
       {"max_running_requests", options.max_running_requests},
       {"chunked_prefill_size", options.chunked_prefill_size},

@@ -7,7 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
-#include "pipeline/expert_parallel_group.h"
+#include "pipeline/rank_group.h"
 #include "transport/endpoints.h"
 
 namespace moe::actors {
@@ -23,8 +23,8 @@ struct WorkerActor::Timer {
 WorkerActor::WorkerActor(transport::ActorLoop& loop, transport::ActorLoop& heartbeat_loop, std::unique_ptr<Model> model,
                          ModelWorkerOptions options, const std::string& inbox_endpoint,
                          const std::string& scheduler_endpoint, const std::string& next_stage_endpoint,
-                         ExpertParallelGroup* expert_group)
-    : loop_(loop), heartbeat_loop_(heartbeat_loop), expert_group_(expert_group) {
+                         RankGroup* rank_group)
+    : loop_(loop), heartbeat_loop_(heartbeat_loop), rank_group_(rank_group) {
   // The copy thread finishes a step's rows: hand them out from the worker's own loop.
   options.on_routing_ready = [this] { loop_.post([this] { send_ready_routing(); }); };
   worker_ = std::make_unique<ModelWorker>(std::move(model), options);
@@ -56,7 +56,7 @@ void WorkerActor::on_batch(const msg::WorkerBatch& batch, std::optional<transpor
   const auto rank = static_cast<size_t>(worker_->pp_rank());
   if (!meant_for_this_worker(rank < batch.stage_instances.size() ? batch.stage_instances[rank] : 0, "a step")) return;
   try {
-    if (expert_group_) expert_group_->share(batch);
+    if (rank_group_) rank_group_->share(batch);
     if (worker_->whole_model())
       results_->send(worker_->execute(batch));
     else
@@ -91,13 +91,13 @@ void WorkerActor::run_stage(const msg::WorkerBatch& batch, std::optional<transpo
 // scheduler the process is alive meanwhile.
 void WorkerActor::on_update_weights(const msg::UpdateWeights& update) {
   if (!meant_for_this_worker(update.worker_instance, "a weight update")) return;
-  if (expert_group_) {
+  if (rank_group_) {
     const std::string refusal =
         update.memory == msg::MemoryAction::None
-            ? "update_weights_from_disk is not supported with expert-parallel ranks in processes of their own: "
+            ? "update_weights_from_disk is not supported with expert- or tensor-parallel ranks in processes of their own: "
               "restart every rank on the new checkpoint"
-            : "release_memory_occupation and resume_memory_occupation are not supported with expert-parallel ranks "
-              "in processes of their own";
+            : "release_memory_occupation and resume_memory_occupation are not supported with expert- or "
+              "tensor-parallel ranks in processes of their own";
     results_->send(msg::WeightsUpdated{update, false, refusal, 0, "", worker_->instance()});
     return;
   }

@@ -17,18 +17,18 @@ class Outbox;
 
 namespace moe::actors {
 
-class ExpertParallelGroup;
+class RankGroup;
 
 class WorkerActor {
  public:
   // Builds its sockets on `loop` (inbox bound at inbox_endpoint, results to scheduler_endpoint) and
   // its heartbeat on `heartbeat_loop`; run both loops afterwards.
   // `next_stage_endpoint`: the next pipeline stage's inbox; empty for the last stage (or the whole model).
-  // `expert_group`: rank 0 of expert-parallel ranks in other processes, to which each step is handed
+  // `rank_group`: rank 0 of expert- or tensor-parallel ranks in other processes, to which each step is handed
   // before it is computed (null: none; not owned).
   WorkerActor(transport::ActorLoop& loop, transport::ActorLoop& heartbeat_loop, std::unique_ptr<Model> model,
               ModelWorkerOptions options, const std::string& inbox_endpoint, const std::string& scheduler_endpoint,
-              const std::string& next_stage_endpoint = {}, ExpertParallelGroup* expert_group = nullptr);
+              const std::string& next_stage_endpoint = {}, RankGroup* rank_group = nullptr);
   ~WorkerActor();
 
  private:
@@ -47,7 +47,7 @@ class WorkerActor {
   std::unique_ptr<ModelWorker> worker_;
   transport::Outbox* results_ = nullptr;
   transport::Outbox* next_stage_ = nullptr;  // null for the last stage
-  ExpertParallelGroup* expert_group_ = nullptr;
+  RankGroup* rank_group_ = nullptr;
   std::vector<float> hidden_;                // the first stage's activations
   transport::Outbox* heartbeat_ = nullptr;
   struct Timer;

@@ -120,11 +120,17 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        "--role worker --ep-rank R); with --device cuda run in turn on the one GPU")
       ("ep-rank", po::value(&o.ep_rank)->default_value(0),
        "with --role worker: the expert-parallel rank this process runs (rank 0 is the worker the scheduler talks to)")
+      ("tp-size", po::value(&o.tp_size)->default_value(1),
+       "tensor-parallel ranks (--device cpu): attention heads, MLP and expert widths and lm_head's vocabulary "
+       "split Megatron-style, each rank a process (ranks 1.. started by this one, or by hand with --role worker "
+       "--tp-rank R); not with --ep-size")
+      ("tp-rank", po::value(&o.tp_rank)->default_value(0),
+       "with --role worker: the tensor-parallel rank this process runs (rank 0 is the worker the scheduler talks to)")
       ("dist-init-addr", po::value(&o.dist_init_addr),
-       "tcp://HOST:PORT where the expert-parallel ranks meet (rank 0 binds it, the others connect); given to rank 0, "
-       "it starts no ranks itself and waits for those started by hand")
+       "tcp://HOST:PORT where the expert- or tensor-parallel ranks meet (rank 0 binds it, the others connect); given "
+       "to rank 0, it starts no ranks itself and waits for those started by hand")
       ("dist-timeout", po::value(&o.dist_timeout_s)->default_value(o.dist_timeout_s),
-       "seconds the expert-parallel ranks wait for each other to join (their model loads included)")
+       "seconds the expert- or tensor-parallel ranks wait for each other to join (their model loads included)")
       ("expert-placement", po::value(&o.expert_placement), "JSON device_expert_mapping file")
       ("pp-size", po::value(&o.pp_size)->default_value(1), "pipeline stages the decoder layers are cut into")
       ("pp-layer-split", po::value(&o.pp_layer_split), "layers per stage, such as 4,4,3 (default: balanced)")
@@ -202,9 +208,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (role != "all") throw moe::Error("--role must be all or worker");
-    // Expert-parallel ranks on the CPU are processes: this one is rank 0 and starts the others, unless
-    // they are started by hand and meet it at --dist-init-addr.
-    if (options.ep_size > 1 && options.device == "cpu" && options.dist_init_addr.empty() &&
+    // Expert- and tensor-parallel ranks on the CPU are processes: this one is rank 0 and starts the
+    // others, unless they are started by hand and meet it at --dist-init-addr.
+    if ((options.ep_size > 1 || options.tp_size > 1) && options.device == "cpu" && options.dist_init_addr.empty() &&
         options.worker_endpoint.empty())
       options.rank_command = rank_command(argc, argv);
     if (options.port == 0 && options.zmq_endpoint.empty())

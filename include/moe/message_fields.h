@@ -288,6 +288,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("capture_routing", m.capture_routing);
   visit("capture_router_weights", m.capture_router_weights);
   visit("ep_size", m.ep_size);
+  visit("tp_size", m.tp_size);
   visit("pp_size", m.pp_size);
   visit("pp_rank", m.pp_rank);
   visit("layer_begin", m.layer_begin);

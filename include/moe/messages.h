@@ -411,6 +411,7 @@ struct WorkerSettings {
   bool capture_routing = false;
   bool capture_router_weights = false;
   int32_t ep_size = 1;
+  int32_t tp_size = 1;      // tensor-parallel ranks
   int32_t pp_size = 1;      // pipeline stages the model is split into
   int32_t pp_rank = 0;      // which of them this worker runs
   int32_t layer_begin = 0;  // its decoder layers [layer_begin, layer_end)

@@ -23,10 +23,11 @@ Weights load_weights(const Checkpoint& ckpt, const ModelConfig& config, const At
   const auto reorders = [&](const std::string& name) { return layout && reordered.count(name) > 0; };
   return Weights::load(
       config, names,
-      [&](const std::string& name, int64_t rows, int64_t cols) {
+      // The GPU model is one rank: every part is the whole tensor.
+      [&](const std::string& name, int64_t rows, int64_t cols, IndexRange, IndexRange) {
         return reorders(name) ? layout->upload_rows(ckpt, name, rows, cols) : upload_matrix(ckpt, name, rows, cols);
       },
-      [&](const std::string& name, int64_t n) {
+      [&](const std::string& name, int64_t n, IndexRange) {
         return reorders(name) ? layout->upload_vector(ckpt, name, n) : upload_vector(ckpt, name, n);
       });
 }

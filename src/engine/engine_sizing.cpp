@@ -106,6 +106,7 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
   worker.capture_routing = settings.captures_routing();
   worker.capture_router_weights = settings.enable_return_router_weights;
   worker.ep_size = identity.ep_size;
+  worker.tp_size = identity.tp_size;
   worker.pp_size = static_cast<int32_t>(stages.size());
   worker.draft_fingerprint = draft_fingerprint;
   describe_computation(identity.compute, service.scheduler.speculative, worker);

@@ -21,6 +21,7 @@ namespace moe {
 struct ModelIdentity {
   uint64_t fingerprint = 0;
   int ep_size = 1;
+  int tp_size = 1;
   std::vector<LayerRange> stages;  // the pipeline stages' layers; empty = one stage, the whole model
   ComputeSettings compute;
 };

@@ -11,15 +11,19 @@
 namespace moe {
 
 AttentionLayer::AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names,
-                               int kv_layer)
+                               int kv_layer, const TensorShard& shard)
     : kv_layer_(kv_layer),
-      shape_{config.num_attention_heads, config.num_key_value_heads, config.head_dim},
+      shape_{static_cast<int>(shard.query_heads(config.num_attention_heads).count),
+             static_cast<int>(shard.kv_heads(config.num_attention_heads, config.num_key_value_heads).count),
+             config.head_dim},
       norm_eps_(static_cast<float>(config.rms_norm_eps)),
       rotary_(config.head_dim, config.rotary_dim, config.rope_theta),
       w_(AttentionWeights<WeightView, VectorParam>::load(
           config, names,
-          [&](const std::string& name, int64_t rows, int64_t cols) { return ckpt.projection(name, rows, cols); },
-          [&](const std::string& name, int64_t n) { return ckpt.vector(name, n); })) {}
+          [&](const std::string& name, int64_t rows, int64_t cols, IndexRange row_part, IndexRange col_part) {
+            return ckpt.projection_block(name, rows, cols, row_part, col_part);
+          },
+          [&](const std::string& name, int64_t n, IndexRange part) { return ckpt.vector_part(name, n, part); }, shard)) {}
 
 void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache& kv, float* out) const {
   const int64_t T = batch.num_tokens();

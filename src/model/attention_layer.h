@@ -11,6 +11,7 @@
 #include "model/forward_batch.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
+#include "model/tensor_shard.h"
 
 namespace moe {
 
@@ -19,8 +20,11 @@ class Checkpoint;
 class AttentionLayer {
  public:
   // `kv_layer` is the layer's index in its KV cache (a pipeline stage's cache holds only its layers).
-  AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names, int kv_layer);
-  // out[T, H] = attention(x[T, H]) for the whole batch; writes this layer's K/V of every new token.
+  // `shard`: the heads this tensor-parallel rank computes (all of them by default).
+  AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names, int kv_layer,
+                 const TensorShard& shard = {});
+  // out[T, H] = attention(x[T, H]) for the whole batch (for a tensor-parallel rank: its heads' share,
+  // which the group's all-reduce completes); writes this layer's K/V of every new token.
   void forward(const float* x, const ForwardBatch& batch, KvCache& kv, float* out) const;
 
  private:

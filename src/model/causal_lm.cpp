@@ -14,9 +14,20 @@
 #include "model/model.h"
 #include "model/nextn_layer.h"
 #include "model/safetensors.h"
+#include "model/tensor_shard.h"
 
 namespace moe {
 namespace {
+
+// This process's tensor-parallel part: rank and size of options.tensor_group (one rank without it).
+TensorShard tensor_shard_of(const ModelConfig& config, const ModelOptions& options) {
+  if (!options.tensor_group) return {};
+  if (options.expert_group)
+    throw Error("--tp-size and --ep-size are not combined yet: split a model by one of them");
+  const std::string refusal = tensor_parallel_refusal(config, options.tensor_group->size());
+  if (!refusal.empty()) throw Error(refusal);
+  return {options.tensor_group->rank(), options.tensor_group->size()};
+}
 
 // The checkpoint's files, or with dummy_weights_seed random weights made from the config.
 Checkpoint open_checkpoint(const std::string& dir, const ModelConfig& config, const ModelOptions& options) {
@@ -32,7 +43,9 @@ class CausalLm final : public Model {
       : config_(load_model_config(dir)),
         checkpoint_(open_checkpoint(dir, config_, options)),
         layers_range_(options.layers.value_or(LayerRange{0, config_.num_hidden_layers})),
-        moe_range_(moe_layers_of(config_.moe_layer_ids, layers_range_)) {
+        moe_range_(moe_layers_of(config_.moe_layer_ids, layers_range_)),
+        shard_(tensor_shard_of(config_, options)),
+        tensor_group_(options.tensor_group) {
     if (layers_range_.begin < 0 || layers_range_.end > config_.num_hidden_layers || layers_range_.size() < 1)
       throw Error(dir + ": layers [" + std::to_string(layers_range_.begin) + ", " + std::to_string(layers_range_.end) +
                   ") are not a stage of a model of " + std::to_string(config_.num_hidden_layers) + " layers");
@@ -41,8 +54,10 @@ class CausalLm final : public Model {
     // Only the tensors this stage runs are read (and tiled) from the checkpoint.
     if (is_first_stage()) embed_ = checkpoint_.matrix(plan.embedding, config_.vocab_size, H);
     if (is_last_stage()) {
-      // A tied lm_head is the embedding matrix: shared as it is, or quantized into a copy of its own.
-      lm_head_ = checkpoint_.projection(plan.lm_head.empty() ? plan.embedding : plan.lm_head, config_.vocab_size, H);
+      // A tied lm_head is the embedding matrix: shared as it is, or quantized (or split over
+      // tensor-parallel ranks by vocabulary) into a copy of its own.
+      lm_head_ = checkpoint_.projection_block(plan.lm_head.empty() ? plan.embedding : plan.lm_head, config_.vocab_size,
+                                              H, shard_.vocab_part(config_.vocab_size), IndexRange{0, H});
       final_norm_ = checkpoint_.vector(plan.final_norm, H);
     }
     const ExpertPlacement placement = expert_placement_for(config_, options);
@@ -53,7 +68,7 @@ class CausalLm final : public Model {
     layers_.reserve(static_cast<size_t>(layers_range_.size()));
     for (int l = layers_range_.begin; l < layers_range_.end; ++l)
       layers_.emplace_back(checkpoint_, config_, plan.layers[l], l - layers_range_.begin,
-                           config_.moe_index(l) - moe_range_.begin, held_experts);
+                           config_.moe_index(l) - moe_range_.begin, held_experts, shard_, tensor_group_);
     if (options.nextn) {
       if (!is_first_stage() || !is_last_stage())
         throw Error("--speculative-algorithm NEXTN runs on a whole model, not a pipeline stage");
@@ -66,7 +81,8 @@ class CausalLm final : public Model {
   const ModelConfig& config() const override { return config_; }
 
   KvCache make_kv_cache(int64_t num_slots) const override {
-    return KvCache(kv_row_floats(config_, layers_range_), num_slots);
+    // A tensor-parallel rank keeps the K/V of its own KV heads only.
+    return KvCache(kv_row_floats(local_attention_config(config_, shard_), layers_range_), num_slots);
   }
 
   LayerRange layers() const override { return layers_range_; }
@@ -119,13 +135,35 @@ class CausalLm final : public Model {
     const int64_t n = static_cast<int64_t>(rows.size()) / H;
     rms_norm(rows.data(), n, H, H, final_norm_.data(), static_cast<float>(config_.rms_norm_eps), rows.data());
     logits.resize(static_cast<size_t>(n * config_.vocab_size));
-    linear(rows.data(), n, lm_head_, logits.data());
+    if (!tensor_group_) {
+      linear(rows.data(), n, lm_head_, logits.data());
+      return;
+    }
+    // This rank's part of the vocabulary, padded to the widest part (rank 0's), gathered from every rank.
+    const int64_t V = config_.vocab_size, width = shard_.vocab_part(V).count;
+    const int64_t part = TensorShard{0, shard_.size}.vocab_part(V).count;
+    std::vector<float>& local = scratch_.vocab_part;
+    std::vector<float>& padded = scratch_.vocab_padded;
+    std::vector<float>& all = scratch_.vocab_parts;
+    local.resize(static_cast<size_t>(n * width));
+    linear(rows.data(), n, lm_head_, local.data());
+    padded.assign(static_cast<size_t>(n * part), 0.0f);
+    for (int64_t i = 0; i < n; ++i) std::copy_n(local.data() + i * width, width, padded.data() + i * part);
+    all.resize(static_cast<size_t>(shard_.size * n * part));
+    tensor_group_->all_gather(padded.data(), padded.size() * sizeof(float), all.data());
+    for (int r = 0; r < shard_.size; ++r) {
+      const IndexRange vocab = TensorShard{r, shard_.size}.vocab_part(V);
+      for (int64_t i = 0; i < n; ++i)
+        std::copy_n(all.data() + (r * n + i) * part, vocab.count, logits.data() + i * V + vocab.begin);
+    }
   }
 
   ModelConfig config_;
   Checkpoint checkpoint_;
   LayerRange layers_range_;  // the decoder layers this model (stage) holds
   LayerRange moe_range_;     // its MoE layers, as indices among the model's MoE layers
+  TensorShard shard_;        // this rank's part of the sharded tensors (the whole model without tensor_group_)
+  Communicator* tensor_group_;
   WeightView embed_, lm_head_;
   VectorParam final_norm_;
   std::vector<DecoderLayer> layers_;
@@ -136,6 +174,8 @@ class CausalLm final : public Model {
   struct Scratch {
     std::vector<float> hidden, normed, branch;  // [T, H]
     std::vector<float> last_rows;               // [sequences that sample, H]
+    // A tensor-parallel rank's logits, padded to the widest part, and every rank's.
+    std::vector<float> vocab_part, vocab_padded, vocab_parts;
   } scratch_;
 };
 

@@ -1,5 +1,6 @@
 // Checkpoint::projection: projection matrices read from GPTQ tensors or quantized at load, kept in
-// the checkpoint's weight arena beside the tiled half-precision matrices.
+// the checkpoint's weight arena beside the tiled half-precision matrices; and a tensor-parallel rank's
+// block of a projection.
 #include <cstring>
 
 #include "common/error.h"
@@ -26,33 +27,67 @@ WeightView Checkpoint::projection(const std::string& name, int64_t rows, int64_t
   // A GPTQ checkpoint keeps the modules it did not quantize (lm_head) in float, as they are.
   if (!gptq && format_.at_load == Quantization::None) return matrix(name, rows, cols);
   if (!gptq && format_.gptq) return matrix(name, rows, cols);
-  return quantized_projection(name, module, gptq, rows, cols);
+  if (gptq) return quantized_copy(name + " (quantized)", rows, cols, [&] { return read_gptq_matrix(*this, module, rows, cols, *format_.gptq); });
+  const TensorInfo& t = float_tensor(name, {rows, cols});
+  // Quantized from the file's row-major values: no tiled half-precision copy is made.
+  return quantized_copy(name + " (quantized)", rows, cols, [&] {
+    GptqMatrix q = quantize_at_load(name, WeightView{t.data, t.dtype, rows, cols});
+    drop_mapped_pages(t.data, static_cast<size_t>(rows * cols) * dtype_size(t.dtype));
+    return q;
+  });
 }
 
-WeightView Checkpoint::quantized_projection(const std::string& name, const std::string& module, bool gptq,
-                                            int64_t rows, int64_t cols) const {
+WeightView Checkpoint::projection_block(const std::string& name, int64_t full_rows, int64_t full_cols, IndexRange rows,
+                                        IndexRange cols) const {
+  if (rows.begin == 0 && rows.count == full_rows && cols.begin == 0 && cols.count == full_cols)
+    return projection(name, full_rows, full_cols);
+  const std::string module = module_of(name);
+  if (format_.gptq && has(module + ".qweight"))
+    throw Error(dir_ + ": the GPTQ tensors of '" + module + "' are not split over tensor-parallel ranks (--tp-size)");
+  const TensorInfo& t = float_tensor(name, {full_rows, full_cols});
+  check_kernel_dtype(name, t);
+  // The block, copied row by row out of the tensor; then tiled or quantized as the whole would be.
+  const size_t element = dtype_size(t.dtype), row_bytes = static_cast<size_t>(cols.count) * element;
+  std::vector<unsigned char> block(static_cast<size_t>(rows.count) * row_bytes);
+  const auto* source = static_cast<const unsigned char*>(t.data);
+  for (int64_t r = 0; r < rows.count; ++r)
+    std::memcpy(block.data() + static_cast<size_t>(r) * row_bytes,
+                source + (static_cast<size_t>(rows.begin + r) * static_cast<size_t>(full_cols) + static_cast<size_t>(cols.begin)) * element,
+                row_bytes);
+  const WeightView row_major{block.data(), t.dtype, rows.count, cols.count};
+  const std::string key = name + " [rows " + std::to_string(rows.begin) + "+" + std::to_string(rows.count) + ", cols " +
+                          std::to_string(cols.begin) + "+" + std::to_string(cols.count) + "]";
+  if (!format_.gptq && format_.at_load != Quantization::None)
+    return quantized_copy(key + " (quantized)", rows.count, cols.count, [&] { return quantize_at_load(name, row_major); });
+  return tiled_copy(key, row_major, [] {});
+}
+
+VectorParam Checkpoint::vector_part(const std::string& name, int64_t n, IndexRange part) const {
+  const VectorParam whole = vector(name, n);
+  return VectorParam(whole.begin() + part.begin, whole.begin() + part.begin + part.count);
+}
+
+GptqMatrix Checkpoint::quantize_at_load(const std::string& name, const WeightView& source) const {
+  GptqMatrix q;
+  q.dtype = format_.at_load == Quantization::Int8 ? DType::Q8 : DType::Q4;
+  // int8 keeps one scale per output channel, int4 one per group of input columns.
+  q.group_size = quantized::storage_group_size(q.dtype == DType::Q8 ? 0 : format_.group_size, source.cols, name);
+  q.values.resize(static_cast<size_t>(source.rows * source.cols));
+  q.scales.resize(static_cast<size_t>(source.rows * quantized::num_groups(source.cols, q.group_size)));
+  quantized::quantize_symmetric(source, q.dtype, q.group_size, q.values.data(), q.scales.data());
+  return q;
+}
+
+WeightView Checkpoint::quantized_copy(const std::string& key, int64_t rows, int64_t cols,
+                                      const std::function<GptqMatrix()>& make) const {
   std::lock_guard lock(tiled_->mutex);
   // Its own key: a tied lm_head quantizes the embedding, which stays as it is for the lookup.
-  auto [it, added] = tiled_->views.try_emplace(name + " (quantized)");
+  auto [it, added] = tiled_->views.try_emplace(key);
   if (!added) return it->second;
   // Set once here, so the cached view carries it: float32 or integer products (--kernel-dtype int8).
   const KernelDType kernel_dtype = format_.kernel_dtype == KernelDType::Int8 ? KernelDType::Int8 : KernelDType::F32;
   try {
-    GptqMatrix q;
-    if (gptq) {
-      q = read_gptq_matrix(*this, module, rows, cols, *format_.gptq);
-    } else {
-      const TensorInfo& t = float_tensor(name, {rows, cols});
-      // Quantized from the file's row-major values: no tiled half-precision copy is made.
-      const WeightView source{t.data, t.dtype, rows, cols};
-      q.dtype = format_.at_load == Quantization::Int8 ? DType::Q8 : DType::Q4;
-      // int8 keeps one scale per output channel, int4 one per group of input columns.
-      q.group_size = quantized::storage_group_size(q.dtype == DType::Q8 ? 0 : format_.group_size, cols, name);
-      q.values.resize(static_cast<size_t>(rows * cols));
-      q.scales.resize(static_cast<size_t>(rows * quantized::num_groups(cols, q.group_size)));
-      quantized::quantize_symmetric(source, q.dtype, q.group_size, q.values.data(), q.scales.data());
-      drop_mapped_pages(t.data, static_cast<size_t>(rows * cols) * dtype_size(t.dtype));
-    }
+    const GptqMatrix q = make();
     auto* scales = reinterpret_cast<float*>(tiled_->arena.allocate_bytes(static_cast<int64_t>(q.scales.size() * sizeof(float))));
     std::memcpy(scales, q.scales.data(), q.scales.size() * sizeof(float));
     uint8_t* values = tiled_->arena.allocate_bytes(quantized::tiled_bytes(q.dtype, rows, cols));

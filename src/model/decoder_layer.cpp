@@ -6,18 +6,23 @@
 namespace moe {
 
 DecoderLayer::DecoderLayer(const Checkpoint& ckpt, const ModelConfig& config, const LayerPlan& names, int kv_layer,
-                           int capture_index, std::span<const int32_t> held_experts)
-    : hidden_(config.hidden_size), eps_(static_cast<float>(config.rms_norm_eps)) {
+                           int capture_index, std::span<const int32_t> held_experts, const TensorShard& shard,
+                           Communicator* tensor_group)
+    : hidden_(config.hidden_size), eps_(static_cast<float>(config.rms_norm_eps)), tensor_group_(tensor_group) {
   input_norm_ = ckpt.vector(names.input_norm, hidden_);
   post_attention_norm_ = ckpt.vector(names.post_attention_norm, hidden_);
   switch (names.attention) {
-    case AttentionKind::Gqa: attention_.emplace(ckpt, config, names.gqa, kv_layer); break;
+    case AttentionKind::Gqa: attention_.emplace(ckpt, config, names.gqa, kv_layer, shard); break;
     case AttentionKind::Mla: mla_attention_.emplace(ckpt, config, names.mla, kv_layer); break;
   }
   switch (names.ffn) {
-    case FfnKind::Moe: moe_.emplace(ckpt, config, names.moe, capture_index, held_experts); break;
-    case FfnKind::Dense: mlp_ = DenseMlp::load(ckpt, names.mlp, hidden_, config.intermediate_size); break;
+    case FfnKind::Moe: moe_.emplace(ckpt, config, names.moe, capture_index, held_experts, shard); break;
+    case FfnKind::Dense: mlp_ = DenseMlp::load(ckpt, names.mlp, hidden_, config.intermediate_size, shard); break;
   }
+}
+
+void DecoderLayer::complete_partial_sum(float* partial, size_t count) const {
+  if (tensor_group_) tensor_group_->all_reduce_sum(partial, static_cast<int64_t>(count));
 }
 
 void DecoderLayer::forward(float* x, const ForwardBatch& batch, KvCache& kv, MoeRunner& runner,
@@ -29,12 +34,14 @@ void DecoderLayer::forward(float* x, const ForwardBatch& batch, KvCache& kv, Moe
     mla_attention_->forward(normed, batch, kv, branch);
   else
     attention_->forward(normed, batch, kv, branch);
+  complete_partial_sum(branch, n);
   for (size_t i = 0; i < n; ++i) x[i] += branch[i];
   rms_norm(x, T, H, H, post_attention_norm_.data(), eps_, normed);
   if (moe_)
     moe_->forward(normed, T, runner, capture, branch, limit);
   else
     mlp_->forward(normed, T, branch);
+  complete_partial_sum(branch, n);
   for (size_t i = 0; i < n; ++i) x[i] += branch[i];
 }
 

@@ -8,9 +8,12 @@
 
 namespace moe {
 
-DenseMlp DenseMlp::load(const Checkpoint& ckpt, const MlpTensorNames& names, int64_t hidden, int64_t intermediate) {
-  return {ckpt.projection(names.gate, intermediate, hidden), ckpt.projection(names.up, intermediate, hidden),
-          ckpt.projection(names.down, hidden, intermediate)};
+DenseMlp DenseMlp::load(const Checkpoint& ckpt, const MlpTensorNames& names, int64_t hidden, int64_t intermediate,
+                        const TensorShard& shard) {
+  const IndexRange part = shard.even_part(intermediate), all_hidden{0, hidden};
+  return {ckpt.projection_block(names.gate, intermediate, hidden, part, all_hidden),
+          ckpt.projection_block(names.up, intermediate, hidden, part, all_hidden),
+          ckpt.projection_block(names.down, hidden, intermediate, all_hidden, part)};
 }
 
 void DenseMlp::forward(const float* x, int64_t num_tokens, float* out) const {

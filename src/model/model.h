@@ -46,6 +46,11 @@ struct ModelOptions {
   // only the shard of its rank, then all-reduces every MoE layer's output across the group. Null: every
   // shard in this process. Not owned; outlives the model.
   Communicator* expert_group = nullptr;
+  // The tensor-parallel ranks (CPU only; model/tensor_shard.h): this process loads its part of every
+  // attention's heads, every MLP's and expert's intermediate width and lm_head's vocabulary, and the
+  // group all-reduces each layer's attention and feed-forward output and gathers the logits. Null:
+  // one rank. Not owned; outlives the model. Not together with expert_group.
+  Communicator* tensor_group = nullptr;
   // --load-format dummy: random weights made from config.json alone with this seed (Checkpoint::dummy),
   // no weight file read. None: the checkpoint's files.
   std::optional<uint64_t> dummy_weights_seed;

@@ -11,11 +11,12 @@
 namespace moe {
 
 ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names,
-                                  std::span<const int32_t> held) {
+                                  std::span<const int32_t> held, const TensorShard& shard) {
   const int64_t hidden = config.hidden_size, width = config.moe_intermediate_size;
+  const IndexRange part = shard.even_part(width), all_hidden{0, hidden};
   ExpertWeights experts;
   experts.hidden_size = hidden;
-  experts.intermediate_size = width;
+  experts.intermediate_size = part.count;
   const size_t count = names.experts.size();
   experts.gate.resize(count);
   experts.up.resize(count);
@@ -24,15 +25,15 @@ ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& con
   std::iota(every.begin(), every.end(), 0);
   for (const int32_t e : held.empty() ? std::span<const int32_t>(every) : held) {
     const MlpTensorNames& expert = names.experts.at(static_cast<size_t>(e));
-    experts.gate[e] = ckpt.projection(expert.gate, width, hidden);
-    experts.up[e] = ckpt.projection(expert.up, width, hidden);
-    experts.down[e] = ckpt.projection(expert.down, hidden, width);
+    experts.gate[e] = ckpt.projection_block(expert.gate, width, hidden, part, all_hidden);
+    experts.up[e] = ckpt.projection_block(expert.up, width, hidden, part, all_hidden);
+    experts.down[e] = ckpt.projection_block(expert.down, hidden, width, all_hidden, part);
   }
   return experts;
 }
 
 MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int capture_index,
-                   std::span<const int32_t> held_experts)
+                   std::span<const int32_t> held_experts, const TensorShard& shard)
     : capture_index_(capture_index),
       top_k_(config.num_experts_per_tok),
       normalize_top_k_(config.norm_topk_prob),
@@ -45,9 +46,9 @@ MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeT
     check_grouped_sigmoid_rule(config.num_experts, top_k_, grouped_rule_);
     correction_bias_ = ckpt.vector(names.correction_bias, config.num_experts);
   }
-  experts_ = load_routed_experts(ckpt, config, names, held_experts);
+  experts_ = load_routed_experts(ckpt, config, names, held_experts, shard);
   if (names.shared_expert) {
-    shared_expert_ = DenseMlp::load(ckpt, *names.shared_expert, hidden, config.shared_expert_intermediate_size);
+    shared_expert_ = DenseMlp::load(ckpt, *names.shared_expert, hidden, config.shared_expert_intermediate_size, shard);
     if (!names.shared_gate.empty()) shared_gate_ = ckpt.matrix(names.shared_gate, 1, hidden);
   }
 }

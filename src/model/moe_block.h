@@ -9,6 +9,7 @@
 #include "model/dense_mlp.h"
 #include "model/model_config.h"
 #include "model/model_plan.h"
+#include "model/tensor_shard.h"
 #include "moe/grouped_sigmoid_router.h"
 #include "moe/moe_runner.h"
 #include "moe/routing_capture.h"
@@ -18,18 +19,21 @@ namespace moe {
 class Checkpoint;
 
 // The routed experts of one MoE layer, named by `names`, as views into the checkpoint; with `held`
-// (an expert-parallel rank's shard) only those experts are read, the others left empty.
+// (an expert-parallel rank's shard) only those experts are read, the others left empty; with `shard`
+// (a tensor-parallel rank) each expert's part of its intermediate width.
 ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names,
-                                  std::span<const int32_t> held = {});
+                                  std::span<const int32_t> held = {}, const TensorShard& shard = {});
 
 class MoeBlock {
  public:
   // `capture_index`: the layer's index among the MoE layers its capture buffer holds (a pipeline
   // stage captures only its own).
-  // `held_experts`: the routed experts this process runs (empty: all of them).
+  // `held_experts`: the routed experts this process runs (empty: all of them). `shard`: a
+  // tensor-parallel rank's part of every expert's (and the shared expert's) intermediate width; the
+  // router is whole on every rank, so every rank routes alike.
   MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int capture_index,
-           std::span<const int32_t> held_experts = {});
-  // out[T, H] = moe(x[T, H]); out is overwritten. `limit` restricts a verify pass's tokens to a
+           std::span<const int32_t> held_experts = {}, const TensorShard& shard = {});
+  // out[T, H] = moe(x[T, H]) (a tensor-parallel rank's partial sum); out is overwritten. `limit` restricts a verify pass's tokens to a
   // shared pool of experts (off by default; softmax routing only); the capture hook sees the routing
   // actually used.
   void forward(const float* x, int64_t num_tokens, MoeRunner& runner, RoutingCapture* capture, float* out,

@@ -241,17 +241,36 @@ const TensorInfo& Checkpoint::float_tensor(const std::string& name, const std::v
 
 WeightView Checkpoint::matrix(const std::string& name, int64_t rows, int64_t cols) const {
   const TensorInfo& t = float_tensor(name, {rows, cols});
+  check_kernel_dtype(name, t);
+  const WeightView row_major{t.data, t.dtype, rows, cols};
+  if (t.dtype == DType::F32) return row_major;
+  return tiled_copy(name, row_major, [&] {
+    // The kernels read the copy; the file's pages need not stay in this process's resident set.
+    drop_mapped_pages(t.data, static_cast<size_t>(rows * cols) * dtype_size(t.dtype));
+  });
+}
+
+void Checkpoint::check_kernel_dtype(const std::string& name, const TensorInfo& t) const {
   if (format_.kernel_dtype == KernelDType::BF16 && t.dtype != DType::BF16)
     throw Error(*t.file + ": tensor '" + name + "' is " + dtype_name(t.dtype) +
                 "; --kernel-dtype bf16 multiplies bf16 checkpoints only (use --kernel-dtype float32)");
-  const WeightView row_major{t.data, t.dtype, rows, cols};
-  if (t.dtype == DType::F32) return row_major;
+}
+
+WeightView Checkpoint::tiled_copy(const std::string& key, const WeightView& row_major,
+                                  const std::function<void()>& on_copied) const {
   std::lock_guard lock(tiled_->mutex);
-  auto [it, added] = tiled_->views.try_emplace(name);
+  auto [it, added] = tiled_->views.try_emplace(key);
   if (added) {
-    it->second = weight_tiling::tile_into(row_major, tiled_->arena.allocate(weight_tiling::tiled_elements(rows, cols)));
-    // The kernels read the copy; the file's pages need not stay in this process's resident set.
-    drop_mapped_pages(t.data, static_cast<size_t>(rows * cols) * dtype_size(t.dtype));
+    const int64_t rows = row_major.rows, cols = row_major.cols;
+    if (row_major.dtype == DType::F32) {
+      // A float32 block (a tensor-parallel rank's share) is copied as it is, row-major.
+      auto* copy = tiled_->arena.allocate_bytes(rows * cols * static_cast<int64_t>(sizeof(float)));
+      std::memcpy(copy, row_major.data, static_cast<size_t>(rows * cols) * sizeof(float));
+      it->second = WeightView{copy, DType::F32, rows, cols};
+    } else {
+      it->second = weight_tiling::tile_into(row_major, tiled_->arena.allocate(weight_tiling::tiled_elements(rows, cols)));
+    }
+    on_copied();
   }
   WeightView tiled = it->second;
   // Integer products are for the quantized projections; these weights keep float32 products.

@@ -14,7 +14,9 @@
 
 #include "common/aligned_memory.h"
 #include "kernels/weight.h"
+#include "model/gptq_matrix.h"
 #include "model/quantization.h"
+#include "model/tensor_shard.h"
 
 namespace moe {
 
@@ -107,8 +109,15 @@ class Checkpoint {
   // module is not quantized, as GPTQ leaves lm_head); else quantized at load when the format asks
   // for it, or what matrix() gives. Every malformed GPTQ tensor is an error naming it.
   WeightView projection(const std::string& name, int64_t rows, int64_t cols) const;
+  // projection()'s matrix of the block `rows` × `cols` of the [full_rows, full_cols] tensor `name`: a
+  // tensor-parallel rank's share (model/tensor_shard.h), copied out, then tiled or quantized as the
+  // whole would be. The whole tensor is projection(); GPTQ tensors are not split (a moe::Error).
+  WeightView projection_block(const std::string& name, int64_t full_rows, int64_t full_cols, IndexRange rows,
+                              IndexRange cols) const;
   // A 1-D parameter of exactly n elements, widened to float32.
   VectorParam vector(const std::string& name, int64_t n) const;
+  // Its elements [part.begin, part.begin + part.count).
+  VectorParam vector_part(const std::string& name, int64_t n, IndexRange part) const;
   // Any tensor of exactly `shape`, widened to float32 in its row-major order (what a device
   // upload copies: no tiling).
   std::vector<float> floats(const std::string& name, const std::vector<int64_t>& shape) const;
@@ -118,11 +127,16 @@ class Checkpoint {
   const TensorInfo& float_tensor(const std::string& name, const std::vector<int64_t>& shape) const;
 
  private:
-  // The quantized view of projection `name`, made on the first call.
-  WeightView quantized_projection(const std::string& name, const std::string& module, bool gptq, int64_t rows,
-                                  int64_t cols) const;
-
- private:
+  // --kernel-dtype bf16 multiplies bf16 tensors only: a moe::Error naming `name` otherwise.
+  void check_kernel_dtype(const std::string& name, const TensorInfo& t) const;
+  // The copy of `row_major` kept under `key`, tiled (half precision) or as it is (float32), made on the
+  // first call (then `on_copied` runs).
+  WeightView tiled_copy(const std::string& key, const WeightView& row_major, const std::function<void()>& on_copied) const;
+  // The quantized [rows, cols] matrix kept under `key`, made by `make` on the first call.
+  WeightView quantized_copy(const std::string& key, int64_t rows, int64_t cols,
+                            const std::function<GptqMatrix()>& make) const;
+  // `source` quantized as --quantization asks (int8 or int4 at load).
+  GptqMatrix quantize_at_load(const std::string& name, const WeightView& source) const;
 
   std::string dir_;
   ProjectionFormat format_;

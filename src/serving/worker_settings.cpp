@@ -58,6 +58,7 @@ std::optional<std::string> settings_mismatch(const msg::WorkerSettings& expected
   d.compare("router-weights capture (--enable-return-router-weights)", expected.capture_router_weights,
             worker.capture_router_weights);
   d.compare<int64_t>("--ep-size", expected.ep_size, worker.ep_size);
+  d.compare<int64_t>("--tp-size", expected.tp_size, worker.tp_size);
   d.compare<int64_t>("--pp-size", expected.pp_size, worker.pp_size);
   if (worker.layer_begin != expected.layer_begin || worker.layer_end != expected.layer_end)
     d.add(other_layers(expected, worker));

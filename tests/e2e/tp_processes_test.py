@@ -1,0 +1,71 @@
+"""Tensor parallelism over processes on the CPU: `moe-serve --tp-size N` starts ranks 1..N-1 itself, each
+holding its share of every attention's heads (KV heads replicated where the ranks outnumber them), of every
+MLP's and expert's intermediate width and of lm_head's vocabulary; each layer's partial outputs are
+all-reduced in rank order over the host communicator and the logits gathered. For every fixture with
+grouped-query attention, through --tp-size 2 in prefill chunks of 7 (and 4, where 2 KV heads meet 4
+ranks, for two of them), every golden case alone, all at once, and again from the prefix cache gets the
+ids and routing rows of one process (and the goldens). Sizes that do not split, latent attention, GPUs
+and --ep-size beside it are refused at start; a rank started by hand with other settings, for another
+group size, or not at all stops the start naming that rank.
+Usage: tp_processes_test.py PATH/TO/moe-serve"""
+import os
+import unittest
+
+import serve_process as sp
+from rank_answers import expect_splits_equal_one_process, start
+
+FIXTURES = ["qwen3-moe-tiny", "qwen2-moe-tiny", "mixtral-tiny", "glm4-moe-tiny"]
+FOUR_RANKS = {"qwen3-moe-tiny", "glm4-moe-tiny"}  # 4 query heads, 2 KV heads: each KV head on two ranks
+
+
+def refusal(test, *flags, model=sp.MODEL):
+    """The log of a start that must fail."""
+    process, _ = start(model, *flags)
+    log, _ = process.communicate(timeout=240)
+    test.assertNotEqual(process.returncode, 0, log)
+    return log
+
+
+class TensorRanksInProcesses(unittest.TestCase):
+    def test_every_fixture_through_2_and_4_ranks_equals_one_process(self):
+        expect_splits_equal_one_process(self, FIXTURES, lambda fixture: [(["--tp-size", "2"], 7)] + (
+            [(["--tp-size", "4"], 512)] if fixture in FOUR_RANKS else []))
+
+    def test_sizes_that_do_not_split_are_refused_before_any_rank_starts(self):
+        self.assertIn("4 attention heads cannot be split evenly over 3 tensor-parallel ranks",
+                      refusal(self, "--tp-size", "3"))
+        self.assertIn("multi-head latent attention", refusal(self, "--tp-size", "2",
+                                                             model=os.path.join(sp.DATA, "deepseek-v3-tiny")))
+        self.assertIn("--tp-size runs on the CPU", refusal(self, "--tp-size", "2", "--device", "cuda"))
+        self.assertIn("--tp-size and --ep-size are not combined", refusal(self, "--tp-size", "2", "--ep-size", "2"))
+
+    def start_by_hand(self, rank1_flags, timeout=120):
+        """Rank 0 (the server) and rank 1 (--role worker, unless None) started by hand at a free port."""
+        meet = f"tcp://127.0.0.1:{sp.free_port()}"
+        server, _ = start(sp.MODEL, "--tp-size", "2", "--dist-init-addr", meet, "--dist-timeout", str(timeout))
+        rank1 = None
+        if rank1_flags is not None:
+            rank1, _ = start(sp.MODEL, "--role", "worker", "--tp-rank", "1", "--dist-init-addr", meet,
+                             "--dist-timeout", str(timeout), *rank1_flags)
+        return server, rank1
+
+    def test_a_rank_started_by_hand_with_other_settings_is_refused_by_name(self):
+        server, rank1 = self.start_by_hand(["--tp-size", "2", "--kernel-dtype", "bf16"])
+        for process in (server, rank1):
+            log, _ = process.communicate(timeout=240)
+            self.assertNotEqual(process.returncode, 0, log)
+            self.assertIn("tensor-parallel rank 1 differs from rank 0", log)
+            self.assertIn("--kernel-dtype", log)
+
+    def test_a_rank_of_another_group_size_or_none_stops_the_start_naming_it(self):
+        server, rank1 = self.start_by_hand(["--tp-size", "4"], timeout=20)
+        log, _ = server.communicate(timeout=240)
+        self.assertNotEqual(server.returncode, 0, log)
+        self.assertIn("tensor-parallel rank 1 was started for a group of 4 but rank 0's has 2", log)
+        self.assertIn("tensor-parallel rank 1 of 2 did not join", log)
+        rank1.communicate(timeout=60)
+        self.assertNotEqual(rank1.returncode, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,75 @@
+// Tensor parallelism's split of a model: each rank's part of the heads, widths and vocabulary, the
+// refusals of sizes that do not split, and a projection's block equal to that part of the whole.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/error.h"
+#include "model/model_config.h"
+#include "model/safetensors.h"
+#include "model/tensor_shard.h"
+
+namespace moe {
+namespace {
+
+const std::string kModelDir = std::string(MOE_TEST_DATA_DIR) + "/qwen3-moe-tiny";
+
+void expect_range(IndexRange range, int64_t begin, int64_t count) {
+  EXPECT_EQ(range.begin, begin);
+  EXPECT_EQ(range.count, count);
+}
+
+TEST(TensorShard, HeadsAndWidthsSplitEvenly) {
+  expect_range(TensorShard{1, 2}.even_part(64), 32, 32);
+  expect_range(TensorShard{1, 2}.query_heads(4), 2, 2);
+  expect_range(TensorShard{1, 2}.kv_heads(4, 2), 1, 1);
+  expect_range(TensorShard{0, 1}.kv_heads(4, 2), 0, 2);
+  EXPECT_THROW(TensorShard({0, 3}).even_part(64), Error);
+}
+
+TEST(TensorShard, RanksBeyondTheKvHeadsKeepTheOneTheirQueryHeadsRead) {
+  // 8 query heads over 2 KV heads (query heads 0-3 read KV head 0, 4-7 KV head 1), 4 ranks.
+  for (int rank = 0; rank < 4; ++rank) expect_range(TensorShard{rank, 4}.kv_heads(8, 2), rank / 2, 1);
+}
+
+TEST(TensorShard, VocabularyPartsCoverItAllTheLastOneShorter) {
+  expect_range(TensorShard{0, 3}.vocab_part(10), 0, 4);
+  expect_range(TensorShard{1, 3}.vocab_part(10), 4, 4);
+  expect_range(TensorShard{2, 3}.vocab_part(10), 8, 2);
+}
+
+TEST(TensorShard, RefusesWhatDoesNotSplitNamingIt) {
+  const ModelConfig config = load_model_config(kModelDir);  // 4 heads, 2 KV heads, widths 64 and 32
+  EXPECT_EQ(tensor_parallel_refusal(config, 1), "");
+  EXPECT_EQ(tensor_parallel_refusal(config, 2), "");
+  EXPECT_EQ(tensor_parallel_refusal(config, 4), "");
+  EXPECT_NE(tensor_parallel_refusal(config, 3).find("4 attention heads cannot be split evenly over 3"), std::string::npos);
+  EXPECT_NE(tensor_parallel_refusal(config, 8).find("attention heads"), std::string::npos);
+  ModelConfig odd = config;
+  odd.moe_intermediate_size = 30;
+  EXPECT_NE(tensor_parallel_refusal(odd, 4).find("moe_intermediate_size of 30"), std::string::npos);
+  const ModelConfig local = local_attention_config(config, TensorShard{3, 4});
+  EXPECT_EQ(local.num_attention_heads, 1);
+  EXPECT_EQ(local.num_key_value_heads, 1);
+}
+
+TEST(TensorShard, ProjectionBlockIsThatPartOfTheWhole) {
+  const Checkpoint checkpoint = Checkpoint::open(kModelDir);
+  const ModelConfig config = load_model_config(kModelDir);
+  const std::string name = "model.layers.0.self_attn.o_proj.weight";  // [H, heads · head_dim]
+  const int64_t rows = config.hidden_size, cols = int64_t{config.num_attention_heads} * config.head_dim;
+  const WeightView whole = checkpoint.projection(name, rows, cols);
+  const IndexRange row_part{0, rows}, col_part = TensorShard{1, 2}.even_part(cols);
+  const WeightView block = checkpoint.projection_block(name, rows, cols, row_part, col_part);
+  ASSERT_EQ(block.rows, rows);
+  ASSERT_EQ(block.cols, col_part.count);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < block.cols; ++c) ASSERT_EQ(block.at(r, c), whole.at(r, col_part.begin + c)) << r << "," << c;
+  const IndexRange top = TensorShard{1, 4}.even_part(rows);
+  const WeightView row_block = checkpoint.projection_block(name, rows, cols, top, IndexRange{0, cols});
+  for (int64_t r = 0; r < top.count; ++r)
+    for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(row_block.at(r, c), whole.at(top.begin + r, c));
+}
+
+}  // namespace
+}  // namespace moe
