@@ -13,7 +13,7 @@ DecoderLayer::DecoderLayer(const Checkpoint& ckpt, const ModelConfig& config, co
   post_attention_norm_ = ckpt.vector(names.post_attention_norm, hidden_);
   switch (names.attention) {
     case AttentionKind::Gqa: attention_.emplace(ckpt, config, names.gqa, kv_layer, shard); break;
-    case AttentionKind::Mla: mla_attention_.emplace(ckpt, config, names.mla, kv_layer); break;
+    case AttentionKind::Mla: mla_attention_.emplace(ckpt, config, names.mla, kv_layer, shard); break;
   }
   switch (names.ffn) {
     case FfnKind::Moe: moe_.emplace(ckpt, config, names.moe, capture_index, held_experts, shard); break;

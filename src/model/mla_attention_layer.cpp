@@ -28,26 +28,32 @@ float mla_softmax_scale(const ModelConfig& config) {
 }
 
 MlaAttentionLayer::MlaAttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, const MlaTensorNames& names,
-                                     int kv_layer)
+                                     int kv_layer, const TensorShard& shard)
     : kv_layer_(kv_layer),
-      num_heads_(config.num_attention_heads),
+      num_heads_(static_cast<int>(shard.query_heads(config.num_attention_heads).count)),
       dims_(*config.mla),
       norm_eps_(static_cast<float>(config.rms_norm_eps)),
       softmax_scale_(mla_softmax_scale(config)),
       rotary_(mla_inv_freq(config), mla_rotary_scale(config), config.mla->rope_interleave) {
-  const int64_t H = config.hidden_size, heads = num_heads_;
-  const int64_t q_width = heads * dims_.qk_head_dim();
+  const int64_t H = config.hidden_size, heads = config.num_attention_heads;
+  // A tensor-parallel rank's heads: their rows of q (or q_b) and kv_b, their columns of o. The latent
+  // (q_a, kv_a and their norms) is whole on every rank, and so is each rank's latent KV cache.
+  const IndexRange mine = shard.query_heads(config.num_attention_heads), all_hidden{0, H};
+  auto head_rows = [&](int64_t per_head) { return IndexRange{mine.begin * per_head, mine.count * per_head}; };
+  const int64_t qk = dims_.qk_head_dim(), kv_b_per_head = dims_.qk_nope_head_dim + dims_.v_head_dim;
   if (names.q_weight.empty()) {
     q_a_ = ckpt.projection(names.q_a_weight, dims_.q_lora_rank, H);
     q_a_norm_ = ckpt.vector(names.q_a_norm, dims_.q_lora_rank);
-    q_b_ = ckpt.projection(names.q_b_weight, q_width, dims_.q_lora_rank);
+    q_b_ = ckpt.projection_block(names.q_b_weight, heads * qk, dims_.q_lora_rank, head_rows(qk),
+                                 IndexRange{0, dims_.q_lora_rank});
   } else {
-    q_ = ckpt.projection(names.q_weight, q_width, H);
+    q_ = ckpt.projection_block(names.q_weight, heads * qk, H, head_rows(qk), all_hidden);
   }
   kv_a_ = ckpt.projection(names.kv_a_weight, dims_.kv_lora_rank + dims_.qk_rope_head_dim, H);
   kv_a_norm_ = ckpt.vector(names.kv_a_norm, dims_.kv_lora_rank);
-  kv_b_ = ckpt.projection(names.kv_b_weight, heads * (dims_.qk_nope_head_dim + dims_.v_head_dim), dims_.kv_lora_rank);
-  o_ = ckpt.projection(names.o_weight, H, heads * dims_.v_head_dim);
+  kv_b_ = ckpt.projection_block(names.kv_b_weight, heads * kv_b_per_head, dims_.kv_lora_rank, head_rows(kv_b_per_head),
+                                IndexRange{0, dims_.kv_lora_rank});
+  o_ = ckpt.projection_block(names.o_weight, H, heads * dims_.v_head_dim, all_hidden, head_rows(dims_.v_head_dim));
 }
 
 void MlaAttentionLayer::project_queries(const float* x, int64_t num_tokens, float* q) const {

@@ -18,6 +18,7 @@
 #include "model/kv_cache.h"
 #include "model/model_config.h"
 #include "model/model_plan.h"
+#include "model/tensor_shard.h"
 
 namespace moe {
 
@@ -33,8 +34,11 @@ float mla_softmax_scale(const ModelConfig& config);
 class MlaAttentionLayer {
  public:
   // `kv_layer` is the layer's index in its KV cache (a pipeline stage's cache holds only its layers).
-  MlaAttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, const MlaTensorNames& names, int kv_layer);
-  // out[T, H] = attention(x[T, H]) for the whole batch; writes this layer's row of every new token.
+  // `shard`: the heads this tensor-parallel rank computes (all of them by default).
+  MlaAttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, const MlaTensorNames& names, int kv_layer,
+                    const TensorShard& shard = {});
+  // out[T, H] = attention(x[T, H]) for the whole batch (a tensor-parallel rank's partial sum over its
+  // heads); writes this layer's row of every new token.
   void forward(const float* x, const ForwardBatch& batch, KvCache& kv, float* out) const;
 
  private:

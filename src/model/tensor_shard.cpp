@@ -32,13 +32,11 @@ std::string tensor_parallel_refusal(const ModelConfig& config, int size) {
   if (size < 1) return "--tp-size must be at least 1, got " + std::to_string(size);
   if (size == 1) return "";
   const std::string ranks = " over " + std::to_string(size) + " tensor-parallel ranks (--tp-size)";
-  if (config.mla)
-    return "multi-head latent attention (" + config.architecture + ") is not split" + ranks +
-           " yet: serve it with --tp-size 1 (--ep-size splits its experts)";
   if (config.num_attention_heads % size != 0)
     return "the model's " + std::to_string(config.num_attention_heads) + " attention heads cannot be split evenly" + ranks;
+  // Latent attention has no KV heads of its own: every rank keeps the whole latent.
   const int kv = config.num_key_value_heads;
-  if (kv % size != 0 && size % kv != 0)
+  if (!config.mla && kv % size != 0 && size % kv != 0)
     return "the model's " + std::to_string(kv) + " KV heads can be neither split evenly nor replicated evenly" + ranks;
   const std::pair<const char*, int64_t> widths[] = {{"intermediate_size", config.intermediate_size},
                                                     {"moe_intermediate_size", config.moe_intermediate_size},
@@ -52,7 +50,8 @@ std::string tensor_parallel_refusal(const ModelConfig& config, int size) {
 ModelConfig local_attention_config(const ModelConfig& config, const TensorShard& shard) {
   ModelConfig local = config;
   local.num_attention_heads = static_cast<int>(shard.query_heads(config.num_attention_heads).count);
-  local.num_key_value_heads = static_cast<int>(shard.kv_heads(config.num_attention_heads, config.num_key_value_heads).count);
+  if (!config.mla)
+    local.num_key_value_heads = static_cast<int>(shard.kv_heads(config.num_attention_heads, config.num_key_value_heads).count);
   return local;
 }
 

@@ -4,6 +4,7 @@
 // row-parallel ones (o_proj, an MLP's down) the matching block of input columns, so each rank's
 // output is a partial sum that the group's all-reduce completes. Query heads split evenly; KV heads
 // split too, or, where the ranks outnumber them, each rank keeps the one KV head its query heads read.
+// Latent attention (DeepSeek-V3) splits its heads alike; its latent and latent KV cache stay whole.
 #include <cstdint>
 
 #include "model/model_config.h"
