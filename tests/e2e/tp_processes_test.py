@@ -37,13 +37,15 @@ class TensorRanksInProcesses(unittest.TestCase):
         self.assertIn("--tp-size and --ep-size are not combined", refusal(self, "--tp-size", "2", "--ep-size", "2"))
 
     def start_by_hand(self, rank1_flags, timeout=120):
-        """Rank 0 (the server) and rank 1 (--role worker, unless None) started by hand at a free port."""
+        """Rank 0 (the server) and rank 1 (--role worker, unless None) started by hand at a free port, both
+        holding the deployment's internal key."""
         meet = f"tcp://127.0.0.1:{sp.free_port()}"
-        server, _ = start(sp.MODEL, "--tp-size", "2", "--dist-init-addr", meet, "--dist-timeout", str(timeout))
+        server, _ = start(sp.MODEL, "--tp-size", "2", "--dist-init-addr", meet, "--dist-timeout", str(timeout),
+                          "--internal-key-file", sp.KEY_FILE)
         rank1 = None
         if rank1_flags is not None:
             rank1, _ = start(sp.MODEL, "--role", "worker", "--tp-rank", "1", "--dist-init-addr", meet,
-                             "--dist-timeout", str(timeout), *rank1_flags)
+                             "--dist-timeout", str(timeout), "--internal-key-file", sp.KEY_FILE, *rank1_flags)
         return server, rank1
 
     def test_a_rank_started_by_hand_with_other_settings_is_refused_by_name(self):
