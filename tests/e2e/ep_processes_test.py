@@ -11,13 +11,14 @@ Usage: ep_processes_test.py PATH/TO/moe-serve"""
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import unittest
 
 import msgpack
 
 import serve_process as sp
-from rank_answers import answers, ask, expect_splits_equal_one_process, golden_of, start
+from rank_answers import MOE_SERVE, answers, ask, expect_splits_equal_one_process, golden_of, start
 
 FIXTURES = ["qwen3-moe-tiny", "qwen2-moe-tiny", "mixtral-tiny", "glm4-moe-tiny", "deepseek-v3-tiny"]
 
