@@ -94,8 +94,8 @@ void WorkerActor::on_update_weights(const msg::UpdateWeights& update) {
   if (rank_group_) {
     const std::string refusal =
         update.memory == msg::MemoryAction::None
-            ? "update_weights_from_disk is not supported with expert- or tensor-parallel ranks in processes of their own: "
-              "restart every rank on the new checkpoint"
+            ? "update_weights_from_disk is not supported with expert- or tensor-parallel ranks in processes of "
+              "their own: restart every rank on the new checkpoint"
             : "release_memory_occupation and resume_memory_occupation are not supported with expert- or "
               "tensor-parallel ranks in processes of their own";
     results_->send(msg::WeightsUpdated{update, false, refusal, 0, "", worker_->instance()});
