@@ -36,7 +36,7 @@ def forged_heartbeat(instance):
     """A Heartbeat frame (docs/zmq-protocol.md, internal messages) from a worker instance nobody started:
     [version, kind, [instance, WorkerSettings]]. The scheduler treats any new instance as a restarted
     worker before it compares the settings, so these need not match."""
-    settings = [1, 4096, 512, True, False, 1, 1, 0, 0, 4, 0, "cpu", "grouped", "none", 0, "float32", "", 0, 0, 0, 0,
+    settings = [1, 4096, 512, True, False, 1, 1, 1, 0, 0, 4, 0, "cpu", "grouped", "none", 0, "float32", "", 0, 0, 0, 0,
                 ""]
     return msgpack.packb([protocol_version(), HEARTBEAT, [instance, settings]])
 
