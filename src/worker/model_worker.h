@@ -77,6 +77,10 @@ class ModelWorker {
   // weights would not be those of the last load). Releasing what is released, or resuming what is
   // not, changes nothing. The draft model's memory is kept. Never throws.
   msg::WeightsUpdated change_memory(const msg::UpdateWeights& update);
+  // A weight group's call (worker/weight_group_calls.cpp): joining the trainer's NCCL group,
+  // receiving the tensors it broadcasts and serving them, leaving it. Needs --device cuda in a build
+  // with NCCL; elsewhere the answer says so. Never throws.
+  msg::WeightsUpdated weight_group_call(const msg::UpdateWeights& update);
   int pp_rank() const { return settings_.pp_rank; }
   // Drawn at construction: tells the scheduler which worker (and so which KV cache) answers it.
   uint64_t instance() const { return instance_; }
