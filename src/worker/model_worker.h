@@ -3,6 +3,7 @@
 // sequences that need it and, when the batch asks, captures routing through the double-buffered
 // capturer. It keeps no per-request state beyond KV contents addressed by slot.
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "worker/draft_model.h"
 #include "worker/nextn_drafter.h"
 #include "worker/recent_samples.h"
+#include "worker/weight_group_link.h"
 
 namespace moe {
 
@@ -97,6 +99,8 @@ class ModelWorker {
   // Puts `model` in the old one's place, with a KV cache (released if the KV cache is) and a
   // capturer of its own.
   void install(std::unique_ptr<Model> model);
+  // A Receive of the weight group `group`: its tensors laid over update.model_path, loaded as an update.
+  msg::WeightsUpdated receive_from_group(const msg::UpdateWeights& update, WeightGroupLink& group);
   // change_memory's halves: each says what it did.
   std::string release_memory(const msg::UpdateWeights& update);
   std::string resume_memory(const msg::UpdateWeights& update);
@@ -125,6 +129,8 @@ class ModelWorker {
   void draw(const msg::WorkerBatch& batch, const ForwardRun& run, msg::WorkerResult& result) const;
 
   ModelLoader load_checkpoint_;
+  std::map<std::string, std::unique_ptr<WeightGroupLink>> weight_groups_;  // joined, by group name
+  uint64_t overlays_written_ = 0;  // names each Receive's overlay directory
   std::unique_ptr<Model> model_;  // null while the weights are released
   KvCache kv_;
   bool kv_released_ = false;
