@@ -39,7 +39,9 @@ enum class Endpoint {
   UpdateWeightVersion,
   ReleaseMemory,
   ResumeMemory,
-  NotYetSupported,
+  InitWeightGroup,
+  UpdateFromWeightGroup,
+  DestroyWeightGroup,
 };
 
 // A path served with one method.
@@ -73,10 +75,9 @@ constexpr std::array kRoutes = {
     Route{"/update_weight_version", "POST", Endpoint::UpdateWeightVersion},
     Route{"/release_memory_occupation", "POST", Endpoint::ReleaseMemory},
     Route{"/resume_memory_occupation", "POST", Endpoint::ResumeMemory},
-    // SGLang's endpoints this engine does not serve yet: answered 501 with what to use instead.
-    Route{"/init_weights_update_group", "POST", Endpoint::NotYetSupported},
-    Route{"/update_weights_from_distributed", "POST", Endpoint::NotYetSupported},
-    Route{"/destroy_weights_update_group", "POST", Endpoint::NotYetSupported},
+    Route{"/init_weights_update_group", "POST", Endpoint::InitWeightGroup},
+    Route{"/update_weights_from_distributed", "POST", Endpoint::UpdateFromWeightGroup},
+    Route{"/destroy_weights_update_group", "POST", Endpoint::DestroyWeightGroup},
 };
 
 // Bodies this large are parsed on the parse thread: about 15 ms of parsing a MiB, which the front's
@@ -206,7 +207,15 @@ std::shared_ptr<PendingAnswer> RequestRouter::route(HttpRequest request, const s
         channel->send(json_reply(200, api::weight_version_json(engine_.model_info().weight_version)));
         break;
       case Endpoint::UpdateWeightVersion: channel->send(update_weight_version(request)); break;
-      case Endpoint::NotYetSupported: throw api::not_yet_supported(path);
+      case Endpoint::InitWeightGroup:
+        change_weights(api::parse_init_weights_update_group(api::parse_json_body(request.body)), channel);
+        break;
+      case Endpoint::UpdateFromWeightGroup:
+        change_weights(api::parse_update_weights_from_distributed(api::parse_json_body(request.body)), channel);
+        break;
+      case Endpoint::DestroyWeightGroup:
+        change_weights(api::parse_destroy_weights_update_group(api::parse_json_body(request.body)), channel);
+        break;
       case Endpoint::ContinueGeneration:
         channel->send(json_reply(200, api::generation_control_json(engine_.continue_generation())));
         break;

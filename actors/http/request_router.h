@@ -3,8 +3,9 @@
 // OpenAI's /v1/completions and /v1/chat/completions), SGLang's native ones (/update_weights_from_disk,
 // /abort_request, /flush_cache, /health_generate, /tokenize, /detokenize, /get_model_info,
 // /get_server_info, /pause_generation, /continue_generation, /get_weight_version,
-// /update_weight_version, /release_memory_occupation, /resume_memory_occupation; 501 for the
-// weight-update group ones) and the informational ones (/v1/models, /health, /metrics,
+// /update_weight_version, /release_memory_occupation, /resume_memory_occupation, the weight group's
+// /init_weights_update_group, /update_weights_from_distributed, /destroy_weights_update_group) and
+// the informational ones (/v1/models, /health, /metrics,
 // /expert_load, /expert_load/reset). 404 for an unknown path, 405 for a known path and wrong method.
 #include <memory>
 #include <optional>

@@ -46,7 +46,9 @@ void SchedulerActor::on_message(msg::Message&& message) {
   } else if (auto* heartbeat = std::get_if<msg::Heartbeat>(&message)) {
     on_heartbeat(*heartbeat);
   } else if (auto* update = std::get_if<msg::UpdateWeights>(&message)) {
-    if (update->memory == msg::MemoryAction::None)
+    if (update->group.action != msg::WeightGroupAction::None)
+      spdlog::info("scheduler: a call on weight group '{}' asked; pausing new steps", update->group.group_name);
+    else if (update->memory == msg::MemoryAction::None)
       spdlog::info("scheduler: weight update to {} asked; pausing new steps", update->model_path);
     else
       spdlog::info("scheduler: memory {} asked (weights: {}, kv_cache: {}); pausing new steps",
@@ -128,7 +130,7 @@ void SchedulerActor::on_routing(const std::vector<msg::StepRouting>& routing) {
 
 void SchedulerActor::on_weights_updated(const msg::WeightsUpdated& answer) {
   service_->on_weights_updated(answer);
-  if (answer.request.memory != msg::MemoryAction::None) {
+  if (!msg::loads_weights(answer.request)) {
     if (answer.success)
       spdlog::info("scheduler: {}; generation {}", answer.message,
                    service_->memory_released() ? "waits for resume_memory_occupation" : "goes on");

@@ -188,13 +188,22 @@ void TokenizerActor::on_zmq_request(transport::ClientAddress address, std::strin
     router_->reply(address, transport::encode_client_error(msg::ErrorReply{e.rid(), e.what(), 400, "tokenizer", {}}));
     return;
   }
+  // An operation that changes the weights (or their group): admin-gated, answered as an update.
+  const auto change_weights = [&](const auto& op) {
+    if (admitted(address, op.rid, op.admin_api_key)) update_weights(op.update, zmq_weights_answer(address, op.rid));
+  };
   if (auto* query = std::get_if<transport::ExpertLoadRequest>(&request)) {
     on_zmq_expert_load(address, query->rid, query->reset);
   } else if (auto* abort = std::get_if<transport::AbortRequest>(&request)) {
     on_zmq_abort(address, abort->rid);
   } else if (auto* update = std::get_if<transport::UpdateWeightsRequest>(&request)) {
-    if (!admitted(address, update->rid, update->admin_api_key)) return;
-    update_weights(update->update, zmq_weights_answer(address, update->rid));
+    change_weights(*update);
+  } else if (auto* init = std::get_if<transport::InitWeightGroupRequest>(&request)) {
+    change_weights(*init);
+  } else if (auto* receive = std::get_if<transport::UpdateFromWeightGroupRequest>(&request)) {
+    change_weights(*receive);
+  } else if (auto* destroy = std::get_if<transport::DestroyWeightGroupRequest>(&request)) {
+    change_weights(*destroy);
   } else if (auto* pause = std::get_if<transport::PauseGenerationRequest>(&request)) {
     if (!admitted(address, pause->rid, pause->admin_api_key)) return;
     router_->reply(address, transport::encode_generation_control_reply({pause->rid, pause_generation(pause->mode)}));

@@ -93,7 +93,10 @@ void WorkerActor::on_update_weights(const msg::UpdateWeights& update) {
   if (!meant_for_this_worker(update.worker_instance, "a weight update")) return;
   if (rank_group_) {
     const std::string refusal =
-        update.memory == msg::MemoryAction::None
+        update.group.action != msg::WeightGroupAction::None
+            ? "weight groups (init_weights_update_group) are not supported with expert- or tensor-parallel ranks in "
+              "processes of their own"
+        : update.memory == msg::MemoryAction::None
             ? "update_weights_from_disk is not supported with expert- or tensor-parallel ranks in processes of "
               "their own: restart every rank on the new checkpoint"
             : "release_memory_occupation and resume_memory_occupation are not supported with expert- or "
@@ -101,8 +104,8 @@ void WorkerActor::on_update_weights(const msg::UpdateWeights& update) {
     results_->send(msg::WeightsUpdated{update, false, refusal, 0, "", worker_->instance()});
     return;
   }
-  if (update.memory != msg::MemoryAction::None) {
-    msg::WeightsUpdated answer = worker_->change_memory(update);
+  if (!msg::loads_weights(update) || update.group.action != msg::WeightGroupAction::None) {
+    msg::WeightsUpdated answer = worker_->update_weights(update);
     spdlog::info("worker: {}", answer.message);
     results_->send(answer);
     return;

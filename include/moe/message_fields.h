@@ -313,6 +313,19 @@ void visit_fields(M& m, Visit&& visit) {
   visit("settings", m.settings);
 }
 
+template <StructOf<WeightGroupCall> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("action", m.action);
+  visit("group_name", m.group_name);
+  visit("master_address", m.master_address);
+  visit("master_port", m.master_port);
+  visit("rank_offset", m.rank_offset);
+  visit("world_size", m.world_size);
+  visit("names", m.names);
+  visit("dtypes", m.dtypes);
+  visit("shapes", m.shapes);
+}
+
 template <StructOf<UpdateWeights> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
   visit("id", m.id);
@@ -323,6 +336,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("memory", m.memory);
   visit("weights_tag", m.weights_tag);
   visit("kv_cache_tag", m.kv_cache_tag);
+  visit("group", m.group);
 }
 
 template <StructOf<WeightsUpdated> M, class Visit>

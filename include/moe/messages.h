@@ -17,7 +17,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 18;
+inline constexpr uint32_t kProtocolVersion = 19;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -455,11 +455,33 @@ enum class MemoryAction : uint8_t { None, Release, Resume };
 // the memory they address keeps its addresses, so the tag asks for nothing).
 enum class MemoryTag : uint8_t { Weights, KvCache, CudaGraph };
 
+// What an UpdateWeights asks of a weight group, the NCCL group a trainer broadcasts new weights in
+// (SGLang's /init_weights_update_group, /update_weights_from_distributed,
+// /destroy_weights_update_group; docs/rl.md): Join it, Receive the named tensors by broadcast from
+// the trainer's rank 0 and serve them, or Leave it.
+enum class WeightGroupAction : uint8_t { None, Join, Receive, Leave };
+
+// The group call's fields, by SGLang's names; which are read depends on the action.
+struct WeightGroupCall {
+  WeightGroupAction action{};
+  std::string group_name;      // every action
+  std::string master_address;  // Join: the trainer's TCPStore (its init_method tcp://ADDRESS:PORT)
+  int32_t master_port = 0;
+  int32_t rank_offset = 0;  // Join: this engine's rank in the group (the trainer is rank 0)
+  int32_t world_size = 0;   // Join: the trainer and every engine's ranks
+  std::vector<std::string> names;                // Receive: the tensors, in the order they are broadcast
+  std::vector<std::string> dtypes;               // Receive: torch's names, e.g. "bfloat16"
+  std::vector<std::vector<int64_t>> shapes;      // Receive
+  bool operator==(const WeightGroupCall&) const = default;
+};
+
 // Load new weights of the same architecture without a restart (SGLang's update_weights_from_disk):
 // from a client to the tokenizer, which sets `id`, on to the scheduler, which sends it to the model
 // worker once no step is in flight (and plans none until the answer is back). With `memory` set it
 // releases or resumes memory instead, by the same path: a change to the worker's weights between
 // steps, answered by WeightsUpdated (model_path is then the scheduler's: the weights to restore).
+// With `group.action` set it acts on a weight group instead (a Receive is a load: what it received
+// serves, and the answer's model_path names the checkpoint that now holds those weights).
 struct UpdateWeights {
   static constexpr MessageKind kind = MessageKind::UpdateWeights;
   uint64_t id = 0;                            // set by the front door: matches the answer to its requester
@@ -470,8 +492,16 @@ struct UpdateWeights {
   MemoryAction memory{};                      // None: load model_path
   bool weights_tag{};                         // memory: SGLang's tag "weights" (the model's weights)
   bool kv_cache_tag{};                        // memory: SGLang's tag "kv_cache" (the KV pool)
+  WeightGroupCall group{};                    // action None: not a group call
   bool operator==(const UpdateWeights&) const = default;
 };
+
+// Whether `update` changes the weights that serve (a load from disk or a Receive), rather than
+// memory or a group's membership.
+inline bool loads_weights(const UpdateWeights& update) {
+  return update.memory == MemoryAction::None &&
+         (update.group.action == WeightGroupAction::None || update.group.action == WeightGroupAction::Receive);
+}
 
 // What `tags` asks of a release or a resume; every tag when none is given (SGLang's default).
 inline void set_memory_tags(UpdateWeights& update, const std::optional<std::vector<MemoryTag>>& tags) {

@@ -4,8 +4,10 @@
 // `"op"` names the others: "expert_load" (the expert-load statistics), "abort" (end one of the
 // client's own requests), "update_weights_from_disk" (SGLang's weight update), "pause_generation" and
 // "continue_generation", "get_weight_version" and "update_weight_version", "release_memory_occupation"
-// and "resume_memory_occupation". The operations that change what the server serves (the weight
-// update, pause, continue, the version's relabelling, the memory's release and resume) carry
+// and "resume_memory_occupation", "init_weights_update_group", "update_weights_from_distributed" and
+// "destroy_weights_update_group". The operations that change what the server serves (the weight
+// update, pause, continue, the version's relabelling, the memory's release and resume, the weight
+// group's calls) carry
 // `admin_api_key` when the server was started with --admin-api-key. A reply is a map with the fields of SGLang's /generate response,
 // {"expert_load": {...}, ...}, {"abort": {...}, ...}, {"success", "message", ...},
 // {"message", "status", ...}, or {"error": {...}}. Any language with msgpack can speak it.
@@ -14,6 +16,7 @@
 #include <variant>
 
 #include "common/error.h"
+#include "common/weight_group_call.h"
 #include "moe/client.h"
 #include "moe/messages.h"
 
@@ -84,10 +87,41 @@ struct MemoryOccupationRequest {
   bool operator==(const MemoryOccupationRequest&) const = default;
 };
 
+// SGLang's weight-group operations (docs/rl.md), by its field names, answered as a weight update;
+// group_name is "weight_update_group" when absent.
+// {"op": "init_weights_update_group", "rid", "master_address", "master_port", "rank_offset",
+// "world_size", "group_name", "backend": "nccl"}
+struct InitWeightGroupRequest {
+  std::string rid;
+  msg::UpdateWeights update = weight_group_update(msg::WeightGroupAction::Join);
+  std::string backend = "nccl";  // the only one served
+  std::string admin_api_key;     // the server's --admin-api-key, where it has one
+  bool operator==(const InitWeightGroupRequest&) const = default;
+};
+
+// {"op": "update_weights_from_distributed", "rid", "names", "dtypes", "shapes", "group_name",
+// "weight_version", "abort_all_requests", "flush_cache": true}
+struct UpdateFromWeightGroupRequest {
+  std::string rid;
+  msg::UpdateWeights update = weight_group_update(msg::WeightGroupAction::Receive);
+  bool flush_cache = true;  // SGLang's field; only true: the prefix cache's KV came from the old weights
+  std::string admin_api_key;
+  bool operator==(const UpdateFromWeightGroupRequest&) const = default;
+};
+
+// {"op": "destroy_weights_update_group", "rid", "group_name"}
+struct DestroyWeightGroupRequest {
+  std::string rid;
+  msg::UpdateWeights update = weight_group_update(msg::WeightGroupAction::Leave);
+  std::string admin_api_key;
+  bool operator==(const DestroyWeightGroupRequest&) const = default;
+};
+
 // What a client may ask: a generation, or an operation named by `op`.
 using ClientRequest = std::variant<msg::GenerateRequest, ExpertLoadRequest, AbortRequest, UpdateWeightsRequest,
                                    PauseGenerationRequest, ContinueGenerationRequest, GetWeightVersionRequest,
-                                   UpdateWeightVersionRequest, MemoryOccupationRequest>;
+                                   UpdateWeightVersionRequest, MemoryOccupationRequest, InitWeightGroupRequest,
+                                   UpdateFromWeightGroupRequest, DestroyWeightGroupRequest>;
 
 // A request frame the server cannot serve. `rid` is the frame's own when it gave one, so the error
 // reply can be matched to its request even when the rest of the frame is wrong.
@@ -114,6 +148,9 @@ std::string encode_client_request(const ContinueGenerationRequest& request);
 std::string encode_client_request(const GetWeightVersionRequest& request);
 std::string encode_client_request(const UpdateWeightVersionRequest& request);
 std::string encode_client_request(const MemoryOccupationRequest& request);
+std::string encode_client_request(const InitWeightGroupRequest& request);
+std::string encode_client_request(const UpdateFromWeightGroupRequest& request);
+std::string encode_client_request(const DestroyWeightGroupRequest& request);
 
 // One reply, or one chunk of a streamed reply, for a client.
 std::string encode_client_reply(const msg::TextOutput& output);

@@ -18,6 +18,9 @@ constexpr std::string_view kGetVersionOp = "get_weight_version";
 constexpr std::string_view kUpdateVersionOp = "update_weight_version";
 constexpr std::string_view kReleaseMemoryOp = "release_memory_occupation";
 constexpr std::string_view kResumeMemoryOp = "resume_memory_occupation";
+constexpr std::string_view kInitWeightGroupOp = "init_weights_update_group";
+constexpr std::string_view kUpdateFromWeightGroupOp = "update_weights_from_distributed";
+constexpr std::string_view kDestroyWeightGroupOp = "destroy_weights_update_group";
 
 // The request's rid when it gave one as a string, else empty: error replies carry it.
 std::string rid_of(const msgpack::object& map) {
@@ -68,6 +71,30 @@ UpdateWeightsRequest checked(UpdateWeightsRequest request, const FieldPath& path
   return request;
 }
 
+// A weight-group call's checks (the HTTP parser's too), naming the field under `path`.
+msg::UpdateWeights checked_group_call(msg::UpdateWeights update, const FieldPath& path) {
+  if (const auto problem = check_weight_group_call(update.group)) detail::fail(path.field(problem->field), problem->why);
+  return update;
+}
+
+InitWeightGroupRequest checked(InitWeightGroupRequest request, const FieldPath& path) {
+  if (request.backend != "nccl") detail::fail(path.field("backend"), "must be \"nccl\" (the only backend served)");
+  request.update = checked_group_call(std::move(request.update), path);
+  return request;
+}
+
+UpdateFromWeightGroupRequest checked(UpdateFromWeightGroupRequest request, const FieldPath& path) {
+  if (!request.flush_cache)
+    detail::fail(path.field("flush_cache"), "must be true: new weights always flush the prefix cache");
+  request.update = checked_group_call(std::move(request.update), path);
+  return request;
+}
+
+DestroyWeightGroupRequest checked(DestroyWeightGroupRequest request, const FieldPath& path) {
+  request.update = checked_group_call(std::move(request.update), path);
+  return request;
+}
+
 UpdateWeightVersionRequest checked(UpdateWeightVersionRequest request, const FieldPath& path) {
   if (request.new_version.empty()) detail::fail(path.field("new_version"), "must name the new version");
   return request;
@@ -90,11 +117,15 @@ ClientRequest parse_map(const msgpack::object& map, const FieldPath& path) {
     request.action = op == kReleaseMemoryOp ? msg::MemoryAction::Release : msg::MemoryAction::Resume;
     return request;
   }
+  if (op == kInitWeightGroupOp) return checked(parse_op<InitWeightGroupRequest>(map, path), path);
+  if (op == kUpdateFromWeightGroupOp) return checked(parse_op<UpdateFromWeightGroupRequest>(map, path), path);
+  if (op == kDestroyWeightGroupOp) return checked(parse_op<DestroyWeightGroupRequest>(map, path), path);
   detail::fail(path.field("op"), "unknown operation \"" + op +
                                      "\" (known: \"generate\", \"expert_load\", \"abort\", \"update_weights_from_disk\", "
                                      "\"pause_generation\", \"continue_generation\", \"get_weight_version\", "
                                      "\"update_weight_version\", \"release_memory_occupation\", "
-                                     "\"resume_memory_occupation\")");
+                                     "\"resume_memory_occupation\", \"init_weights_update_group\", "
+                                     "\"update_weights_from_distributed\", \"destroy_weights_update_group\")");
 }
 
 // A request frame of operation `op`.
@@ -143,6 +174,16 @@ std::string encode_client_request(const UpdateWeightVersionRequest& request) {
 }
 std::string encode_client_request(const MemoryOccupationRequest& request) {
   return encode_op(request.action == msg::MemoryAction::Release ? kReleaseMemoryOp : kResumeMemoryOp, request);
+}
+
+std::string encode_client_request(const InitWeightGroupRequest& request) {
+  return encode_op(kInitWeightGroupOp, request);
+}
+std::string encode_client_request(const UpdateFromWeightGroupRequest& request) {
+  return encode_op(kUpdateFromWeightGroupOp, request);
+}
+std::string encode_client_request(const DestroyWeightGroupRequest& request) {
+  return encode_op(kDestroyWeightGroupOp, request);
 }
 
 }  // namespace moe::transport

@@ -106,6 +106,39 @@ void visit_client_fields(M& request, Visit&& visit) {
   visit("admin_api_key", request.admin_api_key);
 }
 
+// The fields of the weight-group operations besides their `op`, by SGLang's names.
+template <msg::StructOf<InitWeightGroupRequest> M, class Visit>
+void visit_client_fields(M& request, Visit&& visit) {
+  visit("rid", request.rid);
+  visit("master_address", request.update.group.master_address);
+  visit("master_port", request.update.group.master_port);
+  visit("rank_offset", request.update.group.rank_offset);
+  visit("world_size", request.update.group.world_size);
+  visit("group_name", request.update.group.group_name);
+  visit("backend", request.backend);
+  visit("admin_api_key", request.admin_api_key);
+}
+
+template <msg::StructOf<UpdateFromWeightGroupRequest> M, class Visit>
+void visit_client_fields(M& request, Visit&& visit) {
+  visit("rid", request.rid);
+  visit("names", request.update.group.names);
+  visit("dtypes", request.update.group.dtypes);
+  visit("shapes", request.update.group.shapes);
+  visit("group_name", request.update.group.group_name);
+  visit("weight_version", request.update.weight_version);
+  visit("abort_all_requests", request.update.abort_all_requests);
+  visit("flush_cache", request.flush_cache);
+  visit("admin_api_key", request.admin_api_key);
+}
+
+template <msg::StructOf<DestroyWeightGroupRequest> M, class Visit>
+void visit_client_fields(M& request, Visit&& visit) {
+  visit("rid", request.rid);
+  visit("group_name", request.update.group.group_name);
+  visit("admin_api_key", request.admin_api_key);
+}
+
 // The fields of a memory release or resume besides its `op` (which gives the action).
 template <msg::StructOf<MemoryOccupationRequest> M, class Visit>
 void visit_client_fields(M& request, Visit&& visit) {

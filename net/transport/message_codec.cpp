@@ -30,6 +30,8 @@ template <>
 constexpr msg::RoutedExpertsLayers kLastEnumValue<msg::RoutedExpertsLayers> = msg::RoutedExpertsLayers::Moe;
 template <>
 constexpr msg::MemoryAction kLastEnumValue<msg::MemoryAction> = msg::MemoryAction::Resume;
+template <>
+constexpr msg::WeightGroupAction kLastEnumValue<msg::WeightGroupAction> = msg::WeightGroupAction::Leave;
 
 // How many fields a struct has, counted once by visiting a default instance.
 template <class T>

@@ -4,6 +4,7 @@
 
 #include "api/api_error.h"
 #include "api/request_fields.h"
+#include "common/weight_group_call.h"
 
 namespace moe::api {
 namespace {
@@ -28,6 +29,17 @@ std::vector<T> one_or_list(const json& value, const std::string& path, bool list
 template <class T>
 json one_or_list_json(const std::vector<T>& values, bool batched) {
   return batched ? json(values) : json(values.front());
+}
+
+// The fields every group call shares (group_name; flush_cache where SGLang sends it, true only),
+// then the call's checks; any field not read is refused.
+msg::UpdateWeights checked_group_call(const FieldReader& root, msg::UpdateWeights update) {
+  msg::WeightGroupCall& call = update.group;
+  root.read("group_name", call.group_name);
+  static constexpr IgnoredField kIgnored[] = {{"flush_cache", is_true}};
+  root.reject_unread(kIgnored);
+  if (const auto problem = check_weight_group_call(call)) throw ApiError::invalid_field(problem->field, problem->why);
+  return update;
 }
 
 }  // namespace
@@ -87,9 +99,38 @@ json weight_version_updated_json(const std::string& new_version) {
 
 json weight_version_json(const std::string& weight_version) { return {{"weight_version", weight_version}}; }
 
-ApiError not_yet_supported(const std::string& path) {
-  return ApiError(501, path + " is not supported by this engine yet: load new weights with /update_weights_from_disk "
-                              "(docs/rl.md)");
+msg::UpdateWeights parse_init_weights_update_group(const json& body) {
+  const FieldReader root(body, "");
+  msg::UpdateWeights update = weight_group_update(msg::WeightGroupAction::Join);
+  msg::WeightGroupCall& call = update.group;
+  if (!root.read("master_address", call.master_address)) throw ApiError::invalid_field("master_address", "is required");
+  if (!root.read("master_port", call.master_port)) throw ApiError::invalid_field("master_port", "is required");
+  if (!root.read("rank_offset", call.rank_offset)) throw ApiError::invalid_field("rank_offset", "is required");
+  if (!root.read("world_size", call.world_size)) throw ApiError::invalid_field("world_size", "is required");
+  std::string backend = "nccl";
+  root.read("backend", backend);
+  if (backend != "nccl") throw ApiError::invalid_field("backend", "must be \"nccl\" (the only backend served)");
+  return checked_group_call(root, std::move(update));
+}
+
+msg::UpdateWeights parse_update_weights_from_distributed(const json& body) {
+  const FieldReader root(body, "");
+  msg::UpdateWeights update = weight_group_update(msg::WeightGroupAction::Receive);
+  msg::WeightGroupCall& call = update.group;
+  if (!root.read("names", call.names)) throw ApiError::invalid_field("names", "is required");
+  if (!root.read("dtypes", call.dtypes)) throw ApiError::invalid_field("dtypes", "is required");
+  if (!root.read("shapes", call.shapes)) throw ApiError::invalid_field("shapes", "is required");
+  root.read("weight_version", update.weight_version);
+  root.read("abort_all_requests", update.abort_all_requests);
+  if (root.find("load_format") != nullptr)
+    throw ApiError::invalid_field("load_format", "must be null: tensors are received one broadcast each, in the order "
+                                                 "of `names` (SGLang's default)");
+  return checked_group_call(root, std::move(update));
+}
+
+msg::UpdateWeights parse_destroy_weights_update_group(const json& body) {
+  const FieldReader root(body, "");
+  return checked_group_call(root, weight_group_update(msg::WeightGroupAction::Leave));
 }
 
 AbortCall parse_abort_request(const json& body) {

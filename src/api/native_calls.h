@@ -47,9 +47,16 @@ nlohmann::json weight_version_json(const std::string& weight_version);
 // keeps its addresses). Answered as a weight update: {"success", "message", "weight_version"}.
 msg::UpdateWeights parse_memory_occupation(std::string_view body, msg::MemoryAction action);
 
-// The answer of SGLang's endpoints not served yet (`path`: /init_weights_update_group,
-// /update_weights_from_distributed, /destroy_weights_update_group): a 501 saying what to use instead.
-ApiError not_yet_supported(const std::string& path);
+// SGLang's weight-group endpoints (docs/rl.md), each a weight update with `group` set, answered as
+// one: POST /init_weights_update_group {master_address, master_port, rank_offset, world_size,
+// group_name, backend: "nccl"}; POST /update_weights_from_distributed {names, dtypes, shapes,
+// group_name, weight_version, abort_all_requests, flush_cache: true (the prefix cache is always
+// flushed), load_format: null}; POST /destroy_weights_update_group {group_name}. group_name is
+// "weight_update_group" when absent (SGLang's default). Every field is checked
+// (check_weight_group_call) and any other refused, with a 400 naming it.
+msg::UpdateWeights parse_init_weights_update_group(const nlohmann::json& body);
+msg::UpdateWeights parse_update_weights_from_distributed(const nlohmann::json& body);
+msg::UpdateWeights parse_destroy_weights_update_group(const nlohmann::json& body);
 
 // POST /abort_request: {"rid": id} ends that request (its client gets its reply with finish reason
 // abort); {"abort_all": true} ends every live request.

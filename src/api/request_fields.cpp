@@ -111,6 +111,18 @@ void read_value(const json& value, const std::string& path, std::vector<int32_t>
   }
 }
 
+void read_value(const json& value, const std::string& path, std::vector<std::vector<int64_t>>& out) {
+  if (!value.is_array()) wrong_type(value, path, "a list of shapes");
+  out.resize(value.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string shape_path = element_path(path, i);
+    if (!value[i].is_array()) wrong_type(value[i], shape_path, "a shape (a list of sizes)");
+    out[i].resize(value[i].size());
+    for (size_t d = 0; d < out[i].size(); ++d)
+      out[i][d] = read_integer<int64_t>(value[i][d], element_path(shape_path, d), 0, std::numeric_limits<int64_t>::max());
+  }
+}
+
 void read_value(const json& value, const std::string& path, std::vector<std::string>& out) {
   if (value.is_string()) {
     out.assign(1, value.get<std::string>());

@@ -27,6 +27,8 @@ void read_value(const nlohmann::json& value, const std::string& path, float& out
 void read_value(const nlohmann::json& value, const std::string& path, std::string& out);
 // Token ids: a list of non-negative integers.
 void read_value(const nlohmann::json& value, const std::string& path, std::vector<int32_t>& out);
+// Tensor shapes: a list of lists of non-negative integers.
+void read_value(const nlohmann::json& value, const std::string& path, std::vector<std::vector<int64_t>>& out);
 // A string or a list of strings (SGLang's and OpenAI's `"stop": "\n"`).
 void read_value(const nlohmann::json& value, const std::string& path, std::vector<std::string>& out);
 // OpenAI's logit_bias: an object from token ids (decimal strings) to numbers.

@@ -192,7 +192,12 @@ Checkpoint Checkpoint::open(const std::string& model_dir, const ProjectionFormat
   }
   for (const auto& shard : shard_names) {
     auto file = std::make_shared<SafetensorsFile>(model_dir + "/" + shard);
-    for (const auto& [name, info] : file->tensors()) ckpt.tensors_[name] = info;
+    // The index says which shard holds each tensor: a tensor it maps to another shard is that one's
+    // (a checkpoint overlay's links repeat the tensors it replaces).
+    for (const auto& [name, info] : file->tensors()) {
+      const auto mapped = weight_map.find(name);
+      if (mapped == weight_map.end() || mapped->second == shard) ckpt.tensors_[name] = info;
+    }
     ckpt.files_.push_back(std::move(file));
   }
   for (const auto& [tensor, shard] : weight_map)

@@ -13,6 +13,15 @@ void check(ncclResult_t result, const char* what) {
   if (result != ncclSuccess) throw Error(std::string("NCCL ") + what + ": " + ncclGetErrorString(result));
 }
 
+ncclDataType_t nccl_type(NcclElement type) {
+  switch (type) {
+    case NcclElement::BFloat16: return ncclBfloat16;
+    case NcclElement::Float16: return ncclFloat16;
+    case NcclElement::Float32: return ncclFloat32;
+  }
+  throw Error("an element type NCCL is not given");
+}
+
 }  // namespace
 
 struct NcclCommunicator::Comm {
@@ -46,6 +55,10 @@ void NcclCommunicator::all_reduce_sum(float* data, int64_t count) {
 
 void NcclCommunicator::all_gather(const void* in, size_t bytes, void* out) {
   check(ncclAllGather(in, out, bytes, ncclUint8, comm_->comm, stream_), "all-gather");
+}
+
+void NcclCommunicator::broadcast(void* data, size_t count, NcclElement type, int root) {
+  check(ncclBroadcast(data, data, count, nccl_type(type), root, comm_->comm, stream_), "broadcast");
 }
 
 }  // namespace moe

@@ -14,6 +14,9 @@
 
 namespace moe {
 
+// The element types a broadcast carries (a trainer's weights).
+enum class NcclElement { BFloat16, Float16, Float32 };
+
 // A new group's id (NCCL's ncclUniqueId), as bytes to hand to every rank.
 std::string nccl_unique_id();
 
@@ -29,6 +32,9 @@ class NcclCommunicator final : public Communicator {
   // Enqueued on the stream: the caller synchronizes before reading on the host.
   void all_reduce_sum(float* data, int64_t count) override;
   void all_gather(const void* in, size_t bytes, void* out) override;
+  // Rank `root`'s `count` elements of `type` at `data` (device memory) replace every other rank's,
+  // enqueued on the stream (ncclBroadcast, as torch's broadcast calls it: same count and type).
+  void broadcast(void* data, size_t count, NcclElement type, int root);
 
  private:
   struct Comm;

@@ -212,7 +212,8 @@ class SchedulerService {
   std::deque<msg::UpdateWeights> updates_;  // the front one went to the worker when update_sent_
   bool update_sent_ = false;
   std::vector<msg::WeightsUpdated> update_answers_;
-  // The worker's answer to a release or a resume: the memory now released.
+  // The worker's answer to a release or a resume (the memory now released), or to a group's join or
+  // leave (nothing changes here).
   void on_memory_changed(msg::WeightsUpdated answer);
 
   std::optional<msg::PauseMode> pause_;  // set while generation is paused

@@ -1,7 +1,8 @@
 // SchedulerService's side of update_weights_from_disk (declared in scheduler_service.h): the
 // scheduler pauses planning, hands the update to the worker between steps, and on success ends
 // what the old weights began and forgets the KV they computed. Memory released and resumed
-// (release_memory_occupation, resume_memory_occupation) take the same path.
+// (release_memory_occupation, resume_memory_occupation) and a weight group's calls (joining and
+// leaving change nothing here; a Receive is a load) take the same path.
 #include "serving/scheduler_service.h"
 
 namespace moe {
@@ -22,12 +23,13 @@ void SchedulerService::update_weights(msg::UpdateWeights update) {
   updates_.push_back(std::move(update));
   if (num_stages() > 1)
     fail_weight_updates(
-        "update_weights_from_disk and release/resume_memory_occupation are not supported with --pp-size > 1 yet");
+        "update_weights_from_disk, release/resume_memory_occupation and weight groups are not supported with "
+        "--pp-size > 1 yet");
 }
 
 std::optional<msg::UpdateWeights> SchedulerService::next_weight_update() {
   if (!in_flight_.empty() || !worker_accepted() || update_sent_) return std::nullopt;
-  while (!updates_.empty() && updates_.front().memory == msg::MemoryAction::None && released_weights_) {
+  while (!updates_.empty() && msg::loads_weights(updates_.front()) && released_weights_) {
     update_answers_.push_back(refused(std::move(updates_.front()),
                                       "the weights are released (release_memory_occupation): call "
                                       "resume_memory_occupation with the tag \"weights\" before loading new ones",
@@ -38,7 +40,11 @@ std::optional<msg::UpdateWeights> SchedulerService::next_weight_update() {
   update_sent_ = true;
   msg::UpdateWeights update = updates_.front();
   update.worker_instance = stages_.front().accepted;
-  if (update.memory == msg::MemoryAction::None) return update;
+  if (update.memory == msg::MemoryAction::None) {
+    // A Receive overlays the tensors it gets on the weights serving now: their checkpoint's.
+    if (update.group.action == msg::WeightGroupAction::Receive) update.model_path = weights_.model_path;
+    return update;
+  }
   update.model_path = weights_.model_path;  // the weights a resume restores
   if (update.memory == msg::MemoryAction::Release) {
     // The pool's contents go (with the weights too where the pool lives in the model, on a GPU):
@@ -54,7 +60,7 @@ void SchedulerService::on_weights_updated(msg::WeightsUpdated answer) {
     updates_.pop_front();
     update_sent_ = false;
   }
-  if (answer.request.memory != msg::MemoryAction::None) {
+  if (!msg::loads_weights(answer.request)) {
     on_memory_changed(std::move(answer));
     return;
   }
@@ -83,7 +89,7 @@ void SchedulerService::on_weights_updated(msg::WeightsUpdated answer) {
 }
 
 void SchedulerService::on_memory_changed(msg::WeightsUpdated answer) {
-  if (answer.success) {
+  if (answer.success && answer.request.memory != msg::MemoryAction::None) {
     const bool released = answer.request.memory == msg::MemoryAction::Release;
     if (answer.request.weights_tag) released_weights_ = released;
     if (answer.request.kv_cache_tag) released_kv_cache_ = released;

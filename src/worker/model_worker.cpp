@@ -301,6 +301,7 @@ void ModelWorker::install(std::unique_ptr<Model> model) {
 
 msg::WeightsUpdated ModelWorker::update_weights(const msg::UpdateWeights& update) {
   if (update.memory != msg::MemoryAction::None) return change_memory(update);
+  if (update.group.action != msg::WeightGroupAction::None) return weight_group_call(update);
   msg::WeightsUpdated answer;
   answer.request = update;
   answer.worker_instance = instance_;

@@ -3,6 +3,7 @@
 // sequences that need it and, when the batch asks, captures routing through the double-buffered
 // capturer. It keeps no per-request state beyond KV contents addressed by slot.
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "worker/draft_model.h"
 #include "worker/nextn_drafter.h"
 #include "worker/recent_samples.h"
+#include "worker/weight_group_link.h"
 
 namespace moe {
 
@@ -77,6 +79,10 @@ class ModelWorker {
   // weights would not be those of the last load). Releasing what is released, or resuming what is
   // not, changes nothing. The draft model's memory is kept. Never throws.
   msg::WeightsUpdated change_memory(const msg::UpdateWeights& update);
+  // A weight group's call (worker/weight_group_calls.cpp): joining the trainer's NCCL group,
+  // receiving the tensors it broadcasts and serving them, leaving it. Needs --device cuda in a build
+  // with NCCL; elsewhere the answer says so. Never throws.
+  msg::WeightsUpdated weight_group_call(const msg::UpdateWeights& update);
   int pp_rank() const { return settings_.pp_rank; }
   // Drawn at construction: tells the scheduler which worker (and so which KV cache) answers it.
   uint64_t instance() const { return instance_; }
@@ -93,6 +99,8 @@ class ModelWorker {
   // Puts `model` in the old one's place, with a KV cache (released if the KV cache is) and a
   // capturer of its own.
   void install(std::unique_ptr<Model> model);
+  // A Receive of the weight group `group`: its tensors laid over update.model_path, loaded as an update.
+  msg::WeightsUpdated receive_from_group(const msg::UpdateWeights& update, WeightGroupLink& group);
   // change_memory's halves: each says what it did.
   std::string release_memory(const msg::UpdateWeights& update);
   std::string resume_memory(const msg::UpdateWeights& update);
@@ -121,6 +129,8 @@ class ModelWorker {
   void draw(const msg::WorkerBatch& batch, const ForwardRun& run, msg::WorkerResult& result) const;
 
   ModelLoader load_checkpoint_;
+  std::map<std::string, std::unique_ptr<WeightGroupLink>> weight_groups_;  // joined, by group name
+  uint64_t overlays_written_ = 0;  // names each Receive's overlay directory
   std::unique_ptr<Model> model_;  // null while the weights are released
   KvCache kv_;
   bool kv_released_ = false;

@@ -1,5 +1,5 @@
 // SGLang's native endpoints' requests and answers: update_weights_from_disk, release and resume
-// of memory, abort_request, tokenize, detokenize, get_model_info; and the weight version on /generate and OpenAI answers.
+// of memory, the weight-group calls, abort_request, tokenize, detokenize, get_model_info; and the weight version on /generate and OpenAI answers.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -68,6 +68,71 @@ TEST(MemoryOccupation, RefusalsNameTheField) {
   expect_api_error([&] { release(R"({"tags": ["weights", "gpu"]})"); }, 400, "tags[1]", "weights, kv_cache, cuda_graph");
   expect_api_error([&] { release(R"({"tags": "weights"})"); }, 400, "tags", "a list of tags");
   expect_api_error([&] { release(R"({"tags": [], "size": 3})"); }, 400, "size");
+}
+
+TEST(WeightGroupCalls, ReadSGLangsFields) {
+  const msg::UpdateWeights join = parse_init_weights_update_group(
+      {{"master_address", "10.0.0.1"}, {"master_port", 29500}, {"rank_offset", 1}, {"world_size", 2},
+       {"group_name", "g"}, {"backend", "nccl"}});
+  EXPECT_EQ(join.group.action, msg::WeightGroupAction::Join);
+  EXPECT_EQ(join.group.master_address, "10.0.0.1");
+  EXPECT_EQ(join.group.master_port, 29500);
+  EXPECT_EQ(join.group.rank_offset, 1);
+  EXPECT_EQ(join.group.world_size, 2);
+  EXPECT_EQ(join.group.group_name, "g");
+  EXPECT_FALSE(msg::loads_weights(join));
+
+  const msg::UpdateWeights receive = parse_update_weights_from_distributed(
+      {{"names", {"a.weight", "b.weight"}}, {"dtypes", {"bfloat16", "torch.float32"}}, {"shapes", {{4, 2}, {3}}},
+       {"weight_version", "step-4"}, {"flush_cache", true}, {"load_format", nullptr}});
+  EXPECT_EQ(receive.group.action, msg::WeightGroupAction::Receive);
+  EXPECT_EQ(receive.group.group_name, "weight_update_group");  // SGLang's default
+  EXPECT_EQ(receive.group.names, (std::vector<std::string>{"a.weight", "b.weight"}));
+  EXPECT_EQ(receive.group.shapes, (std::vector<std::vector<int64_t>>{{4, 2}, {3}}));
+  EXPECT_EQ(receive.weight_version, "step-4");
+  EXPECT_TRUE(msg::loads_weights(receive));
+
+  const msg::UpdateWeights leave = parse_destroy_weights_update_group(json::object());
+  EXPECT_EQ(leave.group.action, msg::WeightGroupAction::Leave);
+  EXPECT_EQ(leave.group.group_name, "weight_update_group");
+}
+
+TEST(WeightGroupCalls, RefusalsNameTheField) {
+  const json join = {{"master_address", "h"}, {"master_port", 29500}, {"rank_offset", 1}, {"world_size", 2}};
+  const auto init_with = [&](const char* field, const json& value) {
+    json body = join;
+    body[field] = value;
+    parse_init_weights_update_group(body);
+  };
+  expect_api_error([&] { init_with("rank_offset", 0); }, 400, "rank_offset", "rank 0 is the trainer's");
+  expect_api_error([&] { init_with("rank_offset", 2); }, 400, "rank_offset", "1..world_size-1");
+  expect_api_error([&] { init_with("world_size", 1); }, 400, "world_size", "at least 2");
+  expect_api_error([&] { init_with("master_port", 70000); }, 400, "master_port", "1..65535");
+  expect_api_error([&] { init_with("backend", "gloo"); }, 400, "backend", "nccl");
+  expect_api_error([&] { init_with("group_name", ""); }, 400, "group_name", "must not be empty");
+  expect_api_error([&] { init_with("timeout", 30); }, 400, "timeout");
+  expect_api_error([] { parse_init_weights_update_group({{"master_address", "h"}}); }, 400, "master_port", "required");
+
+  const json receive = {{"names", {"a"}}, {"dtypes", {"bfloat16"}}, {"shapes", {{2, 2}}}};
+  const auto update_with = [&](const char* field, const json& value) {
+    json body = receive;
+    body[field] = value;
+    parse_update_weights_from_distributed(body);
+  };
+  expect_api_error([&] { update_with("dtypes", {"bfloat16", "float32"}); }, 400, "dtypes", "one dtype per name");
+  expect_api_error([&] { update_with("dtypes", {"int8"}); }, 400, "dtypes[0]", "bfloat16, float16, float32");
+  expect_api_error([&] { update_with("shapes", {{2, -1}}); }, 400, "shapes[0][1]");
+  expect_api_error([&] { update_with("shapes", {2, 2}); }, 400, "shapes[0]", "a shape");
+  expect_api_error(
+      [] {
+        parse_update_weights_from_distributed(
+            {{"names", {"a", "a"}}, {"dtypes", {"bfloat16", "bfloat16"}}, {"shapes", {{1}, {1}}}});
+      },
+      400, "names[1]", "a second time");
+  expect_api_error([&] { update_with("names", json::array()); }, 400, "names", "at least one");
+  expect_api_error([&] { update_with("load_format", "flattened_bucket"); }, 400, "load_format", "one broadcast each");
+  expect_api_error([&] { update_with("flush_cache", false); }, 400, "flush_cache");
+  expect_api_error([] { parse_destroy_weights_update_group({{"group", "g"}}); }, 400, "group");
 }
 
 TEST(AbortRequest, ByRidOrAll) {

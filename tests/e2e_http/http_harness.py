@@ -145,6 +145,20 @@ def golden_generate(case, max_new_tokens, **extra):
     return body
 
 
+def golden_reply(server, case, max_new_tokens):
+    """The /generate reply (JSON) to a golden case, greedy; a failed request stops the test."""
+    reply = server.post("/generate", golden_generate(case, max_new_tokens))
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+def expect_same_reply(test, reply, expected):
+    """Two /generate replies with the same output ids and routing rows."""
+    test.assertEqual(reply["output_ids"], expected["output_ids"])
+    test.assertEqual(decode_routed_experts(reply["meta_info"]).tolist(),
+                     decode_routed_experts(expected["meta_info"]).tolist())
+
+
 def golden_answers(server, golden, max_new_tokens=6):
     """(output ids, routing rows) of every golden case, greedy."""
     out = []

@@ -2,7 +2,8 @@
 /get_weight_version and /update_weight_version (HTTP and ZeroMQ) relabel the weights and every later
 reply carries the label; sampling_params.sampling_seed (SGLang's name) makes sampling reproducible
 like `seed`; OpenAI's `"model": "default"` is SGLang's and answered with the served name; the
-endpoints not served yet answer 501 naming what to use; SGLang's launch flags --dp-size (refused
+weight-group endpoints (HTTP and ZeroMQ) refuse bad fields naming them and, on the CPU, answer 400
+saying NCCL weight groups need --device cuda in a build with NCCL; SGLang's launch flags --dp-size (refused
 above 1, saying what to run instead), --trust-remote-code (accepted) and --served-model-name
 (defaulting to the model directory's name) are in --help; a field no endpoint knows is refused
 naming it (HTTP and ZeroMQ), common no-op ones accepted.
@@ -101,11 +102,35 @@ class RlFields(h.ServerTest):
         self.assertEqual(refused["error"]["code"], 400)
         self.assertIn("request.regex", refused["error"]["message"])
 
-    def test_endpoints_not_served_yet_answer_501(self):
-        for path in ("/init_weights_update_group", "/update_weights_from_distributed", "/destroy_weights_update_group"):
-            reply = self.server.post(path, {})
-            self.assertEqual(reply.status_code, 501, path)
-            self.assertIn("not supported by this engine yet", reply.text)
+    def test_weight_groups_need_cuda_and_nccl_and_refuse_bad_fields(self):
+        join = {"master_address": "127.0.0.1", "master_port": 29500, "rank_offset": 1, "world_size": 2,
+                "group_name": "g", "backend": "nccl"}
+        receive = {"names": ["model.embed_tokens.weight"], "dtypes": ["bfloat16"], "shapes": [[8, 4]],
+                   "group_name": "g", "weight_version": "step-9", "flush_cache": True}
+        for path, body in (("/init_weights_update_group", join), ("/update_weights_from_distributed", receive),
+                           ("/destroy_weights_update_group", {"group_name": "g"})):
+            reply = self.server.post(path, body)
+            self.assertEqual(reply.status_code, 400, (path, reply.text))
+            answer = reply.json()
+            self.assertFalse(answer["success"])
+            self.assertIn("need --device cuda in a build with NCCL", answer["message"])
+            self.assertEqual(answer["weight_version"], "v1")
+        for path, body, field in (("/init_weights_update_group", dict(join, rank_offset=0), "rank_offset"),
+                                  ("/init_weights_update_group", dict(join, backend="gloo"), "backend"),
+                                  ("/update_weights_from_distributed", dict(receive, dtypes=["int8"]), "dtypes[0]"),
+                                  ("/update_weights_from_distributed", dict(receive, shapes=[]), "shapes"),
+                                  ("/destroy_weights_update_group", {"group": "g"}, "group")):
+            reply = self.server.post(path, body)
+            self.assertEqual(reply.status_code, 400, (path, reply.text))
+            self.assertEqual(reply.json()["error"]["param"], field, reply.text)
+
+        over_zmq = self.zmq(dict(join, op="init_weights_update_group", rid="j1"))
+        self.assertEqual((over_zmq["success"], over_zmq["meta_info"]["id"]), (False, "j1"))
+        self.assertIn("need --device cuda in a build with NCCL", over_zmq["message"])
+        refused = self.zmq(dict(receive, op="update_weights_from_distributed", rid="u1", names=["a", "b"]))
+        self.assertEqual(refused["error"]["code"], 400)
+        self.assertIn("request.dtypes: must give one dtype per name", refused["error"]["message"])
+        self.assertEqual(self.version_of_a_reply(), "v1")  # still serving the same weights
 
 
 class LaunchFlags(h.unittest.TestCase):

@@ -54,7 +54,9 @@ TEST(ExpertLoadRequest, ErrorsNameTheFieldAndCarryTheRid) {
   EXPECT_EQ(std::string(unknown.what()), "request.op: unknown operation \"stats\" (known: \"generate\", \"expert_load\", "
                                         "\"abort\", \"update_weights_from_disk\", \"pause_generation\", "
                                         "\"continue_generation\", \"get_weight_version\", \"update_weight_version\", "
-                                        "\"release_memory_occupation\", \"resume_memory_occupation\")");
+                                        "\"release_memory_occupation\", \"resume_memory_occupation\", "
+                                        "\"init_weights_update_group\", \"update_weights_from_distributed\", "
+                                        "\"destroy_weights_update_group\")");
   EXPECT_EQ(request_error(pack({{"op", 3}})).what(), std::string("request.op: expected a string, got positive integer"));
   const ClientRequestError reset = request_error(pack({{"op", "expert_load"}, {"rid", "r8"}, {"reset", "yes"}}));
   EXPECT_EQ(reset.rid(), "r8");

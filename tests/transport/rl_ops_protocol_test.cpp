@@ -107,6 +107,58 @@ TEST(UpdateWeightsOp, FlushCacheMayOnlyBeTrue) {
       "request.flush_cache: must be true");
 }
 
+TEST(WeightGroupOps, TakeSGLangsFieldsAndRoundTrip) {
+  const auto join = std::get<InitWeightGroupRequest>(parse_client_request(
+      pack({{"op", "init_weights_update_group"}, {"rid", "j1"}, {"master_address", "10.0.0.1"}, {"master_port", 29500},
+            {"rank_offset", 1}, {"world_size", 3}, {"group_name", "g"}, {"backend", "nccl"}})));
+  EXPECT_EQ(join.update.group.action, msg::WeightGroupAction::Join);
+  EXPECT_EQ(join.update.group.world_size, 3);
+  EXPECT_EQ(std::get<InitWeightGroupRequest>(parse_client_request(encode_client_request(join))), join);
+
+  const auto receive = std::get<UpdateFromWeightGroupRequest>(parse_client_request(
+      pack({{"op", "update_weights_from_distributed"}, {"names", {"a"}}, {"dtypes", {"float16"}}, {"shapes", {{5}}},
+            {"weight_version", "s2"}})));
+  EXPECT_EQ(receive.update.group.action, msg::WeightGroupAction::Receive);
+  EXPECT_EQ(receive.update.group.group_name, "weight_update_group");
+  EXPECT_EQ(receive.update.group.shapes, (std::vector<std::vector<int64_t>>{{5}}));
+  EXPECT_EQ(std::get<UpdateFromWeightGroupRequest>(parse_client_request(encode_client_request(receive))), receive);
+
+  const auto leave = std::get<DestroyWeightGroupRequest>(
+      parse_client_request(pack({{"op", "destroy_weights_update_group"}, {"group_name", "g"}})));
+  EXPECT_EQ(leave.update.group.action, msg::WeightGroupAction::Leave);
+  EXPECT_EQ(std::get<DestroyWeightGroupRequest>(parse_client_request(encode_client_request(leave))), leave);
+}
+
+TEST(WeightGroupOps, RefusalsNameTheField) {
+  test::expect_error_containing(
+      [] {
+        parse_client_request(pack({{"op", "init_weights_update_group"}, {"master_address", "h"}, {"master_port", 1},
+                                   {"rank_offset", 0}, {"world_size", 2}}));
+      },
+      "request.rank_offset: must be in 1..world_size-1");
+  test::expect_error_containing(
+      [] {
+        parse_client_request(pack({{"op", "init_weights_update_group"}, {"master_address", "h"}, {"master_port", 1},
+                                   {"rank_offset", 1}, {"world_size", 2}, {"backend", "gloo"}}));
+      },
+      "request.backend: must be \"nccl\"");
+  test::expect_error_containing(
+      [] {
+        parse_client_request(pack({{"op", "update_weights_from_distributed"}, {"names", {"a"}}, {"dtypes", {"int8"}},
+                                   {"shapes", {{1}}}}));
+      },
+      "request.dtypes[0]: must be one of bfloat16");
+  test::expect_error_containing(
+      [] {
+        parse_client_request(pack({{"op", "update_weights_from_distributed"}, {"names", {"a"}},
+                                   {"dtypes", {"bfloat16"}}, {"shapes", {{1}}}, {"flush_cache", false}}));
+      },
+      "request.flush_cache: must be true");
+  test::expect_error_containing(
+      [] { parse_client_request(pack({{"op", "destroy_weights_update_group"}, {"names", {"a"}}})); },
+      "request.names: is not a field");
+}
+
 TEST(WeightVersionOps, TakeSGLangsFields) {
   const UpdateWeightVersionRequest relabel{"w1", "step-9", true};
   EXPECT_EQ(unpack(encode_client_request(relabel)),

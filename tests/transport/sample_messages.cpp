@@ -196,6 +196,17 @@ std::vector<msg::Message> sample_messages() {
       .id = 3, .model_path = "/ckpt/step-8", .weight_version = "step-8", .abort_all_requests = true, .worker_instance = 5};
   messages.emplace_back(update);
   messages.emplace_back(msg::UpdateWeights{.id = 4, .model_path = "/ckpt", .weight_version = std::nullopt});
+  msg::UpdateWeights receive{.id = 6, .model_path = "/ckpt", .weight_version = "step-9"};
+  receive.group = {.action = msg::WeightGroupAction::Receive,
+                   .group_name = "g",
+                   .master_address = "10.0.0.1",
+                   .master_port = 29500,
+                   .rank_offset = 1,
+                   .world_size = 2,
+                   .names = {"model.embed_tokens.weight", "lm_head.weight"},
+                   .dtypes = {"bfloat16", "float32"},
+                   .shapes = {{16, 8}, {16, 8}}};
+  messages.emplace_back(receive);
   messages.emplace_back(msg::WeightsUpdated{.request = update,
                                             .success = true,
                                             .message = "loaded",
