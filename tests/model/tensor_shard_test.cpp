@@ -53,6 +53,39 @@ TEST(TensorShard, RefusesWhatDoesNotSplitNamingIt) {
   EXPECT_EQ(local.num_key_value_heads, 1);
 }
 
+TEST(RankShards, TensorByExpertRanksSplitTheRestOverAllAndTheExpertsByBoth) {
+  // --tp-size 2 --ep-size 2: ranks 0 and 1 hold expert shard 0, each half of every expert's width.
+  for (int rank = 0; rank < 4; ++rank) {
+    const RankShards shards = rank_shards(rank, 4, 2);
+    EXPECT_EQ(shards.dense.rank, rank);
+    EXPECT_EQ(shards.dense.size, 4);
+    EXPECT_EQ(shards.expert.rank, rank % 2);
+    EXPECT_EQ(shards.expert.size, 2);
+    EXPECT_EQ(shards.expert_shard, rank / 2);
+  }
+  // Tensor parallelism alone: every part the same.
+  const RankShards alone = rank_shards(1, 2, 1);
+  EXPECT_EQ(alone.expert.rank, 1);
+  EXPECT_EQ(alone.expert.size, 2);
+  EXPECT_EQ(alone.expert_shard, 0);
+  EXPECT_THROW(rank_shards(0, 4, 3), Error);
+  EXPECT_THROW(rank_shards(4, 4, 2), Error);
+}
+
+TEST(RankShards, RefusalsOfTensorByExpertRanksNameBothFlags) {
+  const ModelConfig config = load_model_config(kModelDir);  // 4 heads, 2 KV heads, widths 64 and 32
+  EXPECT_EQ(tensor_parallel_refusal(config, 2, 2), "");
+  EXPECT_EQ(tensor_parallel_refusal(config, 1, 4), "");  // expert parallelism alone splits no tensor
+  EXPECT_NE(tensor_parallel_refusal(config, 2, 3).find("4 attention heads cannot be split evenly over 6 ranks "
+                                                       "(--tp-size 2 × --ep-size 3)"),
+            std::string::npos);
+  ModelConfig odd = config;
+  odd.moe_intermediate_size = 30;  // splits over 2 (each expert's width) though not over 4
+  EXPECT_EQ(tensor_parallel_refusal(odd, 2, 2), "");
+  odd.intermediate_size = 66;  // the dense width splits over all 4 ranks
+  EXPECT_NE(tensor_parallel_refusal(odd, 2, 2).find("intermediate_size of 66"), std::string::npos);
+}
+
 TEST(TensorShard, ProjectionBlockIsThatPartOfTheWhole) {
   const Checkpoint checkpoint = Checkpoint::open(kModelDir);
   const ModelConfig config = load_model_config(kModelDir);
