@@ -6,7 +6,8 @@ N × E ranks: the routed experts split E ways by expert and each expert's width 
 the ranks. For every fixture (latent attention included: its heads split, its latent whole), through
 --tp-size 2 and through --tp-size 2 --ep-size 2 in prefill chunks of 7 (and 4, where 2 KV heads meet 4
 ranks, for two of them), every golden case alone, all at once, and again from the prefix cache gets the
-ids and routing rows of one process (and the goldens). Sizes that do not split and GPUs are refused at
+ids and routing rows of one process (and the goldens); with --quantization int8 and int4, through
+--tp-size 2, those of one process quantized alike. Sizes that do not split and GPUs are refused at
 start; a rank started by hand with other settings (sizes included), for another group size, or not at
 all stops the start naming that rank.
 Usage: tp_processes_test.py PATH/TO/moe-serve"""
@@ -32,6 +33,13 @@ class TensorRanksInProcesses(unittest.TestCase):
         expect_splits_equal_one_process(self, FIXTURES, lambda fixture: [
             (["--tp-size", "2"], 7), (["--tp-size", "2", "--ep-size", "2"], 7)] + (
             [(["--tp-size", "4"], 512)] if fixture in FOUR_RANKS else []))
+
+    def test_quantized_ranks_equal_one_process_quantized_alike(self):
+        # Each rank's block of a row-parallel matrix keeps the whole rows' integers and scales (int4 in
+        # groups of 128: every width of these fixtures lies within one group).
+        for quantization in ("int8", "int4"):
+            expect_splits_equal_one_process(self, ["qwen3-moe-tiny", "deepseek-v3-tiny"],
+                                            lambda _: [(["--tp-size", "2"], 7)], flags=["--quantization", quantization])
 
     def test_sizes_that_do_not_split_are_refused_before_any_rank_starts(self):
         self.assertIn("4 attention heads cannot be split evenly over 3 tensor-parallel ranks",

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 #include "common/error.h"
 #include "model/model_config.h"
@@ -102,6 +103,27 @@ TEST(TensorShard, ProjectionBlockIsThatPartOfTheWhole) {
   const WeightView row_block = checkpoint.projection_block(name, rows, cols, top, IndexRange{0, cols});
   for (int64_t r = 0; r < top.count; ++r)
     for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(row_block.at(r, c), whole.at(top.begin + r, c));
+}
+
+TEST(TensorShard, AQuantizedRowParallelBlockKeepsTheWholeRowsIntegersAndScales) {
+  const ModelConfig config = load_model_config(kModelDir);
+  const int64_t H = config.hidden_size, attention = int64_t{config.num_attention_heads} * config.head_dim;
+  // Halves of the input columns: of an expert's down (32 columns, within one int4 group of 32) and of
+  // o_proj (64 columns: whole groups of 32).
+  const std::tuple<std::string, int64_t, int64_t> projections[] = {
+      {"model.layers.0.mlp.experts.0.down_proj.weight", H, config.moe_intermediate_size},
+      {"model.layers.0.self_attn.o_proj.weight", H, attention}};
+  for (const Quantization quantization : {Quantization::Int8, Quantization::Int4}) {
+    const Checkpoint checkpoint = Checkpoint::open(kModelDir, projection_format(std::nullopt, quantization, 32));
+    for (const auto& [name, rows, cols] : projections) {
+      const WeightView whole = checkpoint.projection(name, rows, cols);
+      const IndexRange part = TensorShard{1, 2}.even_part(cols);
+      const WeightView block = checkpoint.projection_block(name, rows, cols, IndexRange{0, rows}, part);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < part.count; ++c)
+          ASSERT_EQ(block.at(r, c), whole.at(r, part.begin + c)) << quantization_name(quantization) << " " << name;
+    }
+  }
 }
 
 }  // namespace
