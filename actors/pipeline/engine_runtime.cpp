@@ -62,7 +62,7 @@ void check_tensor_parallel(const ServeOptions& options, const ModelConfig& confi
   if (parse_device(options.device) != Device::Cpu)
     throw Error("--tp-size runs on the CPU (--device cpu), each rank a process of its own; tensor parallelism "
                 "over GPUs is not built yet");
-  const std::string refusal = tensor_parallel_refusal(config, options.tp_size);
+  const std::string refusal = tensor_parallel_refusal(config, options.tp_size, options.ep_size);
   if (!refusal.empty()) throw Error(refusal);
   if (holds_worker && !ranks_in_processes(options))
     throw Error("--tp-size " + std::to_string(options.tp_size) +
@@ -79,6 +79,7 @@ std::unique_ptr<Model> load_served_model(const ServeOptions& options, const std:
                                          RankGroup* rank_group = nullptr) {
   ModelOptions mo = model_options(options);
   mo.layers = layers;
+  // Tensor-parallel ranks (with --ep-size, tp × ep of them) split the experts within their one group.
   if (rank_group) (rank_group->tensor_parallel() ? mo.tensor_group : mo.expert_group) = &rank_group->communicator();
   if (quantization) mo.quantization = *quantization;
   // The files are read front to back first, with progress, so that the load, which copies the

@@ -1,6 +1,7 @@
 #include "pipeline/rank_group.h"
 
 #include <spdlog/spdlog.h>
+#include <tuple>
 
 #include "common/error.h"
 #include "pipeline/rank_processes.h"
@@ -13,6 +14,16 @@ namespace {
 // A collective waits this long for the other ranks' parts: they compute the same layers at once.
 constexpr std::chrono::seconds kCollectiveTimeout(60);
 
+// "expert-parallel rank 1", "tensor-parallel rank 0", or with both kinds "rank 3 (expert-parallel rank 1,
+// tensor-parallel rank 1)": rank r of the group is expert-parallel rank r / tp_size, tensor-parallel rank
+// r % tp_size.
+std::string rank_name(int rank, int tp_size, int ep_size) {
+  if (tp_size == 1) return "expert-parallel rank " + std::to_string(rank);
+  if (ep_size == 1) return "tensor-parallel rank " + std::to_string(rank);
+  return "rank " + std::to_string(rank) + " (expert-parallel rank " + std::to_string(rank / tp_size) +
+         ", tensor-parallel rank " + std::to_string(rank % tp_size) + ")";
+}
+
 }  // namespace
 
 bool ranks_in_processes(const ServeOptions& options) {
@@ -22,13 +33,13 @@ bool ranks_in_processes(const ServeOptions& options) {
 RankGroup::RankGroup(const ServeOptions& options, transport::Context& context)
     : options_(options),
       tensor_parallel_(options.tp_size > 1),
-      rank_(tensor_parallel_ ? options.tp_rank : options.ep_rank),
-      size_(tensor_parallel_ ? options.tp_size : options.ep_size) {
+      rank_(options.ep_rank * options.tp_size + options.tp_rank),
+      size_(options.ep_size * options.tp_size) {
   const std::string flag = tensor_parallel_ ? "--tp" : "--ep";
-  if (options.tp_size > 1 && options.ep_size > 1)
-    throw Error("--tp-size and --ep-size are not combined yet: split a model by one of them");
-  if (rank_ < 0 || rank_ >= size_)
-    throw Error(flag + "-rank must lie in [0, " + flag + "-size), got " + std::to_string(rank_));
+  for (const auto& [dimension, rank, ranks] : {std::tuple{"--ep", options.ep_rank, options.ep_size},
+                                               std::tuple{"--tp", options.tp_rank, options.tp_size}})
+    if (rank < 0 || rank >= ranks)
+      throw Error(std::string(dimension) + "-rank must lie in [0, " + dimension + "-size), got " + std::to_string(rank));
   if (options.pp_size > 1) throw Error(flag + "-size ranks in processes of their own run without --pp-size");
   if (!options.speculative_algorithm.empty())
     throw Error("--speculative-algorithm runs without " + flag + "-size ranks in processes of their own");
@@ -40,20 +51,22 @@ RankGroup::RankGroup(const ServeOptions& options, transport::Context& context)
   group.context = &context;
   group.rank = rank_;
   group.size = size_;
-  group.name = tensor_parallel_ ? "tensor-parallel rank" : "expert-parallel rank";
+  const int tp_size = options.tp_size, ep_size = options.ep_size;
+  group.member_name = [tp_size, ep_size](int rank) { return rank_name(rank, tp_size, ep_size); };
   group.timeout = kCollectiveTimeout;
   comm_ = std::make_unique<collective::HostCommunicator>(group);
   if (rank_ == 0 && !options.rank_command.empty())
-    processes_ = std::make_unique<RankProcesses>(options.rank_command, flag + "-rank", size_, comm_->endpoint());
+    processes_ = std::make_unique<RankProcesses>(options.rank_command, size_, comm_->endpoint(), [tp_size](int rank) {
+      return std::vector<std::string>{"--ep-rank", std::to_string(rank / tp_size), "--tp-rank",
+                                      std::to_string(rank % tp_size)};
+    });
 }
 
 RankGroup::~RankGroup() = default;
 
 Communicator& RankGroup::communicator() { return *comm_; }
 
-std::string RankGroup::name() const {
-  return (tensor_parallel_ ? "tensor-parallel rank " : "expert-parallel rank ") + std::to_string(rank_);
-}
+std::string RankGroup::name() const { return rank_name(rank_, options_.tp_size, options_.ep_size); }
 
 void RankGroup::join(const msg::WorkerSettings& settings, const std::string& model_path) {
   collective::JoinOptions join;

@@ -1,7 +1,8 @@
 #pragma once
 // The ranks of a model split over processes on the CPU: expert parallelism (--ep-size N: each rank
 // its experts' share of every MoE layer) or tensor parallelism (--tp-size N: each rank its heads'
-// and intermediate widths' share of every layer, model/tensor_shard.h). Rank 0 is the model worker the
+// and intermediate widths' share of every layer, model/tensor_shard.h), or both (--tp-size T --ep-size E:
+// T × E ranks in one group, rank E_r · T + T_r; model/tensor_shard.h's RankShards). Rank 0 is the model worker the
 // scheduler talks to; before computing a step it hands the step to the other ranks, which compute it
 // alike (every partial output all-reduced across the group) and answer nobody, so the scheduler sees
 // one worker and one set of results, identical in form to one process's.
@@ -29,12 +30,12 @@ class RankGroup {
  public:
   // This process's side of the group: rank 0 binds options.dist_init_addr (a socket file of ZeroMQ's
   // choosing, ipc://, when empty) and starts ranks 1.. when options.rank_command is given; the others
-  // connect. The model may be loaded over communicator() before join(). Asking for both kinds of ranks
-  // is a moe::Error. `context`: the process's ZeroMQ context; with --internal-key-file the ranks
+  // connect. The model may be loaded over communicator() before join(). `context`: the process's ZeroMQ context; with --internal-key-file the ranks
   // authenticate each other with its key. It must outlive the group.
   RankGroup(const ServeOptions& options, transport::Context& context);
   ~RankGroup();
 
+  // Whether the model splits by tensors over the whole group (with --ep-size, its experts too).
   bool tensor_parallel() const { return tensor_parallel_; }
   int rank() const { return rank_; }
   Communicator& communicator();
@@ -46,7 +47,8 @@ class RankGroup {
   // Ranks 1..: computes every step rank 0 shares on `worker`, dropping the results, until
   // `keep_running` says no (then returns); a failure (a rank out of step) throws moe::Error.
   void follow(ModelWorker& worker, const std::function<bool()>& keep_running);
-  // "expert-parallel rank 1", "tensor-parallel rank 0": how logs and errors name this rank.
+  // "expert-parallel rank 1", "tensor-parallel rank 0", "rank 3 (expert-parallel rank 1, tensor-parallel
+  // rank 1)": how logs and errors name this rank.
   std::string name() const;
 
  private:

@@ -1,6 +1,7 @@
 #include "pipeline/rank_processes.h"
 
 #include <csignal>
+#include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -10,15 +11,16 @@
 
 namespace moe::actors {
 
-RankProcesses::RankProcesses(const std::vector<std::string>& command, const std::string& rank_flag, int ranks,
-                             const std::string& endpoint) {
+RankProcesses::RankProcesses(const std::vector<std::string>& command, int ranks, const std::string& endpoint,
+                             const std::function<std::vector<std::string>(int rank)>& rank_flags) {
   if (command.empty()) throw Error("no command to start the ranks with");
   const pid_t parent = getpid();
   for (int rank = 1; rank < ranks; ++rank) {
     // Built before fork: the child may only exec (this process has threads).
     std::vector<std::string> args = command;
-    for (const std::string& flag : {std::string("--role"), std::string("worker"), rank_flag}) args.push_back(flag);
-    args.push_back(std::to_string(rank));
+    const std::vector<std::string> names = rank_flags(rank);
+    for (const std::string& flag : {std::string("--role"), std::string("worker")}) args.push_back(flag);
+    args.insert(args.end(), names.begin(), names.end());
     args.emplace_back("--dist-init-addr");
     args.push_back(endpoint);
     std::vector<char*> argv;
@@ -32,7 +34,7 @@ RankProcesses::RankProcesses(const std::vector<std::string>& command, const std:
       execv(argv[0], argv.data());
       _exit(127);
     }
-    spdlog::info("started rank {} ({} {}, pid {})", rank, rank_flag, rank, pid);
+    spdlog::info("started rank {} ({}, pid {})", rank, fmt::join(names, " "), pid);
     pids_.push_back(pid);
   }
 }

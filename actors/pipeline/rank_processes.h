@@ -2,6 +2,7 @@
 // The ranks of a deployment that one moe-serve starts on its own host (--ep-size or --tp-size N on the CPU, as
 // SGLang and vLLM start theirs): each a process of the same program with its flags. They stop with
 // this object (SIGTERM, then waited for), and the kernel kills them should this process die first.
+#include <functional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -10,10 +11,10 @@ namespace moe::actors {
 
 class RankProcesses {
  public:
-  // Starts `command` (the program's path first) + --role worker `rank_flag` R --dist-init-addr `endpoint`
-  // for every R in [1, ranks); `rank_flag` is --ep-rank or --tp-rank.
-  RankProcesses(const std::vector<std::string>& command, const std::string& rank_flag, int ranks,
-                const std::string& endpoint);
+  // Starts `command` (the program's path first) + --role worker `rank_flags(R)` --dist-init-addr
+  // `endpoint` for every R in [1, ranks); rank_flags names rank R (--ep-rank E --tp-rank T).
+  RankProcesses(const std::vector<std::string>& command, int ranks, const std::string& endpoint,
+                const std::function<std::vector<std::string>(int rank)>& rank_flags);
   ~RankProcesses();
   RankProcesses(const RankProcesses&) = delete;
   RankProcesses& operator=(const RankProcesses&) = delete;

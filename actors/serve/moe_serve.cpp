@@ -123,7 +123,8 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("tp-size", po::value(&o.tp_size)->default_value(1),
        "tensor-parallel ranks (--device cpu): attention heads, MLP and expert widths and lm_head's vocabulary "
        "split Megatron-style, each rank a process (ranks 1.. started by this one, or by hand with --role worker "
-       "--tp-rank R); not with --ep-size")
+       "--tp-rank R); with --ep-size E, tp × E ranks: the routed experts split E ways by expert and each expert's "
+       "width tp ways, the rest over all the ranks (--ep-rank and --tp-rank name one)")
       ("tp-rank", po::value(&o.tp_rank)->default_value(0),
        "with --role worker: the tensor-parallel rank this process runs (rank 0 is the worker the scheduler talks to)")
       ("dist-init-addr", po::value(&o.dist_init_addr),

@@ -60,7 +60,9 @@ struct HostCommunicator::State {
   uint64_t seq = 0;
   std::string broken;  // why the group can no longer compute (set once a collective failed)
 
-  std::string member(int rank) const { return options.name + " " + std::to_string(rank); }
+  std::string member(int rank) const {
+    return options.member_name ? options.member_name(rank) : options.name + " " + std::to_string(rank);
+  }
 
   [[noreturn]] void fail(const std::string& why) {
     broken = why;

@@ -28,6 +28,9 @@ struct GroupOptions {
   int rank = 0;
   int size = 1;
   std::string name = "rank";  // how errors name a member, e.g. "expert-parallel rank"
+  // How errors name rank r when given (a rank of a two-dimensional group names both coordinates);
+  // otherwise name + " " + r.
+  std::function<std::string(int rank)> member_name;
   // The process's ZeroMQ context, whose internal key (if any) authenticates the ranks; null: a
   // context of the communicator's own, without a key. It must outlive the communicator.
   transport::Context* context = nullptr;

@@ -11,6 +11,7 @@
 #include "moe/enum_names.h"
 #include "model/kv_row_width.h"
 #include "model/model_fingerprint.h"
+#include "model/tensor_shard.h"
 
 namespace moe {
 
@@ -47,6 +48,15 @@ DraftIdentity draft_identity(const std::string& path) {
   }
 }
 
+// The attention one rank holds: with tensor parallelism its share of the heads over every rank (tp × ep,
+// model/tensor_shard.h), whose KV pool keeps its own KV heads only; the whole model otherwise. Every
+// rank holds as many KV heads (split evenly, or one each where the ranks outnumber them), so each sizes
+// the same pool from the same budget, as the scheduler does.
+ModelConfig kv_heads_of_one_rank(const ModelConfig& model, const ModelIdentity& identity) {
+  if (identity.tp_size == 1) return model;
+  return local_attention_config(model, TensorShard{0, identity.tp_size * identity.ep_size});
+}
+
 }  // namespace
 
 EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& model, const ModelIdentity& identity,
@@ -54,7 +64,7 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
   check_context_length(settings, model);
   EngineSizing sizing;
   sizing.kv_element_bytes = kv_cache_element_bytes(identity.compute.device, identity.compute.kernel_dtype);
-  sizing.kv_bytes_per_token = kv_bytes_per_token(model, sizing.kv_element_bytes);
+  sizing.kv_bytes_per_token = kv_bytes_per_token(kv_heads_of_one_rank(model, identity), sizing.kv_element_bytes);
   const int64_t context = settings.context_length > 0 ? settings.context_length : model.max_position_embeddings;
   const int64_t pool = settings.max_total_tokens > 0
                            ? settings.max_total_tokens

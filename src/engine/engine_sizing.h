@@ -31,7 +31,9 @@ struct EngineSizing {
   ModelWorkerOptions worker;
   RequestLimits limits;
   int kv_element_bytes = 4;        // the KV pool's dtype: 2 (bf16) or 4 (float32), model.h's kv_cache_element_bytes
-  int64_t kv_bytes_per_token = 0;  // every layer's KV cache row (model/kv_row_width.h), in that dtype
+  // Every layer's KV cache row (model/kv_row_width.h), in that dtype, of one rank: a tensor-parallel
+  // rank's own KV heads only, so a budget in bytes holds more slots over more ranks.
+  int64_t kv_bytes_per_token = 0;
   // An MoE STANDALONE draft's expert count (what its rows' dtype must hold); 0 without one.
   int draft_num_experts = 0;
 };

@@ -19,14 +19,36 @@
 namespace moe {
 namespace {
 
-// This process's tensor-parallel part: rank and size of options.tensor_group (one rank without it).
-TensorShard tensor_shard_of(const ModelConfig& config, const ModelOptions& options) {
+// This process's part of the model: by rank and size of options.tensor_group, with options.ep_size
+// expert shards among them (the whole model without a tensor group).
+RankShards rank_shards_of(const ModelConfig& config, const ModelOptions& options) {
   if (!options.tensor_group) return {};
   if (options.expert_group)
-    throw Error("--tp-size and --ep-size are not combined yet: split a model by one of them");
-  const std::string refusal = tensor_parallel_refusal(config, options.tensor_group->size());
+    throw Error("tensor-parallel ranks split the experts over their own group: give no separate expert group");
+  const RankShards shards = rank_shards(options.tensor_group->rank(), options.tensor_group->size(), options.ep_size);
+  const std::string refusal = tensor_parallel_refusal(config, shards.expert.size, options.ep_size);
   if (!refusal.empty()) throw Error(refusal);
-  return {options.tensor_group->rank(), options.tensor_group->size()};
+  return shards;
+}
+
+// The routed experts this process reads: an expert-parallel rank's shard (by itself or within a
+// tensor-parallel group), or all of them (empty).
+std::vector<int32_t> held_experts_of(const ExpertPlacement& placement, const ModelOptions& options,
+                                     const RankShards& shards) {
+  if (options.expert_group)
+    return placement.device_expert_mapping.at(static_cast<size_t>(options.expert_group->rank()));
+  if (options.tensor_group && placement.ep_size() > 1)
+    return placement.device_expert_mapping.at(static_cast<size_t>(shards.expert_shard));
+  return {};
+}
+
+// The routed experts' runner: one shard of several in a tensor-parallel group sums its share with the
+// rest of the feed-forward block, an expert-parallel rank by itself all-reduces over expert_group.
+std::unique_ptr<MoeRunner> runner_of(const ExpertPlacement& placement, const ModelOptions& options,
+                                     const RankShards& shards) {
+  if (options.tensor_group && placement.ep_size() > 1)
+    return MoeRunner::create_for_shard(options.moe_backend, placement, shards.expert_shard);
+  return MoeRunner::create(options.moe_backend, placement, options.expert_group);
 }
 
 // The checkpoint's files, or with dummy_weights_seed random weights made from the config.
@@ -44,7 +66,7 @@ class CausalLm final : public Model {
         checkpoint_(open_checkpoint(dir, config_, options)),
         layers_range_(options.layers.value_or(LayerRange{0, config_.num_hidden_layers})),
         moe_range_(moe_layers_of(config_.moe_layer_ids, layers_range_)),
-        shard_(tensor_shard_of(config_, options)),
+        shards_(rank_shards_of(config_, options)),
         tensor_group_(options.tensor_group) {
     if (layers_range_.begin < 0 || layers_range_.end > config_.num_hidden_layers || layers_range_.size() < 1)
       throw Error(dir + ": layers [" + std::to_string(layers_range_.begin) + ", " + std::to_string(layers_range_.end) +
@@ -57,32 +79,29 @@ class CausalLm final : public Model {
       // A tied lm_head is the embedding matrix: shared as it is, or quantized (or split over
       // tensor-parallel ranks by vocabulary) into a copy of its own.
       lm_head_ = checkpoint_.projection_block(plan.lm_head.empty() ? plan.embedding : plan.lm_head, config_.vocab_size,
-                                              H, shard_.vocab_part(config_.vocab_size), IndexRange{0, H});
+                                              H, shards_.dense.vocab_part(config_.vocab_size), IndexRange{0, H});
       final_norm_ = checkpoint_.vector(plan.final_norm, H);
     }
     const ExpertPlacement placement = expert_placement_for(config_, options);
-    // An expert-parallel rank in a process of its own reads only its shard's experts.
-    const std::vector<int32_t> held_experts =
-        options.expert_group ? placement.device_expert_mapping.at(static_cast<size_t>(options.expert_group->rank()))
-                             : std::vector<int32_t>{};
+    const std::vector<int32_t> held_experts = held_experts_of(placement, options, shards_);
     layers_.reserve(static_cast<size_t>(layers_range_.size()));
     for (int l = layers_range_.begin; l < layers_range_.end; ++l)
       layers_.emplace_back(checkpoint_, config_, plan.layers[l], l - layers_range_.begin,
-                           config_.moe_index(l) - moe_range_.begin, held_experts, shard_, tensor_group_);
+                           config_.moe_index(l) - moe_range_.begin, held_experts, shards_, tensor_group_);
     if (options.nextn) {
       if (!is_first_stage() || !is_last_stage())
         throw Error("--speculative-algorithm NEXTN runs on a whole model, not a pipeline stage");
       nextn_.emplace(checkpoint_, config_, plan.embedding, plan.lm_head.empty() ? plan.embedding : plan.lm_head,
                      options.moe_backend);
     }
-    runner_ = MoeRunner::create(options.moe_backend, placement, options.expert_group);
+    runner_ = runner_of(placement, options, shards_);
   }
 
   const ModelConfig& config() const override { return config_; }
 
   KvCache make_kv_cache(int64_t num_slots) const override {
     // A tensor-parallel rank keeps the K/V of its own KV heads only.
-    return KvCache(kv_row_floats(local_attention_config(config_, shard_), layers_range_), num_slots);
+    return KvCache(kv_row_floats(local_attention_config(config_, shards_.dense), layers_range_), num_slots);
   }
 
   LayerRange layers() const override { return layers_range_; }
@@ -140,8 +159,8 @@ class CausalLm final : public Model {
       return;
     }
     // This rank's part of the vocabulary, padded to the widest part (rank 0's), gathered from every rank.
-    const int64_t V = config_.vocab_size, width = shard_.vocab_part(V).count;
-    const int64_t part = TensorShard{0, shard_.size}.vocab_part(V).count;
+    const int64_t V = config_.vocab_size, width = shards_.dense.vocab_part(V).count;
+    const int64_t part = TensorShard{0, shards_.dense.size}.vocab_part(V).count;
     std::vector<float>& local = scratch_.vocab_part;
     std::vector<float>& padded = scratch_.vocab_padded;
     std::vector<float>& all = scratch_.vocab_parts;
@@ -149,10 +168,10 @@ class CausalLm final : public Model {
     linear(rows.data(), n, lm_head_, local.data());
     padded.assign(static_cast<size_t>(n * part), 0.0f);
     for (int64_t i = 0; i < n; ++i) std::copy_n(local.data() + i * width, width, padded.data() + i * part);
-    all.resize(static_cast<size_t>(shard_.size * n * part));
+    all.resize(static_cast<size_t>(shards_.dense.size * n * part));
     tensor_group_->all_gather(padded.data(), padded.size() * sizeof(float), all.data());
-    for (int r = 0; r < shard_.size; ++r) {
-      const IndexRange vocab = TensorShard{r, shard_.size}.vocab_part(V);
+    for (int r = 0; r < shards_.dense.size; ++r) {
+      const IndexRange vocab = TensorShard{r, shards_.dense.size}.vocab_part(V);
       for (int64_t i = 0; i < n; ++i)
         std::copy_n(all.data() + (r * n + i) * part, vocab.count, logits.data() + i * V + vocab.begin);
     }
@@ -162,7 +181,7 @@ class CausalLm final : public Model {
   Checkpoint checkpoint_;
   LayerRange layers_range_;  // the decoder layers this model (stage) holds
   LayerRange moe_range_;     // its MoE layers, as indices among the model's MoE layers
-  TensorShard shard_;        // this rank's part of the sharded tensors (the whole model without tensor_group_)
+  RankShards shards_;        // this rank's parts of the sharded tensors (the whole model without tensor_group_)
   Communicator* tensor_group_;
   WeightView embed_, lm_head_;
   VectorParam final_norm_;

@@ -2,6 +2,7 @@
 // the checkpoint's weight arena beside the tiled half-precision matrices; and a tensor-parallel rank's
 // block of a projection.
 #include <cstring>
+#include <optional>
 
 #include "common/error.h"
 #include "kernels/quantized_weight.h"
@@ -15,6 +16,30 @@ namespace {
 std::string module_of(const std::string& name) {
   constexpr std::string_view kSuffix = ".weight";
   return name.ends_with(kSuffix) ? name.substr(0, name.size() - kSuffix.size()) : name;
+}
+
+// Columns `cols` of `whole`, a quantization of whole rows of `whole_cols` columns, with its integers
+// and scales as they are: possible where the columns lie within one of its groups (always for int8,
+// whose one group is the row) or are whole groups of it; nullopt otherwise.
+std::optional<GptqMatrix> column_block(const GptqMatrix& whole, int64_t whole_cols, IndexRange cols,
+                                       const std::string& name) {
+  const int64_t g = whole.group_size, rows = static_cast<int64_t>(whole.values.size()) / whole_cols;
+  const int64_t groups = quantized::num_groups(whole_cols, g);
+  const int64_t first = cols.begin / g, last = (cols.begin + cols.count - 1) / g;
+  const bool within_one = first == last;
+  if (!within_one && (cols.begin % g != 0 || (cols.count % g != 0 && cols.begin + cols.count != whole_cols)))
+    return std::nullopt;
+  GptqMatrix block;
+  block.dtype = whole.dtype;
+  block.group_size = quantized::storage_group_size(within_one ? 0 : g, cols.count, name);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int8_t* row = whole.values.data() + r * whole_cols + cols.begin;
+    block.values.insert(block.values.end(), row, row + cols.count);
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    block.scales.insert(block.scales.end(), whole.scales.begin() + r * groups + first,
+                        whole.scales.begin() + r * groups + last + 1);
+  return block;
 }
 
 }  // namespace
@@ -58,7 +83,15 @@ WeightView Checkpoint::projection_block(const std::string& name, int64_t full_ro
   const std::string key = name + " [rows " + std::to_string(rows.begin) + "+" + std::to_string(rows.count) + ", cols " +
                           std::to_string(cols.begin) + "+" + std::to_string(cols.count) + "]";
   if (!format_.gptq && format_.at_load != Quantization::None)
-    return quantized_copy(key + " (quantized)", rows.count, cols.count, [&] { return quantize_at_load(name, row_major); });
+    return quantized_copy(key + " (quantized)", rows.count, cols.count, [&] {
+      // Some input columns (a row-parallel block): quantized as part of the whole rows, so that its
+      // integers and scales are the one process's and the ranks' partial products add up to its product.
+      const WeightView whole_rows{source + static_cast<size_t>(rows.begin) * static_cast<size_t>(full_cols) * element,
+                                  t.dtype, rows.count, full_cols};
+      if (cols.count < full_cols)
+        if (auto block = column_block(quantize_at_load(name, whole_rows), full_cols, cols, name)) return std::move(*block);
+      return quantize_at_load(name, row_major);
+    });
   return tiled_copy(key, row_major, [] {});
 }
 

@@ -6,18 +6,18 @@
 namespace moe {
 
 DecoderLayer::DecoderLayer(const Checkpoint& ckpt, const ModelConfig& config, const LayerPlan& names, int kv_layer,
-                           int capture_index, std::span<const int32_t> held_experts, const TensorShard& shard,
+                           int capture_index, std::span<const int32_t> held_experts, const RankShards& shards,
                            Communicator* tensor_group)
     : hidden_(config.hidden_size), eps_(static_cast<float>(config.rms_norm_eps)), tensor_group_(tensor_group) {
   input_norm_ = ckpt.vector(names.input_norm, hidden_);
   post_attention_norm_ = ckpt.vector(names.post_attention_norm, hidden_);
   switch (names.attention) {
-    case AttentionKind::Gqa: attention_.emplace(ckpt, config, names.gqa, kv_layer, shard); break;
-    case AttentionKind::Mla: mla_attention_.emplace(ckpt, config, names.mla, kv_layer, shard); break;
+    case AttentionKind::Gqa: attention_.emplace(ckpt, config, names.gqa, kv_layer, shards.dense); break;
+    case AttentionKind::Mla: mla_attention_.emplace(ckpt, config, names.mla, kv_layer, shards.dense); break;
   }
   switch (names.ffn) {
-    case FfnKind::Moe: moe_.emplace(ckpt, config, names.moe, capture_index, held_experts, shard); break;
-    case FfnKind::Dense: mlp_ = DenseMlp::load(ckpt, names.mlp, hidden_, config.intermediate_size, shard); break;
+    case FfnKind::Moe: moe_.emplace(ckpt, config, names.moe, capture_index, held_experts, shards); break;
+    case FfnKind::Dense: mlp_ = DenseMlp::load(ckpt, names.mlp, hidden_, config.intermediate_size, shards.dense); break;
   }
 }
 

@@ -25,10 +25,10 @@ class DecoderLayer {
  public:
   // `kv_layer`: the layer's row in the KV cache it is given; `capture_index`: its index among the
   // MoE layers its capture hook reports (a MoE layer only); `held_experts`: the routed experts this
-  // process runs (empty: all of them). `shard`: a tensor-parallel rank's part of the layer, whose
+  // process runs (empty: all of them). `shards`: a tensor-parallel rank's part of the layer, whose
   // partial attention and feed-forward outputs `tensor_group` all-reduces (none: the whole layer).
   DecoderLayer(const Checkpoint& ckpt, const ModelConfig& config, const LayerPlan& names, int kv_layer,
-               int capture_index, std::span<const int32_t> held_experts, const TensorShard& shard = {},
+               int capture_index, std::span<const int32_t> held_experts, const RankShards& shards = {},
                Communicator* tensor_group = nullptr);
 
   // x[T, H], the residual stream, updated in place; normed and branch are scratch of [T, H].

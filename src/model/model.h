@@ -48,7 +48,9 @@ struct ModelOptions {
   Communicator* expert_group = nullptr;
   // The tensor-parallel ranks (CPU only; model/tensor_shard.h): this process loads its part of every
   // attention's heads, every MLP's and expert's intermediate width and lm_head's vocabulary, and the
-  // group all-reduces each layer's attention and feed-forward output and gathers the logits. Null:
+  // group all-reduces each layer's attention and feed-forward output and gathers the logits. With
+  // ep_size > 1 the group holds tp × ep_size ranks (RankShards): the routed experts split by expert
+  // over ep_size shards, each expert's width over the shard's ranks, the rest over every rank. Null:
   // one rank. Not owned; outlives the model. Not together with expert_group.
   Communicator* tensor_group = nullptr;
   // --load-format dummy: random weights made from config.json alone with this seed (Checkpoint::dummy),

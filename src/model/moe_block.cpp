@@ -33,7 +33,7 @@ ExpertWeights load_routed_experts(const Checkpoint& ckpt, const ModelConfig& con
 }
 
 MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int capture_index,
-                   std::span<const int32_t> held_experts, const TensorShard& shard)
+                   std::span<const int32_t> held_experts, const RankShards& shards)
     : capture_index_(capture_index),
       top_k_(config.num_experts_per_tok),
       normalize_top_k_(config.norm_topk_prob),
@@ -46,9 +46,9 @@ MoeBlock::MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeT
     check_grouped_sigmoid_rule(config.num_experts, top_k_, grouped_rule_);
     correction_bias_ = ckpt.vector(names.correction_bias, config.num_experts);
   }
-  experts_ = load_routed_experts(ckpt, config, names, held_experts, shard);
+  experts_ = load_routed_experts(ckpt, config, names, held_experts, shards.expert);
   if (names.shared_expert) {
-    shared_expert_ = DenseMlp::load(ckpt, *names.shared_expert, hidden, config.shared_expert_intermediate_size, shard);
+    shared_expert_ = DenseMlp::load(ckpt, *names.shared_expert, hidden, config.shared_expert_intermediate_size, shards.dense);
     if (!names.shared_gate.empty()) shared_gate_ = ckpt.matrix(names.shared_gate, 1, hidden);
   }
 }

@@ -28,11 +28,11 @@ class MoeBlock {
  public:
   // `capture_index`: the layer's index among the MoE layers its capture buffer holds (a pipeline
   // stage captures only its own).
-  // `held_experts`: the routed experts this process runs (empty: all of them). `shard`: a
-  // tensor-parallel rank's part of every expert's (and the shared expert's) intermediate width; the
-  // router is whole on every rank, so every rank routes alike.
+  // `held_experts`: the routed experts this process runs (empty: all of them). `shards`: a
+  // tensor-parallel rank's part of every routed expert's intermediate width (shards.expert) and of the
+  // shared expert's (shards.dense); the router is whole on every rank, so every rank routes alike.
   MoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int capture_index,
-           std::span<const int32_t> held_experts = {}, const TensorShard& shard = {});
+           std::span<const int32_t> held_experts = {}, const RankShards& shards = {});
   // out[T, H] = moe(x[T, H]) (a tensor-parallel rank's partial sum); out is overwritten. `limit` restricts a verify pass's tokens to a
   // shared pool of experts (off by default; softmax routing only); the capture hook sees the routing
   // actually used.

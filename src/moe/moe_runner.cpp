@@ -123,29 +123,43 @@ class GroupedMoeRunner final : public MoeRunner {
   std::vector<float> gate_, up_;
   std::vector<std::vector<float>> partials_;  // devices 1..D-1; device 0 writes straight into out
 
-  friend class GroupMoeRunner;
+  friend class ShardMoeRunner;
 };
 
-// One shard of D, the others in other processes: this rank's device through the same ops, then the
-// group's all-reduce, which adds the partials in rank order as the one-process runner adds devices.
-class GroupMoeRunner final : public MoeRunner {
+// One shard of D, the others in other processes: this rank's device through the same ops, then (with
+// `group`) the group's all-reduce, which adds the partials in rank order as the one-process runner adds
+// devices. Without a group the partial is left for the caller to sum (a tensor-parallel group's
+// all-reduce of the whole feed-forward block).
+class ShardMoeRunner final : public MoeRunner {
  public:
-  GroupMoeRunner(ExpertPlacement placement, Communicator& group) : shards_(std::move(placement)), group_(group) {
-    if (shards_.placement_.ep_size() != group.size())
+  ShardMoeRunner(ExpertPlacement placement, int device, Communicator* group)
+      : shards_(std::move(placement)), device_(device), group_(group) {
+    if (group && shards_.placement_.ep_size() != group->size())
       throw Error("the expert placement has " + std::to_string(shards_.placement_.ep_size()) +
-                  " devices but the expert-parallel group " + std::to_string(group.size()) + " ranks");
+                  " devices but the expert-parallel group " + std::to_string(group->size()) + " ranks");
+    if (device < 0 || device >= shards_.placement_.ep_size())
+      throw Error("expert shard " + std::to_string(device) + " is outside a placement of " +
+                  std::to_string(shards_.placement_.ep_size()) + " devices");
   }
 
   void run(const float* hidden, int64_t num_tokens, const Routing& routing, const ExpertWeights& experts,
            float* out) override {
-    shards_.run_device(group_.rank(), hidden, num_tokens, routing, experts, out);
-    group_.all_reduce_sum(out, num_tokens * experts.hidden_size);
+    shards_.run_device(device_, hidden, num_tokens, routing, experts, out);
+    if (group_) group_->all_reduce_sum(out, num_tokens * experts.hidden_size);
   }
 
  private:
   GroupedMoeRunner shards_;
-  Communicator& group_;
+  int device_;
+  Communicator* group_;
 };
+
+// The runners that hold one shard of several run every expert on the grouped path.
+void refuse_reference_for_a_shard(MoeBackend backend) {
+  if (backend == MoeBackend::Reference)
+    throw Error("--moe-runner-backend reference runs every expert in one process; expert-parallel ranks in "
+                "processes of their own need grouped (or auto)");
+}
 
 }  // namespace
 
@@ -225,13 +239,18 @@ std::unique_ptr<MoeRunner> MoeRunner::create(MoeBackend backend, const ExpertPla
                                              Communicator* group) {
   if (backend == MoeBackend::Cuda) throw Error("--moe-runner-backend cuda runs with --device cuda only");
   if (group && group->size() > 1) {
-    if (backend == MoeBackend::Reference)
-      throw Error("--moe-runner-backend reference runs every expert in one process; expert-parallel ranks in "
-                  "processes of their own need grouped (or auto)");
-    return std::make_unique<GroupMoeRunner>(placement, *group);
+    refuse_reference_for_a_shard(backend);
+    return std::make_unique<ShardMoeRunner>(placement, group->rank(), group);
   }
   if (backend == MoeBackend::Reference) return std::make_unique<ReferenceMoeRunner>();
   return std::make_unique<GroupedMoeRunner>(placement);
+}
+
+std::unique_ptr<MoeRunner> MoeRunner::create_for_shard(MoeBackend backend, const ExpertPlacement& placement,
+                                                       int shard) {
+  if (backend == MoeBackend::Cuda) throw Error("--moe-runner-backend cuda runs with --device cuda only");
+  refuse_reference_for_a_shard(backend);
+  return std::make_unique<ShardMoeRunner>(placement, shard, nullptr);
 }
 
 }  // namespace moe

@@ -79,6 +79,10 @@ class MoeRunner {
   // runs only the device of the group's rank and all-reduces across the group; Reference is refused.
   static std::unique_ptr<MoeRunner> create(MoeBackend backend, const ExpertPlacement& placement,
                                            Communicator* group = nullptr);
+  // Grouped over the experts of the placement's device `shard` only, its partial output left for the
+  // caller to sum with the other shards' (tensor × expert-parallel ranks sum it with the rest of the
+  // feed-forward block in one all-reduce); Reference is refused.
+  static std::unique_ptr<MoeRunner> create_for_shard(MoeBackend backend, const ExpertPlacement& placement, int shard);
 };
 
 }  // namespace moe

@@ -51,6 +51,24 @@ TEST(GroupMoeRunner, EveryRankEqualsTheOneProcessShardsBitForBit) {
     }
 }
 
+TEST(GroupMoeRunner, ShardRunnersLeaveTheirPartialsWhoseSumIsTheOneProcessRunnersBitForBit) {
+  const int64_t T = 23;
+  const auto [experts, hidden, routing] = random_layer_input(DType::BF16, 5, T);
+  const ExpertPlacement placement = ExpertPlacement::random(kExperts, 4, 11);
+  std::vector<float> one_process(hidden.size());
+  MoeRunner::create(MoeBackend::Grouped, placement)->run(hidden.data(), T, routing, experts.weights, one_process.data());
+  std::vector<float> sum(hidden.size(), 0.0f), partial(hidden.size());
+  for (int shard = 0; shard < placement.ep_size(); ++shard) {
+    MoeRunner::create_for_shard(MoeBackend::Auto, placement, shard)
+        ->run(hidden.data(), T, routing, experts.weights, partial.data());
+    // In shard order from shard 0's partial, as the one-process runner adds its devices.
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] = shard == 0 ? partial[i] : sum[i] + partial[i];
+  }
+  EXPECT_EQ(sum, one_process);
+  EXPECT_THROW(MoeRunner::create_for_shard(MoeBackend::Reference, placement, 0), Error);
+  EXPECT_THROW(MoeRunner::create_for_shard(MoeBackend::Grouped, placement, 4), Error);
+}
+
 TEST(GroupMoeRunner, TheReferenceRunnerAndAPlacementOfAnotherSizeAreRefused) {
   GroupOptions options;
   options.endpoint = "tcp://127.0.0.1:*";

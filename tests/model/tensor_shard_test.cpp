@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 #include "common/error.h"
 #include "model/model_config.h"
@@ -53,6 +54,39 @@ TEST(TensorShard, RefusesWhatDoesNotSplitNamingIt) {
   EXPECT_EQ(local.num_key_value_heads, 1);
 }
 
+TEST(RankShards, TensorByExpertRanksSplitTheRestOverAllAndTheExpertsByBoth) {
+  // --tp-size 2 --ep-size 2: ranks 0 and 1 hold expert shard 0, each half of every expert's width.
+  for (int rank = 0; rank < 4; ++rank) {
+    const RankShards shards = rank_shards(rank, 4, 2);
+    EXPECT_EQ(shards.dense.rank, rank);
+    EXPECT_EQ(shards.dense.size, 4);
+    EXPECT_EQ(shards.expert.rank, rank % 2);
+    EXPECT_EQ(shards.expert.size, 2);
+    EXPECT_EQ(shards.expert_shard, rank / 2);
+  }
+  // Tensor parallelism alone: every part the same.
+  const RankShards alone = rank_shards(1, 2, 1);
+  EXPECT_EQ(alone.expert.rank, 1);
+  EXPECT_EQ(alone.expert.size, 2);
+  EXPECT_EQ(alone.expert_shard, 0);
+  EXPECT_THROW(rank_shards(0, 4, 3), Error);
+  EXPECT_THROW(rank_shards(4, 4, 2), Error);
+}
+
+TEST(RankShards, RefusalsOfTensorByExpertRanksNameBothFlags) {
+  const ModelConfig config = load_model_config(kModelDir);  // 4 heads, 2 KV heads, widths 64 and 32
+  EXPECT_EQ(tensor_parallel_refusal(config, 2, 2), "");
+  EXPECT_EQ(tensor_parallel_refusal(config, 1, 4), "");  // expert parallelism alone splits no tensor
+  EXPECT_NE(tensor_parallel_refusal(config, 2, 3).find("4 attention heads cannot be split evenly over 6 ranks "
+                                                       "(--tp-size 2 × --ep-size 3)"),
+            std::string::npos);
+  ModelConfig odd = config;
+  odd.moe_intermediate_size = 30;  // splits over 2 (each expert's width) though not over 4
+  EXPECT_EQ(tensor_parallel_refusal(odd, 2, 2), "");
+  odd.intermediate_size = 66;  // the dense width splits over all 4 ranks
+  EXPECT_NE(tensor_parallel_refusal(odd, 2, 2).find("intermediate_size of 66"), std::string::npos);
+}
+
 TEST(TensorShard, ProjectionBlockIsThatPartOfTheWhole) {
   const Checkpoint checkpoint = Checkpoint::open(kModelDir);
   const ModelConfig config = load_model_config(kModelDir);
@@ -69,6 +103,27 @@ TEST(TensorShard, ProjectionBlockIsThatPartOfTheWhole) {
   const WeightView row_block = checkpoint.projection_block(name, rows, cols, top, IndexRange{0, cols});
   for (int64_t r = 0; r < top.count; ++r)
     for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(row_block.at(r, c), whole.at(top.begin + r, c));
+}
+
+TEST(TensorShard, AQuantizedRowParallelBlockKeepsTheWholeRowsIntegersAndScales) {
+  const ModelConfig config = load_model_config(kModelDir);
+  const int64_t H = config.hidden_size, attention = int64_t{config.num_attention_heads} * config.head_dim;
+  // Halves of the input columns: of an expert's down (32 columns, within one int4 group of 32) and of
+  // o_proj (64 columns: whole groups of 32).
+  const std::tuple<std::string, int64_t, int64_t> projections[] = {
+      {"model.layers.0.mlp.experts.0.down_proj.weight", H, config.moe_intermediate_size},
+      {"model.layers.0.self_attn.o_proj.weight", H, attention}};
+  for (const Quantization quantization : {Quantization::Int8, Quantization::Int4}) {
+    const Checkpoint checkpoint = Checkpoint::open(kModelDir, projection_format(std::nullopt, quantization, 32));
+    for (const auto& [name, rows, cols] : projections) {
+      const WeightView whole = checkpoint.projection(name, rows, cols);
+      const IndexRange part = TensorShard{1, 2}.even_part(cols);
+      const WeightView block = checkpoint.projection_block(name, rows, cols, IndexRange{0, rows}, part);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < part.count; ++c)
+          ASSERT_EQ(block.at(r, c), whole.at(r, part.begin + c)) << quantization_name(quantization) << " " << name;
+    }
+  }
 }
 
 }  // namespace

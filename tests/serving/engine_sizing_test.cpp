@@ -1,5 +1,6 @@
 // size_engine: the context length it resolves, a --context-length longer than the model was
-// trained for, refused naming both numbers unless allowed, and the STANDALONE draft's
+// trained for, refused naming both numbers unless allowed, a tensor-parallel rank's KV pool sized for
+// its own KV heads, and the STANDALONE draft's
 // quantization handed to the worker; the KV pool a GPU's --mem-fraction-static sizes, in bf16
 // with bf16 products on the GPU, and the fractions refused with their numbers.
 #include "engine/engine_sizing.h"
@@ -43,6 +44,30 @@ TEST(EngineSizing, ContextLengthDefaultsToTheModelsAndMayBeShorter) {
 TEST(EngineSizing, KvBytesPerTokenAreEveryLayersKeyAndValueRow) {
   // 2 layers · (key + value) · 2 heads · 8 floats · 4 bytes.
   EXPECT_EQ(size_engine(with_context(0), kModel, {}, {}, 1).kv_bytes_per_token, 2 * 2 * 2 * 8 * 4);
+}
+
+TEST(EngineSizing, ATensorParallelRanksPoolHoldsItsOwnKvHeadsSoABudgetHoldsMoreSlots) {
+  ModelConfig model = kModel;
+  model.num_attention_heads = 4;  // over 2 KV heads
+  EngineSettings settings = with_context(0);
+  settings.max_total_tokens = 0;
+  settings.kv_cache_memory_bytes = 2 * 2 * 2 * 8 * 4 * 100;  // 100 slots of the whole model's rows
+  auto sized_over = [&](int tp_size, int ep_size) {
+    ModelIdentity identity;
+    identity.tp_size = tp_size;
+    identity.ep_size = ep_size;
+    return size_engine(settings, model, identity, {}, 1);
+  };
+  const EngineSizing whole = sized_over(1, 1), experts = sized_over(1, 4), halves = sized_over(2, 1);
+  EXPECT_EQ(whole.kv_bytes_per_token, 2 * 2 * 2 * 8 * 4);
+  EXPECT_EQ(whole.service.scheduler.max_total_tokens, 100);
+  EXPECT_EQ(experts.kv_bytes_per_token, whole.kv_bytes_per_token);  // each expert shard keeps every KV head
+  EXPECT_EQ(halves.kv_bytes_per_token, whole.kv_bytes_per_token / 2);  // one KV head of two per rank
+  EXPECT_EQ(halves.service.scheduler.max_total_tokens, 200);
+  EXPECT_EQ(halves.worker.settings.kv_slots, 201);
+  // 4 ranks (--tp-size 4, or 2 × --ep-size 2) over 2 KV heads: each keeps the one its query heads read.
+  EXPECT_EQ(sized_over(4, 1).kv_bytes_per_token, whole.kv_bytes_per_token / 2);
+  EXPECT_EQ(sized_over(2, 2).service.scheduler.max_total_tokens, 200);
 }
 
 TEST(EngineSizing, AContextAboveTheModelsPositionsNeedsAllowLongContext) {
