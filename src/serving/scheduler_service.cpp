@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "common/error.h"
 #include "serving/worker_settings.h"
@@ -27,14 +28,13 @@ SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const
 std::optional<msg::ErrorReply> SchedulerService::add_request(const msg::TokenizedRequest& request) {
   if (const std::string refusal = worker_refusal(); !refusal.empty())
     return msg::ErrorReply{request.rid, "the model worker was refused: " + refusal, 503, "scheduler", {}};
-  if (completions_.count(request.rid))
+  if (in_use(request.rid))
     // (The rid goes by its client's name here; the front door gives the client back its own.)
     return msg::ErrorReply{request.rid, "the rid is still in use: its previous request is ending, retry", 409,
                            "scheduler", {}};
   Request queued;
   static_cast<msg::TokenizedRequest&>(queued) = request;
   scheduler_.add_request(std::move(queued));
-  completions_[request.rid].assign(static_cast<size_t>(request.sampling.n), false);
   return std::nullopt;
 }
 
@@ -51,9 +51,11 @@ void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t ind
     std::vector<CompletionRecord> records;
     records.push_back(std::move(*done));
     emit(std::move(records), last_step_);
-  } else {
-    forget(rid, index);  // the detokenizer already sent the final reply
+    return;
   }
+  // The detokenizer already sent the final reply: records still held for their rows go nowhere.
+  for (HeldRecord& held : held_)
+    if (held.record.rid == rid && held.record.index == index) held.dropped = true;
 }
 
 const msg::WorkerBatch* SchedulerService::next_batch() {
@@ -109,15 +111,20 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
 }
 
 std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& message, int32_t code) {
-  std::vector<msg::ErrorReply> errors;
+  // Every rid whose reply has not ended: live in the scheduler, or with records held for their rows.
+  std::set<std::string> rids;
+  for (std::string& rid : scheduler_.begun_requests(true)) rids.insert(std::move(rid));
+  for (const HeldRecord& held : held_)
+    if (!held.dropped) rids.insert(held.record.rid);
   in_flight_.clear();
   scheduler_.abandon_in_flight();
   if (tracker_) tracker_->reset();
-  for (const auto& [rid, ended] : completions_) {
+  held_.clear();
+  std::vector<msg::ErrorReply> errors;
+  for (const std::string& rid : rids) {
     scheduler_.abort(rid, message);
     errors.push_back({rid, message, code, "scheduler", {}});
   }
-  completions_.clear();
   return errors;
 }
 
@@ -195,46 +202,36 @@ msg::DetokenizeBatch SchedulerService::take_output() { return std::exchange(outp
 
 void SchedulerService::emit(std::vector<CompletionRecord> records, uint64_t step) {
   for (CompletionRecord& record : records) {
-    if (!live(record.rid, record.index)) continue;  // the detokenizer ended it (a stop string)
     // The version of now: records held for their rows are sent later, maybe after a weight update.
     record.weight_version = weights_.weight_version;
     if (!tracker_ || !record.routing.return_routed_experts) {
-      push(std::move(record));
+      output_.items.push_back(std::move(record));
       continue;
     }
-    // The rows are gathered once the step's rows have arrived.
-    tracker_->after_rows_of(step, [this, record = std::move(record)]() mutable {
-      if (!live(record.rid, record.index)) return;  // ended meanwhile (stop string, failure)
-      if (!record.row_slots.empty()) {
-        const auto count = static_cast<int64_t>(record.row_slots.size());
-        record.routed_experts = tracker_->gather(record.row_slots.data(), count, record.routing.return_router_weights);
-        if (record.routing.return_draft_routed_experts)
-          record.draft_routed_experts = tracker_->gather_draft(record.row_slots.data(), count);
-      }
-      push(std::move(record));
-    });
+    // Held records are released in the order they were held, as the tracker runs its emissions.
+    held_.push_back({std::move(record)});
+    tracker_->after_rows_of(step, [this] { release_held(); });
   }
 }
 
-void SchedulerService::push(CompletionRecord record) {
-  const bool finished = record.finish_reason.has_value();
-  const std::string rid = record.rid;
-  const int32_t index = record.index;
-  output_.items.push_back(std::move(static_cast<msg::DetokenizeItem&>(record)));
-  if (finished) forget(rid, index);
+void SchedulerService::release_held() {
+  HeldRecord held = std::move(held_.front());
+  held_.pop_front();
+  if (held.dropped) return;
+  CompletionRecord& record = held.record;
+  if (!record.row_slots.empty()) {
+    const auto count = static_cast<int64_t>(record.row_slots.size());
+    record.routed_experts = tracker_->gather(record.row_slots.data(), count, record.routing.return_router_weights);
+    if (record.routing.return_draft_routed_experts)
+      record.draft_routed_experts = tracker_->gather_draft(record.row_slots.data(), count);
+  }
+  output_.items.push_back(std::move(record));
 }
 
-void SchedulerService::forget(const std::string& rid, int32_t index) {
-  if (!live(rid, index)) return;
-  const auto it = completions_.find(rid);
-  it->second[static_cast<size_t>(index)] = true;
-  if (std::all_of(it->second.begin(), it->second.end(), [](bool ended) { return ended; })) completions_.erase(it);
-}
-
-bool SchedulerService::live(const std::string& rid, int32_t index) const {
-  const auto it = completions_.find(rid);
-  return it != completions_.end() && index >= 0 && index < static_cast<int32_t>(it->second.size()) &&
-         !it->second[static_cast<size_t>(index)];
+bool SchedulerService::in_use(const std::string& rid) const {
+  return scheduler_.has_request(rid) || std::any_of(held_.begin(), held_.end(), [&rid](const HeldRecord& held) {
+           return !held.dropped && held.record.rid == rid;
+         });
 }
 
 }  // namespace moe

@@ -139,7 +139,7 @@ class SchedulerService {
   bool step_in_flight(uint64_t step) const { return in_flight_.count(step) > 0; }
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
   // Items held back until rows still on their way from the worker arrive.
-  bool awaiting_rows() const { return tracker_ && tracker_->pending_emissions() > 0; }
+  bool awaiting_rows() const { return !held_.empty(); }
   SchedulerStats stats() const;
   int64_t kv_cache_slots() const { return scheduler_.kv_cache_slots(); }
   int64_t host_cache_bytes() const { return tracker_ ? tracker_->host_cache().bytes() : 0; }
@@ -160,15 +160,13 @@ class SchedulerService {
 
  private:
   // Sends each record on to the detokenizer (stamped with the weight version), or, for a request
-  // that asked for routing, once the rows of `step` (and so of every position it reports) have
-  // arrived, with the rows of its row_slots.
+  // that asked for routing, holds it until the rows of `step` (and so of every position it reports)
+  // have arrived.
   void emit(std::vector<CompletionRecord> records, uint64_t step);
-  // Adds a record to the output, forgetting its completion when it is the last.
-  void push(CompletionRecord record);
-  // Marks completion (rid, index) ended (and forgets rid once all n have).
-  void forget(const std::string& rid, int32_t index);
-  // Whether completion (rid, index) may still send records.
-  bool live(const std::string& rid, int32_t index) const;
+  // Sends the oldest held record on with the rows of its row_slots (unless it was dropped).
+  void release_held();
+  // Whether rid's reply may still get records: a live request, or records held for their rows.
+  bool in_use(const std::string& rid) const;
   // A new worker's KV cache is empty: when steps went to the last one, every live request fails
   // and the prefix cache is emptied. Returns the errors.
   std::vector<msg::ErrorReply> forget_worker_kv();
@@ -191,10 +189,15 @@ class SchedulerService {
   };
   std::vector<StageWorker> stages_;  // one per pipeline stage
   bool steps_sent_ = false;  // since the last worker was accepted: the KV cache holds their work
-  // Every request whose records may still go out, by rid: whether each of its completions has ended
-  // (its last record is out, or the detokenizer ended it). The scheduler forgets a completion when
-  // it finishes, but its final record may wait for routing rows, and its rid stays in use until then.
-  std::map<std::string, std::vector<bool>> completions_;
+  // Records of requests that asked for routing, oldest first, each waiting for the rows of its step:
+  // the tracker runs one emission per record, in this order. The scheduler forgets a request when it
+  // finishes; its rid stays in use until its held records are out. A record of a completion the
+  // detokenizer ended meanwhile (a stop string) is dropped instead.
+  struct HeldRecord {
+    CompletionRecord record;
+    bool dropped = false;
+  };
+  std::deque<HeldRecord> held_;
   msg::DetokenizeBatch output_;
   ServingWeights weights_;
   std::deque<msg::UpdateWeights> updates_;  // the front one went to the worker when update_sent_
