@@ -31,20 +31,20 @@ std::vector<int32_t> Request::input_logprob_targets(int64_t begin, int64_t end) 
   return targets;
 }
 
-InputLogprobs Request::take_input_logprobs() {
+void Request::take_input_logprobs(msg::SequenceOutput& record) {
   if (input_logprob_rows_pending()) throw std::logic_error("Request: prompt logprobs taken before all their rows came");
-  InputLogprobs out;
-  out.ids.assign(input_ids.begin() + logprob_start_len, input_ids.end());
+  record.input_token_ids.assign(input_ids.begin() + logprob_start_len, input_ids.end());
   if (logprob_start_len == 0) {
-    out.logprobs.push_back(std::numeric_limits<float>::quiet_NaN());
-    if (top_logprobs_num > 0) out.top.emplace_back();
+    record.input_token_logprobs.push_back(std::numeric_limits<float>::quiet_NaN());
+    if (top_logprobs_num > 0) record.input_top_logprobs.emplace_back();
   }
-  out.logprobs.insert(out.logprobs.end(), input_row_logprobs.begin(), input_row_logprobs.end());
-  if (top_logprobs_num > 0) out.top.insert(out.top.end(), input_row_top.begin(), input_row_top.end());
+  record.input_token_logprobs.insert(record.input_token_logprobs.end(), input_row_logprobs.begin(),
+                                     input_row_logprobs.end());
+  if (top_logprobs_num > 0)
+    record.input_top_logprobs.insert(record.input_top_logprobs.end(), input_row_top.begin(), input_row_top.end());
   input_row_logprobs.clear();
   input_row_top.clear();
   input_logprobs_sent = true;
-  return out;
 }
 
 std::optional<msg::FinishReason> Request::stop_reason(const std::vector<int32_t>& eos_token_ids) const {

@@ -23,15 +23,6 @@ enum class RequestState { Parked, Waiting, Running };
 // floats (156 MB for 256 rows of a 152k vocabulary), so a long prompt's come over several chunks.
 inline constexpr int64_t kMaxPromptLogprobRowsPerStep = 256;
 
-// A completion's prompt logprobs as its reply gets them: the prompt's tokens from logprob_start_len
-// on, each one's logprob (NaN for the prompt's first token, which has no context) and, when top
-// logprobs were asked, the alternatives at its position (none for the first token).
-struct InputLogprobs {
-  std::vector<int32_t> ids;
-  std::vector<float> logprobs;
-  std::vector<msg::TokenAlternatives> top;
-};
-
 struct Request : msg::TokenizedRequest {
   // sampling.seed is the effective seed once added (drawn by the scheduler when the client gave
   // none, so a preempted and recomputed request samples the same tokens; completion i uses seed + i),
@@ -42,7 +33,6 @@ struct Request : msg::TokenizedRequest {
   uint64_t uid = 0;  // unique over the scheduler's life, so a stale batch entry never hits a new request
   RequestState state = RequestState::Waiting;
   std::vector<int32_t> output_ids;
-  std::vector<float> output_logprobs;
   std::vector<int32_t> slot_table;  // req_to_token: KV slot of position i (prompt then output)
   int64_t num_computed = 0;         // positions [0, num_computed) have their KV in slot_table
   int64_t num_cache_owned = 0;      // positions [0, num_cache_owned) use slots the radix cache owns
@@ -58,7 +48,10 @@ struct Request : msg::TokenizedRequest {
   uint64_t pending_sample_step = 0;
   int32_t pending_sample_index = 0;
   int64_t cached_tokens = 0;        // prefix-cache hit tokens summed over admissions (meta_info)
-  int num_preemptions = 0;
+  // What the completion's records have reported so far: its options (on the first record) and the
+  // positions whose KV slots their row_slots named.
+  bool options_reported = false;
+  int64_t rows_reported = 0;
   // A request whose reply includes its last token's routing (routed_experts_include_last) that met
   // its stop condition: the reason it finishes with once that token has been fed, without sampling.
   std::optional<msg::FinishReason> finishing;
@@ -94,8 +87,11 @@ struct Request : msg::TokenizedRequest {
   // The prompt tokens after this step's new tokens [begin, end) whose logprobs the rows of the step
   // give (their rows are the chunk's last ones, before the sampled token); empty when none.
   std::vector<int32_t> input_logprob_targets(int64_t begin, int64_t end) const;
-  // The prompt logprobs for the reply, once all rows are in; marks them sent.
-  InputLogprobs take_input_logprobs();
+  // Puts the prompt logprobs in the record of the completion's first token, once all rows are in:
+  // the prompt's tokens from logprob_start_len on, each one's logprob (NaN for the prompt's first
+  // token, which has no context) and, when top logprobs were asked, the alternatives at its position
+  // (none for the first token). Marks them sent.
+  void take_input_logprobs(msg::SequenceOutput& record);
   // Tokens of positions [begin, end) of prompt followed by output.
   std::vector<int32_t> tokens(int64_t begin, int64_t end) const;
   // The reason to stop after the latest output token, if any: an EOS id (unless ignore_eos) or a
@@ -142,46 +138,15 @@ struct ScheduledBatch : msg::WorkerBatch {
   void adopt_drafted_trees(std::span<const int32_t> tokens, std::span<const int32_t> parents);
 };
 
-// One sampled token of one completion.
-struct GeneratedToken {
-  std::string rid;
-  int index = 0;
-  int32_t token = 0;
-  float logprob = 0.0f;
-  msg::TokenAlternatives top;  // empty unless the request asked for top logprobs
-  std::optional<InputLogprobs> input{};  // on a completion's first token, when prompt logprobs were asked
-};
-
-// A completion that is done, with everything the reply needs.
-struct FinishedRequest {
-  std::string rid;
-  int index = 0;
-  msg::FinishReason reason;
-  int64_t prompt_len = 0;
-  std::vector<int32_t> output_ids;
-  std::vector<float> output_logprobs;
-  int64_t cached_tokens = 0;  // prefix-cache hit tokens (meta_info.cached_tokens)
-  int num_preemptions = 0;
-  // KV slot of each position whose KV was computed (prompt_len + outputs - 1 when it ran to the
-  // end, one more when its last token was fed for its routing): where its routed-experts rows sit
-  // in the host cache. Valid until the next schedule_step.
-  std::vector<int32_t> kv_slots;
-};
-
-// A request whose draft tree a step verified.
-struct VerifiedSequence {
-  std::string rid;
-  int index = 0;
-  // KV slot of every position computed now: the batch's kv_slots list the whole tree instead.
-  std::vector<int32_t> computed_slots;
-};
-
-// What the scheduler reports after a step's result: the tokens each request gained and the
-// requests that finished, for the detokenizer.
-struct StepOutcome {
-  std::vector<GeneratedToken> tokens;
-  std::vector<FinishedRequest> finished;
-  std::vector<VerifiedSequence> verified;  // unfinished requests only
+// What a step (or an abort, or a stop) reports of one completion: the one record of its result,
+// as the detokenizer receives it (msg::DetokenizeItem: the new output ids with their logprobs, the
+// prompt logprobs with the first token, the finish reason on the last, the request's options on the
+// first record), but for its routing rows. row_slots are the KV slots of the positions computed
+// since the completion's previous record, whose rows the service gathers into routed_experts once
+// their step's rows have arrived, when `routing` (the request's) asks for them.
+struct CompletionRecord : msg::DetokenizeItem {
+  std::vector<int32_t> row_slots;
+  msg::RoutingOptions routing;
 };
 
 }  // namespace moe

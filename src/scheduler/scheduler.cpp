@@ -59,9 +59,20 @@ Request* Scheduler::find(const std::string& rid, int index, uint64_t uid) {
   return request != nullptr && request->uid == uid ? request : nullptr;
 }
 
-StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
-                                      std::span<const float> logprobs, std::span<const int32_t> sampled_counts,
-                                      std::span<const msg::TokenAlternatives> top, PromptRows prompt) {
+bool Scheduler::routes_last_token(const std::string& rid) const {
+  const auto it = groups_.find(rid);
+  if (it == groups_.end()) return false;
+  for (const auto& completion : it->second)
+    if (completion) return completion->routing.routes_last_token();
+  return false;
+}
+
+std::vector<CompletionRecord> Scheduler::process_result(const ScheduledBatch& batch,
+                                                        std::span<const int32_t> sampled_ids,
+                                                        std::span<const float> logprobs,
+                                                        std::span<const int32_t> sampled_counts,
+                                                        std::span<const msg::TokenAlternatives> top,
+                                                        PromptRows prompt) {
   if (!in_flight_steps_.count(batch.step))
     throw std::logic_error("Scheduler::process_result: not a batch in flight");
   size_t num_samplers = 0, num_sampled = 0;
@@ -92,7 +103,7 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
                 std::to_string(num_prompt_rows) + " prompt logprob rows");
   in_flight_steps_.erase(batch.step);
 
-  StepOutcome outcome;
+  std::vector<CompletionRecord> records;
   size_t sample = 0, prompt_row = 0;
   sampler = 0;
   int64_t first_token = 0;
@@ -125,7 +136,7 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
       commit_verified(seq, node_tokens, *request,
                       {sampled_ids.subspan(row, count), logprobs.empty() ? logprobs : logprobs.subspan(row, count),
                        top.empty() ? top : top.subspan(row, count)},
-                      outcome);
+                      records);
       continue;
     }
 
@@ -133,34 +144,60 @@ StepOutcome Scheduler::process_result(const ScheduledBatch& batch, std::span<con
     if (request->num_computed <= request->prefill_end) kv_.cache_progress(*request);
     if (request->index == 0 && request->num_computed >= request->prompt_len()) unpark_siblings(request->rid);
     if (request->finishing && request->num_computed == request->total_len()) {
-      outcome.finished.push_back(finish(*request, std::move(*request->finishing)));
+      finish(*request, std::move(*request->finishing), records);
       continue;
     }
     if (!seq.needs_logits) continue;
 
     const int32_t token = sampled_ids[row];
     const float logprob = logprobs.empty() ? 0.0f : logprobs[row];
-    if (std::optional<msg::FinishReason> reason =
-            append_output(*request, token, logprob, top.empty() ? msg::TokenAlternatives{} : top[row], outcome))
-      stop(*request, std::move(*reason), outcome);
+    std::optional<msg::FinishReason> reason =
+        append_output(*request, token, logprob, top.empty() ? msg::TokenAlternatives{} : top[row], records);
+    report_rows(*request, records.back());
+    if (reason) stop(*request, std::move(*reason), records);
   }
-  return outcome;
+  return records;
+}
+
+CompletionRecord& Scheduler::record_of(Request& request, std::vector<CompletionRecord>& records) {
+  if (!records.empty() && records.back().index == request.index && records.back().rid == request.rid)
+    return records.back();
+  CompletionRecord& record = records.emplace_back();
+  record.rid = request.rid;
+  record.index = request.index;
+  record.prompt_tokens = static_cast<int32_t>(request.prompt_len());
+  record.routing = request.routing;
+  if (!std::exchange(request.options_reported, true)) record.options = static_cast<const msg::RequestOptions&>(request);
+  return record;
+}
+
+void Scheduler::report_rows(Request& request, CompletionRecord& record) {
+  // Positions a stop string dropped, or a recompute computed again, were reported already.
+  const int64_t from = std::min(request.rows_reported, request.num_computed);
+  record.row_slots.insert(record.row_slots.end(), request.slot_table.begin() + from,
+                          request.slot_table.begin() + request.num_computed);
+  request.rows_reported = std::max(request.rows_reported, request.num_computed);
 }
 
 std::optional<msg::FinishReason> Scheduler::append_output(Request& request, int32_t token, float logprob,
-                                                          msg::TokenAlternatives top, StepOutcome& outcome) const {
+                                                          msg::TokenAlternatives top,
+                                                          std::vector<CompletionRecord>& records) const {
   request.output_ids.push_back(token);
-  request.output_logprobs.push_back(logprob);
-  outcome.tokens.push_back({request.rid, request.index, token, logprob, std::move(top)});
-  if (request.wants_input_logprobs() && !request.input_logprobs_sent) outcome.tokens.back().input = request.take_input_logprobs();
+  CompletionRecord& record = record_of(request, records);
+  record.output_ids.push_back(token);
+  if (request.return_logprob) {
+    record.output_logprobs.push_back(logprob);
+    if (request.top_logprobs_num > 0) record.output_top_logprobs.push_back(std::move(top));
+    if (request.wants_input_logprobs() && !request.input_logprobs_sent) request.take_input_logprobs(record);
+  }
   return request.stop_reason(config_.eos_token_ids);
 }
 
-void Scheduler::stop(Request& request, msg::FinishReason reason, StepOutcome& outcome) {
+void Scheduler::stop(Request& request, msg::FinishReason reason, std::vector<CompletionRecord>& records) {
   if (request.routing.routes_last_token())
     request.finishing = std::move(reason);  // the next step feeds the token, then it finishes
   else
-    outcome.finished.push_back(finish(request, std::move(reason)));
+    finish(request, std::move(reason), records);
 }
 
 int64_t Scheduler::retract_running() {
@@ -182,15 +219,15 @@ void Scheduler::abandon_in_flight() {
       }
 }
 
-std::vector<FinishedRequest> Scheduler::abort(const std::string& rid, const std::string& message) {
-  std::vector<FinishedRequest> finished;
+std::vector<CompletionRecord> Scheduler::abort(const std::string& rid, const std::string& message) {
+  std::vector<CompletionRecord> records;
   auto it = groups_.find(rid);
-  if (it == groups_.end()) return finished;
+  if (it == groups_.end()) return records;
   std::vector<Request*> live;
   for (auto& completion : it->second)
     if (completion) live.push_back(completion.get());
-  for (Request* request : live) finished.push_back(finish(*request, msg::FinishReason::abort(message)));
-  return finished;
+  for (Request* request : live) finish(*request, msg::FinishReason::abort(message), records);
+  return records;
 }
 
 std::vector<std::string> Scheduler::begun_requests(bool all) const {
@@ -204,8 +241,8 @@ std::vector<std::string> Scheduler::begun_requests(bool all) const {
   return rids;
 }
 
-std::optional<FinishedRequest> Scheduler::stop_at_output(const std::string& rid, int index, int64_t kept_outputs,
-                                                         msg::FinishReason reason) {
+std::optional<CompletionRecord> Scheduler::stop_at_output(const std::string& rid, int index, int64_t kept_outputs,
+                                                          msg::FinishReason reason) {
   auto it = groups_.find(rid);
   if (it == groups_.end() || index < 0 || index >= static_cast<int>(it->second.size()) || !it->second[index])
     return std::nullopt;
@@ -213,21 +250,25 @@ std::optional<FinishedRequest> Scheduler::stop_at_output(const std::string& rid,
   // Positions the prefix cache already owns stay (a recomputed request's cached outputs).
   const auto kept = static_cast<size_t>(
       std::max<int64_t>(kept_outputs, request.num_cache_owned - request.prompt_len()));
-  if (kept < request.output_ids.size()) {
-    request.output_ids.resize(kept);
-    request.output_logprobs.resize(std::min(kept, request.output_logprobs.size()));
-  }
+  if (kept < request.output_ids.size()) request.output_ids.resize(kept);
   // The dropped tokens' KV goes back to the pool with the rest when the request is released.
   request.num_computed = std::min(request.num_computed, request.total_len());
   if (request.routing.routes_last_token() && request.num_computed < request.total_len()) {
     request.finishing = std::move(reason);
     return std::nullopt;
   }
-  return finish(request, std::move(reason));
+  std::vector<CompletionRecord> records;
+  finish(request, std::move(reason), records);
+  return std::move(records.front());
 }
 
-FinishedRequest Scheduler::finish(Request& request, msg::FinishReason reason) {
-  std::vector<int32_t> computed_slots(request.slot_table.begin(), request.slot_table.begin() + request.num_computed);
+void Scheduler::finish(Request& request, msg::FinishReason reason, std::vector<CompletionRecord>& records) {
+  CompletionRecord& record = record_of(request, records);
+  report_rows(request, record);
+  record.finish_reason = std::move(reason);
+  record.cached_tokens = static_cast<int32_t>(request.cached_tokens);
+  const std::string rid = request.rid;
+  const int index = request.index;
   switch (request.state) {
     case RequestState::Running:
       kv_.release(request);
@@ -239,23 +280,13 @@ FinishedRequest Scheduler::finish(Request& request, msg::FinishReason reason) {
     case RequestState::Parked:
       break;
   }
-  FinishedRequest done{request.rid,
-                       request.index,
-                       std::move(reason),
-                       request.prompt_len(),
-                       std::move(request.output_ids),
-                       std::move(request.output_logprobs),
-                       request.cached_tokens,
-                       request.num_preemptions,
-                       std::move(computed_slots)};
   // A first completion that ends before its prompt was cached must not strand its siblings.
-  if (done.index == 0) unpark_siblings(done.rid);
+  if (index == 0) unpark_siblings(rid);
 
-  auto group = groups_.find(done.rid);
-  group->second[done.index].reset();  // destroys request
+  auto group = groups_.find(rid);
+  group->second[static_cast<size_t>(index)].reset();  // destroys request
   if (std::none_of(group->second.begin(), group->second.end(), [](const auto& r) { return r != nullptr; }))
     groups_.erase(group);
-  return done;
 }
 
 void Scheduler::unpark_siblings(const std::string& rid) {

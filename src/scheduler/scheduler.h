@@ -94,18 +94,24 @@ class Scheduler {
   // route_last_token request that meets its stop condition finishes one step later, once its last
   // token has been fed without sampling.
   // `prompt` holds the logprobs of every sequence's prompt_logprob_ids, in batch order (and their
-  // top alternatives, or none); a completion's first token carries them all (GeneratedToken::input).
+  // top alternatives, or none); a completion's first token's record carries them all.
+  // Returns one record per completion that gained tokens or finished.
   struct PromptRows {
     std::span<const float> logprobs;
     std::span<const msg::TokenAlternatives> top;
   };
-  StepOutcome process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
-                             std::span<const float> logprobs, std::span<const int32_t> sampled_counts = {},
-                             std::span<const msg::TokenAlternatives> top = {}, PromptRows prompt = {});
-  // Ends every completion of rid, waiting or running, freeing its slots. Unknown rid: nothing.
-  std::vector<FinishedRequest> abort(const std::string& rid, const std::string& message);
+  std::vector<CompletionRecord> process_result(const ScheduledBatch& batch, std::span<const int32_t> sampled_ids,
+                                             std::span<const float> logprobs,
+                                             std::span<const int32_t> sampled_counts = {},
+                                             std::span<const msg::TokenAlternatives> top = {},
+                                             PromptRows prompt = {});
+  // Ends every completion of rid, waiting or running, freeing its slots; their final records.
+  // Unknown rid: none.
+  std::vector<CompletionRecord> abort(const std::string& rid, const std::string& message);
   // Whether rid names a live request (a new request may not reuse it until it has ended).
   bool has_request(const std::string& rid) const { return groups_.count(rid) > 0; }
+  // Whether live request rid asked for its last token's routing (routed_experts_include_last).
+  bool routes_last_token(const std::string& rid) const;
   // The live requests a step has run for: a completion is running, holds output, or has ended.
   // Their replies would mix two models' tokens if new weights continued them. With `all`, every
   // live request (also those only queued, which new weights would serve whole).
@@ -113,8 +119,8 @@ class Scheduler {
   // A stop string ended completion (rid, index) at its kept_outputs-th output token: later tokens
   // are dropped. A route_last_token completion whose kept last token was not fed yet finishes
   // through process_result once it has been (nullopt now); any other ends at once.
-  std::optional<FinishedRequest> stop_at_output(const std::string& rid, int index, int64_t kept_outputs,
-                                                msg::FinishReason reason);
+  std::optional<CompletionRecord> stop_at_output(const std::string& rid, int index, int64_t kept_outputs,
+                                                 msg::FinishReason reason);
   // Retracts every running request (a paused engine's retract mode): each gives its KV back as a
   // preemption does (computed positions to the prefix cache, the rest to the pool) and waits at the
   // head of the queue, in admission order, to be recomputed. Only with no batch in flight
@@ -172,17 +178,23 @@ class Scheduler {
   // Applies a verified tree's drawn tokens to its request: keeps tokens up to a stop condition, the
   // KV slots of the accepted path (the others go back to the pool) and reports what was kept.
   void commit_verified(const msg::WorkerSequence& seq, std::span<const int32_t> node_tokens, Request& request,
-                       VerifiedTokens drawn, StepOutcome& outcome);
+                       VerifiedTokens drawn, std::vector<CompletionRecord>& records);
 
   // --- Lifecycle.
-  // Appends a sampled token to request's output; the reason to stop after it, if any.
+  // The record of request's result in this step, started (with its options on the completion's
+  // first record) unless it is the last of `records` already.
+  static CompletionRecord& record_of(Request& request, std::vector<CompletionRecord>& records);
+  // Adds the KV slots of the positions request computed since its previous record to `record`.
+  static void report_rows(Request& request, CompletionRecord& record);
+  // Appends a sampled token to request's output and record; the reason to stop after it, if any.
   std::optional<msg::FinishReason> append_output(Request& request, int32_t token, float logprob,
-                                                 msg::TokenAlternatives top, StepOutcome& outcome) const;
+                                                 msg::TokenAlternatives top,
+                                                 std::vector<CompletionRecord>& records) const;
   // Ends a request that met its stop condition (destroying it), or, when its reply includes the last
   // token's routing, marks it to finish once that token has been fed.
-  void stop(Request& request, msg::FinishReason reason, StepOutcome& outcome);
-  // Removes a request from wherever it is, frees its KV and reports it.
-  FinishedRequest finish(Request& request, msg::FinishReason reason);
+  void stop(Request& request, msg::FinishReason reason, std::vector<CompletionRecord>& records);
+  // Removes a request from wherever it is, frees its KV and ends its record with `reason`.
+  void finish(Request& request, msg::FinishReason reason, std::vector<CompletionRecord>& records);
   // Moves rid's parked completions to the head of the waiting queue.
   void unpark_siblings(const std::string& rid);
 

@@ -80,7 +80,7 @@ bool Scheduler::add_speculative(ScheduledBatch& batch, Request& request, int64_t
 }
 
 void Scheduler::commit_verified(const msg::WorkerSequence& seq, std::span<const int32_t> node_tokens, Request& request,
-                                VerifiedTokens drawn, StepOutcome& outcome) {
+                                VerifiedTokens drawn, std::vector<CompletionRecord>& records) {
   const std::vector<int32_t> path = accepted_path(node_tokens, seq.tree_parents, drawn.ids.first(drawn.ids.size() - 1));
   const int64_t root = request.num_computed;  // the root's position: the first of the tree's slots
   const std::vector<int32_t> tree_slots(request.slot_table.begin() + root, request.slot_table.end());
@@ -92,7 +92,7 @@ void Scheduler::commit_verified(const msg::WorkerSequence& seq, std::span<const 
   // routing: the root was that token, fed now; the drafts count for nothing.
   if (request.finishing) {
     keep_verified_slots(kv_, request, tree_slots, std::span(path).first(1));
-    if (request.num_computed == request.total_len()) outcome.finished.push_back(finish(request, *request.finishing));
+    if (request.num_computed == request.total_len()) finish(request, *request.finishing, records);
     return;
   }
   // Tokens are kept up to the first that meets a stop condition.
@@ -100,15 +100,13 @@ void Scheduler::commit_verified(const msg::WorkerSequence& seq, std::span<const 
   std::optional<msg::FinishReason> reason;
   while (kept < drawn.ids.size() && !reason) {
     reason = append_output(request, drawn.ids[kept], drawn.logprobs.empty() ? 0.0f : drawn.logprobs[kept],
-                           drawn.top.empty() ? msg::TokenAlternatives{} : drawn.top[kept], outcome);
+                           drawn.top.empty() ? msg::TokenAlternatives{} : drawn.top[kept], records);
     ++kept;
   }
   // Fed now: the root and the kept drafts but the last kept token, which is the next one to feed.
   keep_verified_slots(kv_, request, tree_slots, std::span(path).first(kept));
-  if (!reason || request.routing.routes_last_token())
-    outcome.verified.push_back({request.rid, request.index,
-                                {request.slot_table.begin(), request.slot_table.begin() + request.num_computed}});
-  if (reason) stop(request, std::move(*reason), outcome);
+  report_rows(request, records.back());
+  if (reason) stop(request, std::move(*reason), records);
 }
 
 }  // namespace moe

@@ -133,7 +133,6 @@ void Scheduler::preempt(Request& request) {
   running_.erase(std::find(running_.begin(), running_.end(), &request));
   request.state = RequestState::Waiting;
   waiting_.push_front(&request);
-  ++request.num_preemptions;
   ++num_preemptions_;
 }
 

@@ -50,7 +50,6 @@ class RoutingRowsTracker {
 
   const RoutingHostCache& host_cache() const { return host_; }
   RoutingHostCache& host_cache() { return host_; }
-  size_t pending_emissions() const { return pending_.size(); }
 
  private:
   RoutingHostCache host_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "common/error.h"
 #include "serving/worker_settings.h"
@@ -27,36 +28,34 @@ SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const
 std::optional<msg::ErrorReply> SchedulerService::add_request(const msg::TokenizedRequest& request) {
   if (const std::string refusal = worker_refusal(); !refusal.empty())
     return msg::ErrorReply{request.rid, "the model worker was refused: " + refusal, 503, "scheduler", {}};
-  if (requests_.count(request.rid) || scheduler_.has_request(request.rid))
+  if (in_use(request.rid))
     // (The rid goes by its client's name here; the front door gives the client back its own.)
     return msg::ErrorReply{request.rid, "the rid is still in use: its previous request is ending, retry", 409,
                            "scheduler", {}};
   Request queued;
   static_cast<msg::TokenizedRequest&>(queued) = request;
   scheduler_.add_request(std::move(queued));
-  RequestInfo info;
-  info.options = request;
-  info.prompt_tokens = static_cast<int32_t>(request.input_ids.size());
-  info.completions.resize(static_cast<size_t>(request.sampling.n));
-  requests_[request.rid] = std::move(info);
   return std::nullopt;
 }
 
 void SchedulerService::abort(const std::string& rid, const std::string& reason) {
-  emit_finished(scheduler_.abort(rid, reason), last_step_);
+  emit(scheduler_.abort(rid, reason), last_step_);
 }
 
 void SchedulerService::finish_by_stop_string(const std::string& rid, int32_t index, int64_t kept_tokens) {
-  const auto info = requests_.find(rid);
-  const bool awaits_last_row =
-      kept_tokens >= 0 && info != requests_.end() && info->second.options.routing.routes_last_token();
+  const bool awaits_last_row = kept_tokens >= 0 && scheduler_.routes_last_token(rid);
   const int64_t kept = kept_tokens >= 0 ? kept_tokens : std::numeric_limits<int64_t>::max();
-  std::optional<FinishedRequest> done = scheduler_.stop_at_output(rid, index, kept, msg::FinishReason::stop_string(""));
-  if (!done) return;  // gone already, or its final item comes after the last token's forward
-  if (awaits_last_row)
-    emit_finished({std::move(*done)}, last_step_);
-  else
-    forget({rid, index});  // the detokenizer already sent the final reply
+  std::optional<CompletionRecord> done = scheduler_.stop_at_output(rid, index, kept, msg::FinishReason::stop_string(""));
+  if (!done) return;  // gone already, or its final record comes after the last token's forward
+  if (awaits_last_row) {
+    std::vector<CompletionRecord> records;
+    records.push_back(std::move(*done));
+    emit(std::move(records), last_step_);
+    return;
+  }
+  // The detokenizer already sent the final reply: records still held for their rows go nowhere.
+  for (HeldRecord& held : held_)
+    if (held.record.rid == rid && held.record.index == index) held.dropped = true;
 }
 
 const msg::WorkerBatch* SchedulerService::next_batch() {
@@ -101,69 +100,31 @@ void SchedulerService::on_worker_result(const msg::WorkerResult& result) {
   on_routing(result.routing);
   if (tracker_) tracker_->draft_rows_arrived(result.step, result.draft_routing);
   flying->second.adopt_drafted_trees(result.drafted_tokens, result.drafted_parents);
-  StepOutcome outcome = scheduler_.process_result(flying->second, result.sampled_ids, result.logprobs,
-                                                  result.sampled_counts, result.top_logprobs,
-                                                  {result.prompt_logprobs, result.prompt_top_logprobs});
-  const ScheduledBatch batch = std::move(flying->second);
+  std::vector<CompletionRecord> records = scheduler_.process_result(
+      flying->second, result.sampled_ids, result.logprobs, result.sampled_counts, result.top_logprobs,
+      {result.prompt_logprobs, result.prompt_top_logprobs});
+  const uint64_t step = flying->first;
   in_flight_.erase(flying);
   for (int32_t distinct : result.verify_experts) verify_distinct_experts_ += distinct;
   verify_layer_passes_ += static_cast<int64_t>(result.verify_experts.size());
-
-  // One record per completion that gained tokens or finished, with the KV slots its rows now reach:
-  // the batch's, after a verify the accepted path's, once finished every position it computed.
-  struct StepRecord {
-    msg::SequenceOutput output;
-    std::span<const int32_t> computed_slots;
-  };
-  std::map<Key, StepRecord> records;
-  auto record_of = [&records](const std::string& rid, int32_t index) -> StepRecord& {
-    auto [it, added] = records.try_emplace({rid, index});
-    if (added) {
-      it->second.output.rid = rid;
-      it->second.output.index = index;
-    }
-    return it->second;
-  };
-  for (GeneratedToken& t : outcome.tokens) {
-    msg::SequenceOutput& output = record_of(t.rid, t.index).output;
-    output.output_ids.push_back(t.token);
-    output.output_logprobs.push_back(t.logprob);
-    output.output_top_logprobs.push_back(std::move(t.top));
-    if (t.input) {
-      output.input_token_ids = std::move(t.input->ids);
-      output.input_token_logprobs = std::move(t.input->logprobs);
-      output.input_top_logprobs = std::move(t.input->top);
-    }
-  }
-  for (size_t i = 0; i < batch.sequences.size(); ++i) {
-    const auto it = records.find({batch.owners[i].rid, batch.owners[i].index});
-    if (it != records.end()) it->second.computed_slots = batch.sequences[i].kv_slots;
-  }
-  for (const VerifiedSequence& v : outcome.verified) {
-    const auto it = records.find({v.rid, v.index});
-    if (it != records.end()) it->second.computed_slots = v.computed_slots;
-  }
-  for (FinishedRequest& f : outcome.finished) {
-    StepRecord& record = record_of(f.rid, f.index);
-    record.output.finish_reason = std::move(f.reason);
-    record.output.cached_tokens = static_cast<int32_t>(f.cached_tokens);
-    record.computed_slots = f.kv_slots;
-  }
-  for (auto& [key, record] : records) emit(std::move(record.output), record.computed_slots, batch.step);
+  emit(std::move(records), step);
 }
 
 std::vector<msg::ErrorReply> SchedulerService::fail_all(const std::string& message, int32_t code) {
-  std::vector<msg::ErrorReply> errors;
+  // Every rid whose reply has not ended: live in the scheduler, or with records held for their rows.
+  std::set<std::string> rids;
+  for (std::string& rid : scheduler_.begun_requests(true)) rids.insert(std::move(rid));
+  for (const HeldRecord& held : held_)
+    if (!held.dropped) rids.insert(held.record.rid);
   in_flight_.clear();
   scheduler_.abandon_in_flight();
   if (tracker_) tracker_->reset();
-  std::vector<std::string> rids;
-  for (const auto& [rid, info] : requests_) rids.push_back(rid);
+  held_.clear();
+  std::vector<msg::ErrorReply> errors;
   for (const std::string& rid : rids) {
     scheduler_.abort(rid, message);
     errors.push_back({rid, message, code, "scheduler", {}});
   }
-  requests_.clear();
   return errors;
 }
 
@@ -239,77 +200,38 @@ std::vector<std::vector<uint64_t>> SchedulerService::expert_load() const {
 
 msg::DetokenizeBatch SchedulerService::take_output() { return std::exchange(output_, {}); }
 
-void SchedulerService::emit_finished(const std::vector<FinishedRequest>& finished, uint64_t step) {
-  for (const FinishedRequest& f : finished) {
-    msg::SequenceOutput output;
-    output.rid = f.rid;
-    output.index = f.index;
-    output.finish_reason = f.reason;
-    output.cached_tokens = static_cast<int32_t>(f.cached_tokens);
-    emit(std::move(output), f.kv_slots, step);
-  }
-}
-
-void SchedulerService::emit(msg::SequenceOutput output, std::span<const int32_t> computed_slots, uint64_t step) {
-  const Key key{output.rid, output.index};
-  CompletionInfo* completion = live_completion(key);
-  if (!completion) return;  // the detokenizer ended it (a stop string)
-  const RequestInfo& info = requests_.at(key.first);
-  msg::DetokenizeItem item;
-  static_cast<msg::SequenceOutput&>(item) = std::move(output);
-  if (!completion->options_sent) item.options = info.options;
-  completion->options_sent = true;
-  if (!info.options.return_logprob) item.output_logprobs.clear();
-  if (!info.options.return_logprob || info.options.top_logprobs_num == 0) item.output_top_logprobs.clear();
-  item.prompt_tokens = info.prompt_tokens;
-  // The version of now: items held for their rows are sent later, maybe after a weight update.
-  item.weight_version = weights_.weight_version;
-  if (!tracker_ || !info.options.routing.return_routed_experts) {
-    push_item(std::move(item));
-    return;
-  }
-  // The KV slots of the rows this item adds to the completion's earlier ones; their rows are
-  // gathered once the step's rows have arrived.
-  const auto claimed = static_cast<size_t>(std::min<int64_t>(completion->rows_emitted, computed_slots.size()));
-  std::vector<int32_t> new_slots(computed_slots.begin() + static_cast<std::ptrdiff_t>(claimed), computed_slots.end());
-  completion->rows_emitted = std::max<int64_t>(completion->rows_emitted, computed_slots.size());
-  const bool weights = info.options.routing.return_router_weights;
-  const bool draft = info.options.routing.return_draft_routed_experts;
-  tracker_->after_rows_of(step, [this, key, item = std::move(item), new_slots = std::move(new_slots), weights,
-                                 draft]() mutable {
-    if (!live_completion(key)) return;  // ended meanwhile (stop string, failure)
-    if (!new_slots.empty()) {
-      const auto count = static_cast<int64_t>(new_slots.size());
-      item.routed_experts = tracker_->gather(new_slots.data(), count, weights);
-      if (draft) item.draft_routed_experts = tracker_->gather_draft(new_slots.data(), count);
+void SchedulerService::emit(std::vector<CompletionRecord> records, uint64_t step) {
+  for (CompletionRecord& record : records) {
+    // The version of now: records held for their rows are sent later, maybe after a weight update.
+    record.weight_version = weights_.weight_version;
+    if (!tracker_ || !record.routing.return_routed_experts) {
+      output_.items.push_back(std::move(record));
+      continue;
     }
-    push_item(std::move(item));
-  });
+    // Held records are released in the order they were held, as the tracker runs its emissions.
+    held_.push_back({std::move(record)});
+    tracker_->after_rows_of(step, [this] { release_held(); });
+  }
 }
 
-void SchedulerService::push_item(msg::DetokenizeItem item) {
-  const bool finished = item.finish_reason.has_value();
-  const Key key{item.rid, item.index};
-  output_.items.push_back(std::move(item));
-  if (finished) forget(key);
+void SchedulerService::release_held() {
+  HeldRecord held = std::move(held_.front());
+  held_.pop_front();
+  if (held.dropped) return;
+  CompletionRecord& record = held.record;
+  if (!record.row_slots.empty()) {
+    const auto count = static_cast<int64_t>(record.row_slots.size());
+    record.routed_experts = tracker_->gather(record.row_slots.data(), count, record.routing.return_router_weights);
+    if (record.routing.return_draft_routed_experts)
+      record.draft_routed_experts = tracker_->gather_draft(record.row_slots.data(), count);
+  }
+  output_.items.push_back(std::move(record));
 }
 
-void SchedulerService::forget(const Key& key) {
-  CompletionInfo* completion = live_completion(key);
-  if (!completion) return;
-  completion->ended = true;
-  const auto info = requests_.find(key.first);
-  const std::vector<CompletionInfo>& all = info->second.completions;
-  if (std::all_of(all.begin(), all.end(), [](const CompletionInfo& c) { return c.ended; })) requests_.erase(info);
-}
-
-SchedulerService::CompletionInfo* SchedulerService::live_completion(const Key& key) {
-  const auto info = requests_.find(key.first);
-  if (info == requests_.end() || key.second < 0 ||
-      key.second >= static_cast<int32_t>(info->second.completions.size()))
-    return nullptr;
-  CompletionInfo& completion = info->second.completions[static_cast<size_t>(key.second)];
-  return completion.ended ? nullptr : &completion;
+bool SchedulerService::in_use(const std::string& rid) const {
+  return scheduler_.has_request(rid) || std::any_of(held_.begin(), held_.end(), [&rid](const HeldRecord& held) {
+           return !held.dropped && held.record.rid == rid;
+         });
 }
 
 }  // namespace moe

@@ -139,7 +139,7 @@ class SchedulerService {
   bool step_in_flight(uint64_t step) const { return in_flight_.count(step) > 0; }
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
   // Items held back until rows still on their way from the worker arrive.
-  bool awaiting_rows() const { return tracker_ && tracker_->pending_emissions() > 0; }
+  bool awaiting_rows() const { return !held_.empty(); }
   SchedulerStats stats() const;
   int64_t kv_cache_slots() const { return scheduler_.kv_cache_slots(); }
   int64_t host_cache_bytes() const { return tracker_ ? tracker_->host_cache().bytes() : 0; }
@@ -159,31 +159,14 @@ class SchedulerService {
   }
 
  private:
-  // What the service adds to the scheduler's view of a live request: what its items need after the
-  // scheduler has finished it (their rows may still be on their way).
-  struct CompletionInfo {
-    bool options_sent = false;
-    int64_t rows_emitted = 0;  // routing rows its items cover, counting those still held for their rows
-    bool ended = false;        // its last item is out, or the detokenizer ended it
-  };
-  struct RequestInfo {
-    msg::RequestOptions options;
-    int32_t prompt_tokens = 0;
-    std::vector<CompletionInfo> completions;  // by index; the info goes when every one has ended
-  };
-  using Key = std::pair<std::string, int32_t>;
-
-  // Queues a completion's record (its new tokens, logprobs, finish reason) for the detokenizer, with
-  // the routing rows of computed_slots (the KV slot of each position it has computed) it has not
-  // sent yet, once the rows of `step` have arrived when the request asked for routing.
-  void emit(msg::SequenceOutput output, std::span<const int32_t> computed_slots, uint64_t step);
-  void emit_finished(const std::vector<FinishedRequest>& finished, uint64_t step);
-  // Adds an item to the output, forgetting its completion when it is the last.
-  void push_item(msg::DetokenizeItem item);
-  // Drops the bookkeeping of an ended completion (and of its request once all n have ended).
-  void forget(const Key& key);
-  // The completion's bookkeeping, or nullptr once it has ended.
-  CompletionInfo* live_completion(const Key& key);
+  // Sends each record on to the detokenizer (stamped with the weight version), or, for a request
+  // that asked for routing, holds it until the rows of `step` (and so of every position it reports)
+  // have arrived.
+  void emit(std::vector<CompletionRecord> records, uint64_t step);
+  // Sends the oldest held record on with the rows of its row_slots (unless it was dropped).
+  void release_held();
+  // Whether rid's reply may still get records: a live request, or records held for their rows.
+  bool in_use(const std::string& rid) const;
   // A new worker's KV cache is empty: when steps went to the last one, every live request fails
   // and the prefix cache is emptied. Returns the errors.
   std::vector<msg::ErrorReply> forget_worker_kv();
@@ -206,7 +189,15 @@ class SchedulerService {
   };
   std::vector<StageWorker> stages_;  // one per pipeline stage
   bool steps_sent_ = false;  // since the last worker was accepted: the KV cache holds their work
-  std::map<std::string, RequestInfo> requests_;  // live requests, by rid
+  // Records of requests that asked for routing, oldest first, each waiting for the rows of its step:
+  // the tracker runs one emission per record, in this order. The scheduler forgets a request when it
+  // finishes; its rid stays in use until its held records are out. A record of a completion the
+  // detokenizer ended meanwhile (a stop string) is dropped instead.
+  struct HeldRecord {
+    CompletionRecord record;
+    bool dropped = false;
+  };
+  std::deque<HeldRecord> held_;
   msg::DetokenizeBatch output_;
   ServingWeights weights_;
   std::deque<msg::UpdateWeights> updates_;  // the front one went to the worker when update_sent_

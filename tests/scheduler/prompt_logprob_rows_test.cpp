@@ -30,8 +30,8 @@ Request asking_from(std::string rid, std::vector<int32_t> prompt, int32_t start,
 
 // Answers a batch as a worker would: sampled token 5 for each sampler, and for prompt row k of the
 // step the logprob -(k + 1) / 8 (its alternatives: that id with that logprob, when asked).
-StepOutcome answer(Scheduler& scheduler, const ScheduledBatch& batch, std::vector<float>& prompt_logprobs,
-                   bool with_top = false) {
+std::vector<CompletionRecord> answer(Scheduler& scheduler, const ScheduledBatch& batch,
+                                     std::vector<float>& prompt_logprobs, bool with_top = false) {
   std::vector<int32_t> sampled(static_cast<size_t>(batch.num_samplers()), 5);
   std::vector<float> step_logprobs;
   std::vector<msg::TokenAlternatives> tops;
@@ -53,7 +53,7 @@ TEST(PromptLogprobRows, EachChunkAsksForTheRowsBeforeThePromptTokensFromTheStart
   std::vector<float> sent;
   std::vector<std::vector<int32_t>> targets;
   std::vector<int32_t> rows;
-  StepOutcome last;
+  std::vector<CompletionRecord> last;
   for (int step = 0; step < 3; ++step) {
     auto batch = scheduler.schedule_step();
     ASSERT_TRUE(batch);
@@ -65,20 +65,22 @@ TEST(PromptLogprobRows, EachChunkAsksForTheRowsBeforeThePromptTokensFromTheStart
   // Chunks [0, 4), [4, 8), [8, 10): rows at positions 2..8 give tokens 3..9.
   EXPECT_EQ(targets, (std::vector<std::vector<int32_t>>{{103, 104}, {105, 106, 107, 108}, {109}}));
   EXPECT_EQ(rows, (std::vector<int32_t>{2, 4, 1}));
-  ASSERT_EQ(last.tokens.size(), 1u);
-  ASSERT_TRUE(last.tokens[0].input);
-  const InputLogprobs& input = *last.tokens[0].input;
-  EXPECT_EQ(input.ids, std::vector<int32_t>(prompt.begin() + 3, prompt.end()));
-  EXPECT_EQ(input.logprobs, sent);
-  ASSERT_EQ(input.top.size(), sent.size());
-  EXPECT_EQ(input.top[0].ids, std::vector<int32_t>{103});
+  ASSERT_EQ(last.size(), 1u);
+  ASSERT_EQ(last[0].output_ids.size(), 1u);
+  const CompletionRecord& input = last[0];
+  EXPECT_EQ(input.input_token_ids, std::vector<int32_t>(prompt.begin() + 3, prompt.end()));
+  EXPECT_EQ(input.input_token_logprobs, sent);
+  ASSERT_EQ(input.input_top_logprobs.size(), sent.size());
+  EXPECT_EQ(input.input_top_logprobs[0].ids, std::vector<int32_t>{103});
   // Later steps (decodes) carry no prompt rows and no second copy.
   auto decode = scheduler.schedule_step();
   ASSERT_TRUE(decode);
   EXPECT_TRUE(decode->sequences[0].prompt_logprob_ids.empty());
-  const StepOutcome next = answer(scheduler, *decode, sent);
-  ASSERT_EQ(next.tokens.size(), 1u);
-  EXPECT_FALSE(next.tokens[0].input);
+  const std::vector<CompletionRecord> next = answer(scheduler, *decode, sent);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].output_ids.size(), 1u);
+  EXPECT_TRUE(next[0].input_token_ids.empty());
+  EXPECT_TRUE(next[0].input_token_logprobs.empty());
 }
 
 TEST(PromptLogprobRows, StartZeroHasANullFirstEntryAndRequestsWithoutThemHaveNoRows) {
@@ -92,17 +94,16 @@ TEST(PromptLogprobRows, StartZeroHasANullFirstEntryAndRequestsWithoutThemHaveNoR
   EXPECT_TRUE(batch->sequences[1].prompt_logprob_ids.empty());
   EXPECT_EQ(to_forward_batch(*batch).num_logit_rows(), 4 + 2);
   std::vector<float> sent;
-  const StepOutcome outcome = answer(scheduler, *batch, sent, true);
-  ASSERT_EQ(outcome.tokens.size(), 2u);
-  ASSERT_TRUE(outcome.tokens[0].input);
-  EXPECT_FALSE(outcome.tokens[1].input);
-  const InputLogprobs& input = *outcome.tokens[0].input;
-  EXPECT_EQ(input.ids, prompt);
-  ASSERT_EQ(input.logprobs.size(), 5u);
-  EXPECT_TRUE(std::isnan(input.logprobs[0]));
-  EXPECT_EQ(std::vector<float>(input.logprobs.begin() + 1, input.logprobs.end()), sent);
-  ASSERT_EQ(input.top.size(), 5u);
-  EXPECT_TRUE(input.top[0].ids.empty());
+  const std::vector<CompletionRecord> records = answer(scheduler, *batch, sent, true);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_TRUE(records[1].input_token_ids.empty());
+  const CompletionRecord& input = records[0];
+  EXPECT_EQ(input.input_token_ids, prompt);
+  ASSERT_EQ(input.input_token_logprobs.size(), 5u);
+  EXPECT_TRUE(std::isnan(input.input_token_logprobs[0]));
+  EXPECT_EQ(std::vector<float>(input.input_token_logprobs.begin() + 1, input.input_token_logprobs.end()), sent);
+  ASSERT_EQ(input.input_top_logprobs.size(), 5u);
+  EXPECT_TRUE(input.input_top_logprobs[0].ids.empty());
 }
 
 TEST(PromptLogprobRows, APrefixHitStopsBeforeTheFirstRowStillNeeded) {
@@ -143,8 +144,8 @@ TEST(PromptLogprobRows, APreemptedRequestIsRecomputedWithoutRowsAndSendsThemOnce
   while (auto batch = scheduler.schedule_step()) {
     if (first_done)
       for (const msg::WorkerSequence& s : batch->sequences) prompt_rows_after_first += static_cast<int>(s.prompt_logprob_ids.size());
-    const StepOutcome outcome = answer(scheduler, *batch, sent);
-    for (const GeneratedToken& t : outcome.tokens) inputs += t.input ? 1 : 0;
+    for (const CompletionRecord& record : answer(scheduler, *batch, sent))
+      inputs += record.input_token_ids.empty() ? 0 : 1;
     first_done = true;
   }
   EXPECT_GE(scheduler.stats().num_preemptions, 1);
@@ -183,10 +184,9 @@ TEST(PromptLogprobRows, AResultWithTheWrongNumberOfPromptLogprobsIsRefused) {
   const std::vector<float> short_of_one(3, -1.0f);  // the batch has 4 rows (positions 1..4)
   EXPECT_THROW(scheduler.process_result(*batch, sampled, {}, {}, {}, {short_of_one, {}}), Error);
   const std::vector<float> right(4, -1.0f);
-  const StepOutcome outcome = scheduler.process_result(*batch, sampled, {}, {}, {}, {right, {}});
-  ASSERT_EQ(outcome.tokens.size(), 1u);
-  ASSERT_TRUE(outcome.tokens[0].input);
-  EXPECT_EQ(outcome.tokens[0].input->logprobs, right);
+  const std::vector<CompletionRecord> records = scheduler.process_result(*batch, sampled, {}, {}, {}, {right, {}});
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].input_token_logprobs, right);
 }
 
 TEST(PromptLogprobRows, AStartAtOrPastThePromptsEndNeverReachesTheScheduler) {

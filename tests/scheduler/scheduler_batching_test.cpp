@@ -26,9 +26,9 @@ TEST(SchedulerBatching, ManyRequestsMatchTheReferenceAndRespectTheBudget) {
       scheduler.add_request(make_request(numbered_rid(i), prompt_of(3 + 9 * i, 100 * i), 5 + i, 77 + i));
     RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) { return worker.run(b); });
 
-    ASSERT_EQ(log.finished.size(), 8u);
+    ASSERT_EQ(log.replies.size(), 8u);
     for (int i = 0; i < 8; ++i) {
-      const FinishedRequest& done = log.finished.at({numbered_rid(i), 0});
+      const Reply& done = log.replies.at({numbered_rid(i), 0});
       EXPECT_EQ(done.output_ids, reference_output(prompt_of(3 + 9 * i, 100 * i), 77 + i, 5 + i)) << "chunk " << chunk;
       EXPECT_EQ(done.reason.kind, msg::FinishKind::Length);
     }
@@ -121,9 +121,9 @@ TEST(SchedulerBatching, NeverRunsMoreThanMaxRunningRequests) {
     return worker.run(b);
   });
   EXPECT_EQ(most_running, 2);
-  EXPECT_EQ(log.finished.size(), 5u);
+  EXPECT_EQ(log.replies.size(), 5u);
   for (int i = 0; i < 5; ++i)
-    EXPECT_EQ(log.finished.at({numbered_rid(i), 0}).output_ids, reference_output(prompt_of(5, 10 * i), 3, 4));
+    EXPECT_EQ(log.replies.at({numbered_rid(i), 0}).output_ids, reference_output(prompt_of(5, 10 * i), 3, 4));
 }
 
 TEST(SchedulerBatching, CaptureHooksNameTheSlotsOfTheTokensRunThisStep) {

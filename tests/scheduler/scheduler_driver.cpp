@@ -6,6 +6,20 @@
 
 namespace moe::test {
 
+void join(const std::vector<CompletionRecord>& records, Replies& replies) {
+  for (const CompletionRecord& record : records) {
+    Reply& reply = replies[{record.rid, record.index}];
+    if (reply.finished) throw std::runtime_error("a record of " + record.rid + " after its final one");
+    reply.output_ids.insert(reply.output_ids.end(), record.output_ids.begin(), record.output_ids.end());
+    reply.kv_slots.insert(reply.kv_slots.end(), record.row_slots.begin(), record.row_slots.end());
+    if (record.finish_reason) {
+      reply.finished = true;
+      reply.reason = *record.finish_reason;
+      reply.cached_tokens = record.cached_tokens;
+    }
+  }
+}
+
 RunLog run_to_completion(Scheduler& scheduler, const WorkerFn& worker, int max_steps) {
   RunLog log;
   for (int step = 0; scheduler.has_unfinished(); ++step) {
@@ -13,11 +27,7 @@ RunLog run_to_completion(Scheduler& scheduler, const WorkerFn& worker, int max_s
     std::optional<ScheduledBatch> batch = scheduler.schedule_step();
     if (!batch) throw std::runtime_error("scheduler has unfinished requests but scheduled nothing");
     const std::vector<int32_t> sampled = worker(*batch);
-    StepOutcome outcome = scheduler.process_result(*batch, sampled, {});
-    for (FinishedRequest& done : outcome.finished) {
-      auto key = std::make_pair(done.rid, done.index);
-      log.finished.emplace(std::move(key), std::move(done));
-    }
+    join(scheduler.process_result(*batch, sampled, {}), log.replies);
     log.batches.push_back(std::move(*batch));
   }
   return log;
@@ -36,11 +46,9 @@ RunLog run_in_flight(Scheduler& scheduler, const WorkerFn& worker, const Between
     }
     if (out.empty()) throw std::runtime_error("nothing in flight and nothing planned, yet requests remain");
     if (between) between(scheduler, log);
-    StepOutcome outcome = scheduler.process_result(out.front().first, out.front().second, {});
+    join(scheduler.process_result(out.front().first, out.front().second, {}), log.replies);
     log.batches.push_back(std::move(out.front().first));
     out.pop_front();
-    for (FinishedRequest& done : outcome.finished)
-      log.finished.emplace(std::make_pair(done.rid, done.index), std::move(done));
   }
   return log;
 }

@@ -74,8 +74,8 @@ class SchedulerWithModel : public ::testing::Test {
                                          static_cast<int>((*cases_)[i].output_ids.size())));
     RunLog log = run(scheduler, kv);
     for (size_t i = 0; i < cases_->size(); ++i) {
-      const auto it = log.finished.find({prefix + std::to_string(i), 0});
-      if (it == log.finished.end()) {
+      const auto it = log.replies.find({prefix + std::to_string(i), 0});
+      if (it == log.replies.end()) {
         ADD_FAILURE() << label << ": case " << i << " never finished";
         continue;
       }
@@ -126,7 +126,7 @@ TEST_F(SchedulerWithModel, PrefixCacheHitsGiveTheSameOutputs) {
   const RunLog again = run_golden(scheduler, kv, "again", "cached pass");
   for (size_t i = 0; i < cases_->size(); ++i) {
     const int64_t prompt_len = static_cast<int64_t>((*cases_)[i].prompt_ids.size());
-    EXPECT_EQ(again.finished.at({"again" + std::to_string(i), 0}).cached_tokens, prompt_len - 1) << "case " << i;
+    EXPECT_EQ(again.replies.at({"again" + std::to_string(i), 0}).cached_tokens, prompt_len - 1) << "case " << i;
   }
   EXPECT_GT(scheduler.stats().cache_hit_tokens, 0);
   expect_all_slots_returned(scheduler, "prefix cache");
@@ -137,7 +137,7 @@ TEST_F(SchedulerWithModel, PrefixCacheOff) {
   KvCache kv = model_->make_kv_cache(scheduler.kv_cache_slots());
   run_golden(scheduler, kv, "first", "cache off");
   const RunLog again = run_golden(scheduler, kv, "again", "cache off, second pass");
-  for (const auto& [key, done] : again.finished) EXPECT_EQ(done.cached_tokens, 0);
+  for (const auto& [key, done] : again.replies) EXPECT_EQ(done.cached_tokens, 0);
   EXPECT_EQ(scheduler.stats().kv_slots_used, 0);
 }
 

@@ -77,9 +77,9 @@ TEST(SchedulerOverlap, EveryOutputMatchesTheReferenceBatchedAndChunked) {
     for (int i = 0; i < 8; ++i)
       scheduler.add_request(make_request(numbered_rid(i), prompt_of(3 + 5 * i, 100 * i), 3 + 2 * i, 11 + i));
     const RunLog log = run_in_flight(scheduler, runs_on(worker));
-    ASSERT_EQ(log.finished.size(), 8u);
+    ASSERT_EQ(log.replies.size(), 8u);
     for (int i = 0; i < 8; ++i) {
-      EXPECT_EQ(log.finished.at({numbered_rid(i), 0}).output_ids,
+      EXPECT_EQ(log.replies.at({numbered_rid(i), 0}).output_ids,
                 reference_output(prompt_of(3 + 5 * i, 100 * i), 11 + i, 3 + 2 * i));
       // Nothing computed past the end: a request that runs to max_new_tokens feeds all but its last token.
       EXPECT_EQ(tokens_fed(log, numbered_rid(i)), 3 + 5 * i + 3 + 2 * i - 1);
@@ -97,9 +97,9 @@ TEST(SchedulerOverlap, PrefixHitsAndParallelCompletionsMatchTheReference) {
   scheduler.add_request(make_request("again", prompt_of(12, 1), 6, 3));
   const RunLog again = run_in_flight(scheduler, runs_on(worker));
   for (int index = 0; index < 3; ++index)
-    EXPECT_EQ(first.finished.at({"first", index}).output_ids, reference_output(prompt_of(12, 1), 3 + index, 6));
-  EXPECT_EQ(again.finished.at({"again", 0}).output_ids, reference_output(prompt_of(12, 1), 3, 6));
-  EXPECT_GT(again.finished.at({"again", 0}).cached_tokens, 0);
+    EXPECT_EQ(first.replies.at({"first", index}).output_ids, reference_output(prompt_of(12, 1), 3 + index, 6));
+  EXPECT_EQ(again.replies.at({"again", 0}).output_ids, reference_output(prompt_of(12, 1), 3, 6));
+  EXPECT_GT(again.replies.at({"again", 0}).cached_tokens, 0);
 }
 
 TEST(SchedulerOverlap, PreemptionUnderAShortPoolKeepsEveryOutputExact) {
@@ -110,7 +110,7 @@ TEST(SchedulerOverlap, PreemptionUnderAShortPoolKeepsEveryOutputExact) {
   const RunLog log = run_in_flight(scheduler, runs_on(worker));
   EXPECT_GT(scheduler.stats().num_preemptions, 0);
   for (int i = 0; i < 6; ++i)
-    EXPECT_EQ(log.finished.at({numbered_rid(i), 0}).output_ids, reference_output(prompt_of(6, 50 * i), 5 + i, 12));
+    EXPECT_EQ(log.replies.at({numbered_rid(i), 0}).output_ids, reference_output(prompt_of(6, 50 * i), 5 + i, 12));
 }
 
 TEST(SchedulerOverlap, AStopTokenSampledInFlightWastesOneTokenAndReturnsNothingAfterIt) {
@@ -124,11 +124,11 @@ TEST(SchedulerOverlap, AStopTokenSampledInFlightWastesOneTokenAndReturnsNothingA
   scheduler.add_request(request);
   const RunLog log = run_in_flight(scheduler, runs_on(worker));
   const std::vector<int32_t> expected(reference.begin(), reference.begin() + 4);
-  EXPECT_EQ(log.finished.at({"eos", 0}).output_ids, expected);
+  EXPECT_EQ(log.replies.at({"eos", 0}).output_ids, expected);
   // Fed: the prompt and three outputs, plus the stop token itself by the step planned before it was
   // seen, whose sample was dropped.
   EXPECT_EQ(tokens_fed(log, "eos"), 4 + 3 + 1);
-  EXPECT_EQ(log.finished.at({"eos", 0}).kv_slots.size(), 4u + 3u);
+  EXPECT_EQ(log.replies.at({"eos", 0}).kv_slots.size(), 4u + 3u);
   EXPECT_EQ(scheduler.stats().kv_slots_used, scheduler.stats().radix_cached_tokens);
 }
 
@@ -139,29 +139,40 @@ TEST(SchedulerOverlap, StopStringsAndAbortsWhileTwoStepsAreInFlight) {
     scheduler.add_request(make_request(numbered_rid(i), prompt_of(5, 20 * i), 20, 30 + i));
   bool stopped = false, aborted = false;
   int rounds = 0;
-  std::vector<FinishedRequest> ended;
-  const RunLog log = run_in_flight(scheduler, runs_on(worker), [&](Scheduler& s, RunLog&) {
+  std::vector<std::string> ended;
+  const RunLog log = run_in_flight(scheduler, runs_on(worker), [&](Scheduler& s, RunLog& so_far) {
     // Once every request has several outputs (one per applied result) and two steps are in flight:
     // r1 meets a stop string that ends at its 3rd output token, then r2 is aborted.
     if (++rounds < 6 || s.batches_in_flight() < 2) return;
     if (!stopped) {
       if (auto done = s.stop_at_output("r1", 0, 3, msg::FinishReason::stop_string("x"))) {
-        ended.push_back(std::move(*done));
+        ended.push_back(done->rid);
+        join({std::move(*done)}, so_far.replies);
         stopped = true;
       }
     } else if (!aborted) {
-      for (FinishedRequest& f : s.abort("r2", "client gone")) ended.push_back(std::move(f));
+      for (const CompletionRecord& record : s.abort("r2", "client gone")) {
+        ended.push_back(record.rid);
+        join({record}, so_far.replies);
+      }
       aborted = true;
     }
   });
   ASSERT_TRUE(stopped && aborted);
-  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended, (std::vector<std::string>{"r1", "r2"}));
+  // Each reply ends with its stop or abort record (join refuses records after it), its tokens those
+  // of the run without them (a reply's tokens after a stop string are the detokenizer's to drop).
+  const Reply& stopped_reply = log.replies.at({"r1", 0});
+  const Reply& aborted_reply = log.replies.at({"r2", 0});
+  EXPECT_EQ(stopped_reply.reason.kind, msg::FinishKind::Stop);
+  EXPECT_EQ(aborted_reply.reason.kind, msg::FinishKind::Abort);
   const std::vector<int32_t> r1 = reference_output(prompt_of(5, 20), 31, 20);
-  EXPECT_EQ(ended[0].output_ids, std::vector<int32_t>(r1.begin(), r1.begin() + 3));
+  ASSERT_GE(stopped_reply.output_ids.size(), 3u);
+  EXPECT_TRUE(std::equal(stopped_reply.output_ids.begin(), stopped_reply.output_ids.end(), r1.begin()));
   const std::vector<int32_t> r2 = reference_output(prompt_of(5, 40), 32, 20);
-  EXPECT_TRUE(std::equal(ended[1].output_ids.begin(), ended[1].output_ids.end(), r2.begin()));
+  EXPECT_TRUE(std::equal(aborted_reply.output_ids.begin(), aborted_reply.output_ids.end(), r2.begin()));
   for (const int i : {0, 3})
-    EXPECT_EQ(log.finished.at({numbered_rid(i), 0}).output_ids, reference_output(prompt_of(5, 20 * i), 30 + i, 20));
+    EXPECT_EQ(log.replies.at({numbered_rid(i), 0}).output_ids, reference_output(prompt_of(5, 20 * i), 30 + i, 20));
   EXPECT_EQ(scheduler.stats().kv_slots_used, scheduler.stats().radix_cached_tokens);
 }
 
@@ -178,10 +189,10 @@ TEST(SchedulerOverlap, PenalizedAndLastRowRequestsAreExactToo) {
   const RunLog log = run_in_flight(scheduler, runs_on(worker));
   for (const ScheduledBatch& batch : log.batches)
     for (const msg::FutureToken& future : batch.future_tokens) EXPECT_NE(rid_feeding(batch, future.token_index), "pen");
-  EXPECT_EQ(log.finished.at({"pen", 0}).output_ids, reference_output(prompt_of(5, 3), 8, 6));
-  EXPECT_EQ(log.finished.at({"last", 0}).output_ids, reference_output(prompt_of(5, 300), 9, 6));
+  EXPECT_EQ(log.replies.at({"pen", 0}).output_ids, reference_output(prompt_of(5, 3), 8, 6));
+  EXPECT_EQ(log.replies.at({"last", 0}).output_ids, reference_output(prompt_of(5, 300), 9, 6));
   // The last token's routing needs it fed: every position has its slot.
-  EXPECT_EQ(log.finished.at({"last", 0}).kv_slots.size(), 5u + 6u);
+  EXPECT_EQ(log.replies.at({"last", 0}).kv_slots.size(), 5u + 6u);
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace moe::test {
 namespace {
 
 struct PipelinedRun {
-  std::map<std::pair<std::string, int>, FinishedRequest> finished;
+  Replies replies;
   size_t most_in_flight = 0;
   int64_t preemptions = 0;
 };
@@ -40,9 +40,8 @@ PipelinedRun run_pipelined(Scheduler& scheduler, FakeWorker& worker, int max_in_
     }
     run.most_in_flight = std::max(run.most_in_flight, out.size());
     if (out.empty()) throw std::runtime_error("nothing in flight and nothing planned, yet requests remain");
-    StepOutcome outcome = scheduler.process_result(out.front().first, out.front().second, {});
+    join(scheduler.process_result(out.front().first, out.front().second, {}), run.replies);
     out.pop_front();
-    for (FinishedRequest& f : outcome.finished) run.finished.emplace(std::make_pair(f.rid, f.index), std::move(f));
   }
   run.preemptions = scheduler.stats().num_preemptions;
   return run;
@@ -66,9 +65,9 @@ TEST(SchedulerPipeline, UpToNStepsInFlightEveryOutputMatchesTheReference) {
         scheduler.add_request(make_request(numbered_rid(i), prompt_of(3 + 9 * i, 100 * i), 5 + i, 77 + i));
       const PipelinedRun run = run_pipelined(scheduler, worker, stages);
       EXPECT_EQ(run.most_in_flight, static_cast<size_t>(stages));
-      ASSERT_EQ(run.finished.size(), 8u);
+      ASSERT_EQ(run.replies.size(), 8u);
       for (int i = 0; i < 8; ++i)
-        EXPECT_EQ(run.finished.at({numbered_rid(i), 0}).output_ids,
+        EXPECT_EQ(run.replies.at({numbered_rid(i), 0}).output_ids,
                   reference_output(prompt_of(3 + 9 * i, 100 * i), 77 + i, 5 + i));
     }
   }
@@ -102,9 +101,9 @@ TEST(SchedulerPipeline, ASmallPoolPreemptsOnlyRequestsNotInFlightAndStaysExact) 
       scheduler.add_request(make_request(numbered_rid(i), prompt_of(3 + 9 * i, 100 * i), 5 + i, 77 + i));
     const PipelinedRun run = run_pipelined(scheduler, worker, stages);
     EXPECT_GT(run.preemptions, 0);
-    ASSERT_EQ(run.finished.size(), 8u);
+    ASSERT_EQ(run.replies.size(), 8u);
     for (int i = 0; i < 8; ++i)
-      EXPECT_EQ(run.finished.at({numbered_rid(i), 0}).output_ids,
+      EXPECT_EQ(run.replies.at({numbered_rid(i), 0}).output_ids,
                 reference_output(prompt_of(3 + 9 * i, 100 * i), 77 + i, 5 + i));
   }
 }

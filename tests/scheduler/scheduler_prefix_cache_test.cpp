@@ -28,13 +28,13 @@ TEST_F(PrefixCacheRun, ARepeatedPromptReusesAllButItsLastToken) {
   FakeWorker worker(scheduler.kv_cache_slots());
   const auto prompt = prompt_of(20, 1);
   scheduler.add_request(make_request("first", prompt, 6, 5));
-  const FinishedRequest first = run(scheduler, worker).finished.at({"first", 0});
+  const Reply first = run(scheduler, worker).replies.at({"first", 0});
   EXPECT_EQ(first.cached_tokens, 0);
   EXPECT_EQ(scheduler.stats().radix_cached_tokens, 20 + 6 - 1);
 
   scheduler.add_request(make_request("again", prompt, 6, 5));
   RunLog second = run(scheduler, worker);
-  const FinishedRequest& again = second.finished.at({"again", 0});
+  const Reply& again = second.replies.at({"again", 0});
   EXPECT_EQ(again.cached_tokens, 19);
   EXPECT_EQ(again.output_ids, first.output_ids);
   EXPECT_EQ(std::ssize(second.batches.front().token_ids), 1);  // only the last prompt token
@@ -46,7 +46,7 @@ TEST_F(PrefixCacheRun, ARepeatedPromptReusesAllButItsLastToken) {
   follow_up.insert(follow_up.end(), first.output_ids.begin(), first.output_ids.end());
   follow_up.push_back(999);
   scheduler.add_request(make_request("follow", follow_up, 4, 9));
-  const FinishedRequest follow = run(scheduler, worker).finished.at({"follow", 0});
+  const Reply follow = run(scheduler, worker).replies.at({"follow", 0});
   EXPECT_EQ(follow.cached_tokens, 25);
   EXPECT_EQ(follow.output_ids, reference_output(follow_up, 9, 4));
 
@@ -64,7 +64,7 @@ TEST_F(PrefixCacheRun, DisabledCacheAllocatesEveryRequestFresh) {
   run(scheduler, worker);
   EXPECT_EQ(scheduler.stats().kv_slots_used, 0);
   scheduler.add_request(make_request("again", prompt, 6, 5));
-  const FinishedRequest again = run(scheduler, worker).finished.at({"again", 0});
+  const Reply again = run(scheduler, worker).replies.at({"again", 0});
   EXPECT_EQ(again.cached_tokens, 0);
   EXPECT_EQ(again.output_ids, reference_output(prompt, 5, 6));
   EXPECT_EQ(scheduler.stats().radix_cached_tokens, 0);
@@ -78,14 +78,14 @@ TEST_F(PrefixCacheRun, CompletionsOfOneRequestShareThePromptKv) {
   scheduler.add_request(make_request("multi", prompt, 5, 100, 3));
   EXPECT_EQ(scheduler.stats().num_waiting, 3);
   RunLog log = run(scheduler, worker);
-  ASSERT_EQ(log.finished.size(), 3u);
+  ASSERT_EQ(log.replies.size(), 3u);
   std::set<std::vector<int32_t>> distinct;
   for (int i = 0; i < 3; ++i) {
-    const FinishedRequest& done = log.finished.at({"multi", i});
+    const Reply& done = log.replies.at({"multi", i});
     EXPECT_EQ(done.output_ids, reference_output(prompt, 100 + i, 5));
     EXPECT_EQ(done.cached_tokens, i == 0 ? 0 : 19);
     // Shared prompt KV: the same slots for every position but the recomputed last one.
-    const FinishedRequest& first = log.finished.at({"multi", 0});
+    const Reply& first = log.replies.at({"multi", 0});
     EXPECT_EQ(std::vector<int32_t>(done.kv_slots.begin(), done.kv_slots.begin() + 19),
               std::vector<int32_t>(first.kv_slots.begin(), first.kv_slots.begin() + 19));
     distinct.insert(done.output_ids);

@@ -57,7 +57,7 @@ TEST(SchedulerRouteLast, FeedsTheLastTokenWithoutSamplingThenFinishes) {
   RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) { return worker.run(b); });
 
   for (int index = 0; index < 2; ++index) {
-    const FinishedRequest& done = log.finished.at({"last", index});
+    const Reply& done = log.replies.at({"last", index});
     EXPECT_EQ(done.output_ids, reference_output(prompt_of(5, 1), 9 + index, 4));
     EXPECT_EQ(done.reason.kind, msg::FinishKind::Length);
     EXPECT_EQ(done.kv_slots.size(), 9u);  // prompt + every output, the last one included
@@ -66,7 +66,7 @@ TEST(SchedulerRouteLast, FeedsTheLastTokenWithoutSamplingThenFinishes) {
     EXPECT_EQ(entry.positions, std::vector<int32_t>{8});
     EXPECT_FALSE(entry.needs_logits);
   }
-  const FinishedRequest& plain = log.finished.at({"plain", 0});
+  const Reply& plain = log.replies.at({"plain", 0});
   EXPECT_EQ(plain.output_ids, reference_output(prompt_of(5, 100), 9, 4));
   EXPECT_EQ(plain.kv_slots.size(), 8u);
   EXPECT_TRUE(last_entry(log, "plain", 0).needs_logits);
@@ -82,32 +82,36 @@ TEST(SchedulerRouteLast, StopTokenFinishesAfterTheExtraStepWithItsReason) {
   request.sampling.stop_token_ids = {reference[2]};
   scheduler.add_request(request);
   RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) { return worker.run(b); });
-  const FinishedRequest& done = log.finished.at({"stop", 0});
+  const Reply& done = log.replies.at({"stop", 0});
   EXPECT_EQ(done.output_ids, std::vector<int32_t>(reference.begin(), reference.begin() + 3));
   EXPECT_EQ(done.reason.kind, msg::FinishKind::Stop);
   EXPECT_EQ(done.kv_slots.size(), 7u);
 }
 
-// Runs steps until rid has sampled `outputs` output tokens.
-void step_until_outputs(Scheduler& scheduler, FakeWorker& worker, const std::string& rid, size_t outputs) {
-  for (size_t got = 0; got < outputs;) {
+// Runs steps until rid has sampled `outputs` output tokens; the replies so far.
+Replies step_until_outputs(Scheduler& scheduler, FakeWorker& worker, const std::string& rid, size_t outputs) {
+  Replies replies;
+  while (replies[{rid, 0}].output_ids.size() < outputs) {
     auto batch = scheduler.schedule_step();
-    for (const GeneratedToken& t : scheduler.process_result(*batch, worker.run(*batch), {}).tokens) got += t.rid == rid;
+    join(scheduler.process_result(*batch, worker.run(*batch), {}), replies);
   }
+  return replies;
 }
 
 TEST(SchedulerRouteLast, AStopStringAfterTheTokenWasFedFinishesAtOnceDroppingLaterTokens) {
   Scheduler scheduler(config_with_pool(256));
   FakeWorker worker(scheduler.kv_cache_slots());
   scheduler.add_request(route_last("s", prompt_of(4, 1), 10, 5));
-  step_until_outputs(scheduler, worker, "s", 5);  // outputs 0..3 fed, output 4 just sampled
-  // The detokenizer saw the stop string end at output 2: outputs 3 and 4 are dropped.
-  std::optional<FinishedRequest> done = scheduler.stop_at_output("s", 0, 3, msg::FinishReason::stop_string("END"));
+  // Outputs 0..3 fed, output 4 just sampled: the records so far cover 8 rows.
+  Replies replies = step_until_outputs(scheduler, worker, "s", 5);
+  EXPECT_EQ(replies.at({"s", 0}).kv_slots.size(), 8u);
+  // The detokenizer saw the stop string end at output 2: outputs 3 and 4 are dropped, and the rows
+  // of the kept ones (prompt + 3, the last one's included) went out already.
+  std::optional<CompletionRecord> done = scheduler.stop_at_output("s", 0, 3, msg::FinishReason::stop_string("END"));
   ASSERT_TRUE(done);
-  const std::vector<int32_t> reference = reference_output(prompt_of(4, 1), 5, 3);
-  EXPECT_EQ(done->output_ids, reference);
-  EXPECT_EQ(*done->reason.matched_text, "END");
-  EXPECT_EQ(done->kv_slots.size(), 7u);  // prompt + the 3 kept outputs, the last one's row included
+  EXPECT_EQ(*done->finish_reason->matched_text, "END");
+  EXPECT_TRUE(done->output_ids.empty());
+  EXPECT_TRUE(done->row_slots.empty());
   EXPECT_FALSE(scheduler.has_unfinished());
   scheduler.flush_cache();
   EXPECT_EQ(scheduler.stats().kv_slots_used, 0);
@@ -117,18 +121,20 @@ TEST(SchedulerRouteLast, AStopStringOnTheNewestTokenFeedsItWithoutSamplingFirst)
   Scheduler scheduler(config_with_pool(256));
   FakeWorker worker(scheduler.kv_cache_slots());
   scheduler.add_request(route_last("s", prompt_of(4, 1), 10, 5));
-  step_until_outputs(scheduler, worker, "s", 3);  // output 2 just sampled, never fed
+  Replies replies = step_until_outputs(scheduler, worker, "s", 3);  // output 2 just sampled, never fed
   EXPECT_FALSE(scheduler.stop_at_output("s", 0, 3, msg::FinishReason::stop_string("END")));
   auto batch = scheduler.schedule_step();
   ASSERT_TRUE(batch);
   EXPECT_EQ(batch->positions, std::vector<int32_t>{6});
   EXPECT_FALSE(batch->sequences[0].needs_logits);
-  const StepOutcome outcome = scheduler.process_result(*batch, worker.run(*batch), {});
-  EXPECT_TRUE(outcome.tokens.empty());
-  ASSERT_EQ(outcome.finished.size(), 1u);
-  EXPECT_EQ(outcome.finished[0].output_ids, reference_output(prompt_of(4, 1), 5, 3));
-  EXPECT_EQ(*outcome.finished[0].reason.matched_text, "END");
-  EXPECT_EQ(outcome.finished[0].kv_slots.size(), 7u);
+  const std::vector<CompletionRecord> records = scheduler.process_result(*batch, worker.run(*batch), {});
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_TRUE(records[0].output_ids.empty());
+  EXPECT_EQ(*records[0].finish_reason->matched_text, "END");
+  EXPECT_EQ(records[0].row_slots.size(), 1u);  // the last token's row, fed now
+  join(records, replies);
+  EXPECT_EQ(replies.at({"s", 0}).output_ids, reference_output(prompt_of(4, 1), 5, 3));
+  EXPECT_EQ(replies.at({"s", 0}).kv_slots.size(), 7u);
   EXPECT_FALSE(scheduler.schedule_step());
 }
 
@@ -138,7 +144,7 @@ TEST(SchedulerRouteLast, TheLastTokenNeedsRoomInTheContext) {
   scheduler.add_request(route_last("edge", prompt_of(60, 1), 100, 1));
   EXPECT_THROW(scheduler.add_request(route_last("full", prompt_of(64, 1), 4, 1)), std::logic_error);  // the front door refuses it first
   RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) { return worker.run(b); });
-  const FinishedRequest& done = log.finished.at({"edge", 0});
+  const Reply& done = log.replies.at({"edge", 0});
   EXPECT_EQ(done.output_ids.size(), 4u);  // one fewer than without include_last: the last is fed too
   EXPECT_EQ(done.kv_slots.size(), 64u);
 }
@@ -150,7 +156,7 @@ TEST(SchedulerRouteLast, PreemptedWhileFinishingIsRecomputedWithoutSampling) {
   RunLog log = run_to_completion(scheduler, [&](const ScheduledBatch& b) { return worker.run(b); });
   EXPECT_GT(scheduler.stats().num_preemptions, 0);
   for (int i = 0; i < 4; ++i) {
-    const FinishedRequest& done = log.finished.at({numbered_rid(i), 0});
+    const Reply& done = log.replies.at({numbered_rid(i), 0});
     EXPECT_EQ(done.output_ids, reference_output(prompt_of(6, 10 * i), 3, 6));
     EXPECT_EQ(done.kv_slots.size(), 12u);
     EXPECT_FALSE(last_entry(log, numbered_rid(i), 0).needs_logits);

@@ -33,8 +33,10 @@ struct Prefilled {
     request.routing.include_last = include_last;
     scheduler.add_request(std::move(request));
     const ScheduledBatch prefill = *scheduler.schedule_step();
-    scheduler.process_result(prefill, std::vector<int32_t>{3}, {});
+    join(scheduler.process_result(prefill, std::vector<int32_t>{3}, {}), replies);
   }
+  Replies replies;  // the prefill's record: token 3, the prompt's 8 rows
+  const Reply& reply() const { return replies.at({"r", 0}); }
 };
 
 TEST(SchedulerSpeculation, ADecodeCarriesItsDraftTree) {
@@ -55,16 +57,15 @@ TEST(SchedulerSpeculation, AcceptedDraftsKeepTheirSlotsAndRejectedOnesAreFreed) 
   const std::vector<int32_t> tree_slots(verify.sequences[0].kv_slots.begin() + 8,
                                         verify.sequences[0].kv_slots.end());
   // Drafts 1 and 2 accepted, then 9 drawn instead of the draft 3.
-  const StepOutcome outcome = p.scheduler.process_result(verify, std::vector<int32_t>{1, 2, 9}, {},
-                                                         std::vector<int32_t>{3});
-  ASSERT_EQ(outcome.tokens.size(), 3u);
-  EXPECT_EQ(outcome.tokens[2].token, 9);
-  ASSERT_EQ(outcome.verified.size(), 1u);
-  // Positions 0..10 are computed: the prompt, the root (3) and the accepted drafts 1 and 2.
-  const std::vector<int32_t>& computed = outcome.verified[0].computed_slots;
-  ASSERT_EQ(computed.size(), 11u);
-  EXPECT_EQ(std::vector<int32_t>(computed.begin() + 8, computed.end()),
-            (std::vector<int32_t>{tree_slots[0], tree_slots[1], tree_slots[2]}));
+  const std::vector<CompletionRecord> records =
+      p.scheduler.process_result(verify, std::vector<int32_t>{1, 2, 9}, {}, std::vector<int32_t>{3});
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].output_ids, (std::vector<int32_t>{1, 2, 9}));
+  EXPECT_FALSE(records[0].finish_reason);
+  // Positions 0..10 are computed: the prompt (the prefill's record), the root (3) and the accepted
+  // drafts 1 and 2 (this one's).
+  EXPECT_EQ(p.reply().kv_slots.size(), 8u);
+  EXPECT_EQ(records[0].row_slots, (std::vector<int32_t>{tree_slots[0], tree_slots[1], tree_slots[2]}));
   EXPECT_EQ(p.scheduler.stats().kv_slots_used, 11);  // the rejected draft's slot went back
   EXPECT_EQ(p.scheduler.stats().accepted_drafts, 2);
   EXPECT_EQ(p.scheduler.stats().draft_tokens, 3);
@@ -74,11 +75,10 @@ TEST(SchedulerSpeculation, AVerifyNeverYieldsMoreThanMaxNewTokensAllows) {
   Prefilled p(false, 3);  // one output so far, two more allowed: one draft at most
   const ScheduledBatch verify = *p.scheduler.schedule_step();
   EXPECT_EQ(verify.token_ids, (std::vector<int32_t>{3, 1}));
-  const StepOutcome outcome = p.scheduler.process_result(verify, std::vector<int32_t>{1, 5}, {},
-                                                         std::vector<int32_t>{2});
-  ASSERT_EQ(outcome.finished.size(), 1u);
-  EXPECT_EQ(outcome.finished[0].output_ids, (std::vector<int32_t>{3, 1, 5}));
-  EXPECT_EQ(outcome.finished[0].kv_slots.size(), 10u);  // P + G - 1
+  join(p.scheduler.process_result(verify, std::vector<int32_t>{1, 5}, {}, std::vector<int32_t>{2}), p.replies);
+  ASSERT_TRUE(p.reply().finished);
+  EXPECT_EQ(p.reply().output_ids, (std::vector<int32_t>{3, 1, 5}));
+  EXPECT_EQ(p.reply().kv_slots.size(), 10u);  // P + G - 1
   EXPECT_EQ(p.scheduler.stats().kv_slots_used, 0);
 }
 
@@ -88,12 +88,14 @@ TEST(SchedulerSpeculation, AStopStringDuringTheVerifyKeepsOnlyTheRoot) {
   Prefilled p(true);
   const ScheduledBatch verify = *p.scheduler.schedule_step();
   EXPECT_FALSE(p.scheduler.stop_at_output("r", 0, 1, msg::FinishReason::stop_string("x")).has_value());
-  const StepOutcome outcome = p.scheduler.process_result(verify, std::vector<int32_t>{1, 2, 9}, {},
-                                                         std::vector<int32_t>{3});
-  EXPECT_TRUE(outcome.tokens.empty());
-  ASSERT_EQ(outcome.finished.size(), 1u);
-  EXPECT_EQ(outcome.finished[0].output_ids, (std::vector<int32_t>{3}));
-  EXPECT_EQ(outcome.finished[0].kv_slots.size(), 9u);  // P + G with include_last
+  const std::vector<CompletionRecord> records =
+      p.scheduler.process_result(verify, std::vector<int32_t>{1, 2, 9}, {}, std::vector<int32_t>{3});
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_TRUE(records[0].output_ids.empty());
+  join(records, p.replies);
+  ASSERT_TRUE(p.reply().finished);
+  EXPECT_EQ(p.reply().output_ids, (std::vector<int32_t>{3}));
+  EXPECT_EQ(p.reply().kv_slots.size(), 9u);  // P + G with include_last
   EXPECT_EQ(p.scheduler.stats().kv_slots_used, 0);
 }
 

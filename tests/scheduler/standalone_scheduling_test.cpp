@@ -69,12 +69,12 @@ TEST(StandaloneScheduling, TheDraftedTreeIsCommittedAndItsRejectedSlotsFreed) {
   verify.adopt_drafted_trees(tokens, parents);
   EXPECT_EQ(verify.token_ids, tokens);
   // 7 and 9 accepted, then 12 drawn instead of a draft below 9.
-  const StepOutcome outcome = p.scheduler.process_result(verify, std::vector<int32_t>{7, 9, 12}, {},
-                                                         std::vector<int32_t>{3});
-  ASSERT_EQ(outcome.verified.size(), 1u);
-  const std::vector<int32_t>& computed = outcome.verified[0].computed_slots;
-  EXPECT_EQ(std::vector<int32_t>(computed.begin() + 4, computed.end()),
-            (std::vector<int32_t>{slots[4], slots[4 + 2], slots[4 + 4]}));
+  const std::vector<CompletionRecord> records =
+      p.scheduler.process_result(verify, std::vector<int32_t>{7, 9, 12}, {}, std::vector<int32_t>{3});
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].output_ids, (std::vector<int32_t>{7, 9, 12}));
+  // The rows after the prompt's (which the prefill's record reported): the root's, 7's and 9's.
+  EXPECT_EQ(records[0].row_slots, (std::vector<int32_t>{slots[4], slots[4 + 2], slots[4 + 4]}));
   EXPECT_EQ(p.scheduler.stats().kv_slots_used, 7);
   EXPECT_EQ(p.scheduler.stats().accepted_drafts, 2);
   EXPECT_EQ(p.scheduler.stats().draft_tokens, 6);
