@@ -17,8 +17,26 @@ void erase_from(Queue& queue, const Request* request) {
 
 }  // namespace
 
+namespace {
+
+// A model worker outlives the front that started it (a front killed and restarted against a worker
+// that stayed up): it looks up the tokens earlier steps sampled by step id, and results and routing
+// rows of the old front's last steps may still be queued to the new one. Were step ids counted from 0
+// by every scheduler, a new front's step could take an old step's samples or rows; from a random
+// start no two schedulers' steps meet. Two bits are left free so the count never wraps.
+uint64_t first_step_id() {
+  std::random_device device;
+  const uint64_t high = device(), low = device();
+  return ((high << 32) | low) >> 2;
+}
+
+}  // namespace
+
 Scheduler::Scheduler(const SchedulerConfig& config, uint64_t seed_source)
-    : config_(config), kv_(config.max_total_tokens, config.enable_radix_cache), seed_rng_(seed_source) {
+    : config_(config),
+      kv_(config.max_total_tokens, config.enable_radix_cache),
+      seed_rng_(seed_source),
+      last_step_id_(first_step_id()) {
   if (config.max_running_requests < 1)
     throw Error("max_running_requests must be at least 1, got " + std::to_string(config.max_running_requests));
 }

@@ -206,7 +206,8 @@ class Scheduler {
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;  // in admission order: the last admitted is preempted first
   uint64_t next_uid_ = 1;
-  uint64_t last_step_id_ = 0;
+  // Step ids count from a random start (first_step_id), never from 0: see scheduler.cpp.
+  uint64_t last_step_id_;
   std::set<uint64_t> in_flight_steps_;
   int64_t step_sequence_cap_ = 0;  // sequences the step being planned may still take
   int64_t cache_hit_tokens_ = 0;

@@ -32,6 +32,24 @@ TEST(SchedulerLifecycle, RequestsTheFrontDoorRefusesAreLogicErrors) {
   EXPECT_EQ(scheduler.stats().num_waiting, 1);
 }
 
+// A worker that outlives its front meets a new scheduler: the new one's steps must not share ids
+// with the old one's, whose samples the worker still holds and whose results may still be queued.
+TEST(SchedulerLifecycle, TwoSchedulersNeverNumberTheirStepsAlike) {
+  std::vector<uint64_t> first_steps;
+  for (int i = 0; i < 2; ++i) {
+    Scheduler scheduler(small_config(48));
+    scheduler.add_request(make_request("r", prompt_of(3, 1), 4));
+    auto first = scheduler.schedule_step();
+    ASSERT_TRUE(first);
+    scheduler.process_result(*first, std::vector<int32_t>(static_cast<size_t>(first->num_samplers()), 5), {});
+    auto second = scheduler.schedule_step();
+    ASSERT_TRUE(second);
+    EXPECT_EQ(second->step, first->step + 1);
+    first_steps.push_back(first->step);
+  }
+  EXPECT_NE(first_steps[0], first_steps[1]);
+}
+
 TEST(SchedulerLifecycle, ContextLengthClampsMaxNewTokens) {
   Scheduler scheduler(small_config(256));  // context 64
   FakeWorker worker(scheduler.kv_cache_slots());
