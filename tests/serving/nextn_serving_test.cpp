@@ -155,7 +155,9 @@ TEST_P(NextnServing, GreedyIdsAndRowsEqualPlainDecodingAloneBatchedChunkedAndCac
   const SchedulerStats stats = batched->service().stats();
   EXPECT_GT(stats.verify_passes, 0);
   // A tree of two branches keeps one: about one draft of two at each depth when they predict well.
-  if (param.predictable) EXPECT_GT(stats.accepted_drafts, stats.verify_passes) << stats.draft_tokens;
+  if (param.predictable) {
+    EXPECT_GT(stats.accepted_drafts, stats.verify_passes) << stats.draft_tokens;
+  }
   for (size_t i = 0; i < speculated.size(); ++i) {
     const JoinedOutput& r = speculated[i];
     ASSERT_EQ(r.draft_num_rows, r.num_rows) << i;
@@ -174,7 +176,9 @@ TEST_P(NextnServing, GreedyIdsAndRowsEqualPlainDecodingAloneBatchedChunkedAndCac
       EXPECT_EQ(one[0].ids, plain[i].ids) << how << " request " << i;
       EXPECT_EQ(one[0].rows, plain[i].rows) << how << " request " << i;
       EXPECT_EQ(one[0].draft_rows, speculated[i].draft_rows) << how << " request " << i;
-      if (pass == 1 && requests(false)[i].input_ids->size() > 1) EXPECT_GT(one[0].cached_tokens, 0) << i;
+      if (pass == 1 && requests(false)[i].input_ids->size() > 1) {
+        EXPECT_GT(one[0].cached_tokens, 0) << i;
+      }
     }
   }
 }
