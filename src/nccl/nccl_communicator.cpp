@@ -9,8 +9,14 @@
 namespace moe {
 namespace {
 
+// ncclGetErrorString names only the kind ("invalid usage"); the last error says which (a duplicate GPU,
+// a peer that is gone). NCCL ignores the communicator argument of ncclGetLastError.
 void check(ncclResult_t result, const char* what) {
-  if (result != ncclSuccess) throw Error(std::string("NCCL ") + what + ": " + ncclGetErrorString(result));
+  if (result == ncclSuccess) return;
+  std::string message = std::string("NCCL ") + what + ": " + ncclGetErrorString(result);
+  const char* last = ncclGetLastError(nullptr);
+  if (last != nullptr && *last != '\0') message += std::string(" (") + last + ")";
+  throw Error(message);
 }
 
 ncclDataType_t nccl_type(NcclElement type) {

@@ -7,6 +7,10 @@ two /update_weights_from_distributed calls, one dist.broadcast per tensor in the
 After the second call every reply (ids and routing rows) equals what a fresh server on B answers and
 carries B's weight_version; /destroy_weights_update_group leaves the group. Skips without torch or
 with fewer than two GPUs.
+On one GPU the trainer and moe-serve share GPU 0, which NCCL refuses when the two ranks join: the
+rendezvous with real torch, the NCCL id read from its store and the bootstrap still run up to that
+refusal (a wrong id or key would hang or fail otherwise), the update fails with NCCL's reason, and the
+server keeps serving its own weights.
 Usage: nccl_weight_group_test.py PATH/TO/moe-serve PATH/TO/moe-make-checkpoint"""
 import datetime
 import inspect
@@ -61,9 +65,8 @@ def read_checkpoint(directory):
     return tensors
 
 
-def trainer_group(port, world_size):
+def trainer_group(port, world_size, timeout=datetime.timedelta(minutes=5)):
     """Rank 0 of the group, made the way SGLang's init_custom_process_group makes it (read, not copied)."""
-    timeout = datetime.timedelta(minutes=5)
     store, rank, size = next(c10d.rendezvous(f"tcp://127.0.0.1:{port}", 0, world_size, timeout=timeout))
     store.set_timeout(timeout)
     store = c10d.PrefixStore(GROUP, store)
@@ -93,6 +96,48 @@ def in_background(call):
             raise out["error"]
         return out["value"]
     return result
+
+
+@unittest.skipIf(gpus() < 1, "needs torch and a GPU")
+class NcclWeightGroupOnOneGpu(unittest.TestCase):
+    def test_ranks_sharing_a_gpu_fail_the_update_with_nccls_reason_and_keep_the_weights(self):
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+        golden = hh.sp.golden()
+        case = golden["cases"][0]
+        with open(os.path.join(hh.sp.MODEL, "config.json")) as f:
+            hidden = json.load(f)["hidden_size"]
+        server = hh.Server(extra_flags=("--device", "cuda", "--weight-version", "A"))
+        try:
+            before = hh.golden_reply(server, case, golden["max_new_tokens"])
+            port = hh.sp.free_port()
+            joined = in_background(lambda: server.post("/init_weights_update_group", {
+                "master_address": "127.0.0.1", "master_port": port, "rank_offset": 1, "world_size": 2,
+                "group_name": GROUP, "backend": "nccl"}, timeout=120))
+            group = trainer_group(port, 2, timeout=datetime.timedelta(seconds=120))
+            reply = joined()
+            self.assertEqual(reply.status_code, 200, reply.text)  # torch's store and our client agree
+
+            weight = torch.ones(hidden, dtype=torch.bfloat16)
+            answer = in_background(lambda: server.post("/update_weights_from_distributed", {
+                "names": ["model.norm.weight"], "dtypes": ["bfloat16"], "shapes": [[hidden]], "group_name": GROUP,
+                "weight_version": "B"}, timeout=300))
+            with self.assertRaises(Exception) as trainer_error:
+                dist.broadcast(weight.to("cuda:0"), src=0, group=group)
+                torch.cuda.synchronize()
+            reply = answer()
+            self.assertNotEqual(reply.status_code, 200, reply.text)
+            # Both ranks reached NCCL's bootstrap with torch's id: only then is a shared GPU seen.
+            self.assertIn("Duplicate GPU", reply.text)
+            print("trainer:", str(trainer_error.exception).splitlines()[0], "\nserver:", reply.text, flush=True)
+
+            after = hh.golden_reply(server, case, golden["max_new_tokens"])
+            hh.expect_same_reply(self, after, before)
+            self.assertEqual(after["meta_info"]["weight_version"], "A")
+            left = server.post("/destroy_weights_update_group", {"group_name": GROUP})
+            self.assertEqual(left.status_code, 200, left.text)
+        finally:
+            code, log = server.stop()
+        self.assertEqual(code, 0, log)
 
 
 @unittest.skipIf(gpus() < 2, "needs torch and two GPUs")
