@@ -4,8 +4,9 @@
 # workload through Hugging Face transformers, each stage under its own time limit, logs into LOG_DIR.
 #
 #   eval "$(scripts/gpu_deps.sh --install)"     # where ZeroMQ & co. are missing (README, "GPU")
-#   scripts/gpu_run.sh LOG_DIR [STAGE ...]      # stages: tests bench hf sanitize (default: all four), nccl
-#                                               # (nccl: a torch trainer on GPU 0 broadcasts weights to GPU 1)
+#   scripts/gpu_run.sh LOG_DIR [STAGE ...]      # stages: tests bench hf sanitize (default: all four), rl
+#     (rl: a torch trainer's weight group, on GPUs 0 and 1 or both ranks on GPU 0, and GPU memory released
+#      to a torch allocation and resumed)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=$1
@@ -43,11 +44,12 @@ for stage in $stages; do
                 --gtest_filter='CudaCaptureTest.*' >"$logs/sanitizer.log" 2>&1
               rc=$?
               grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$logs/sanitizer.log" ;;
-    nccl) cmake --build build -j"$(nproc)" --target moe-serve moe-make-checkpoint >>"$logs/build.log" 2>&1
-          timeout 600 python3 tests/gpu/nccl_weight_group_test.py build/actors/moe-serve build/bench/moe-make-checkpoint \
-            >"$logs/nccl.log" 2>&1
-          rc=$?
-          tail -20 "$logs/nccl.log" ;;
+    rl) cmake --build build -j"$(nproc)" --target moe-serve moe-make-checkpoint >>"$logs/build.log" 2>&1
+        timeout 300 python3 tests/gpu/memory_release_test.py build/actors/moe-serve >"$logs/rl.log" 2>&1
+        rc=$?
+        timeout 600 python3 tests/gpu/nccl_weight_group_test.py build/actors/moe-serve build/bench/moe-make-checkpoint \
+          >>"$logs/rl.log" 2>&1 || rc=$?
+        tail -30 "$logs/rl.log" ;;
     *) echo "unknown stage $stage"; rc=2 ;;
   esac
   echo "== $stage: exit $rc, $(($(date +%s) - start)) s"

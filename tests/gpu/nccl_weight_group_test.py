@@ -106,7 +106,7 @@ class NcclWeightGroupOnOneGpu(unittest.TestCase):
         case = golden["cases"][0]
         with open(os.path.join(hh.sp.MODEL, "config.json")) as f:
             hidden = json.load(f)["hidden_size"]
-        server = hh.Server(extra_flags=("--device", "cuda", "--weight-version", "A"))
+        server = hh.Server(extra_flags=("--device", "cuda", "--weight-version", "A"), startup_timeout_s=300)
         try:
             before = hh.golden_reply(server, case, golden["max_new_tokens"])
             port = hh.sp.free_port()
