@@ -44,6 +44,16 @@ def gpus():
     return torch.cuda.device_count() if torch is not None else 0
 
 
+def use_trainers_nccl():
+    """moe-serve loads the libnccl.so.2 torch loads (pip's nvidia-nccl), where there is one: NCCL refuses
+    ranks of different versions, and the system's NCCL, which moe-serve was built against, may be older."""
+    for root in sys.path:
+        folder = os.path.join(root, "nvidia", "nccl", "lib")
+        if os.path.isfile(os.path.join(folder, "libnccl.so.2")):
+            os.environ["LD_LIBRARY_PATH"] = folder + os.pathsep + os.environ.get("LD_LIBRARY_PATH", "")
+            return
+
+
 def read_checkpoint(directory):
     """Every tensor of a checkpoint directory, in the index's order: (name, torch dtype name, tensor on the CPU)."""
     with open(os.path.join(directory, "model.safetensors.index.json")) as f:
@@ -102,6 +112,7 @@ def in_background(call):
 class NcclWeightGroupOnOneGpu(unittest.TestCase):
     def test_ranks_sharing_a_gpu_fail_the_update_with_nccls_reason_and_keep_the_weights(self):
         os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+        use_trainers_nccl()
         golden = hh.sp.golden()
         case = golden["cases"][0]
         with open(os.path.join(hh.sp.MODEL, "config.json")) as f:
@@ -146,6 +157,7 @@ class NcclWeightGroup(unittest.TestCase):
     def setUpClass(cls):
         torch.cuda.init()  # GPU 0 is the trainer's; moe-serve sees only GPU 1
         os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+        use_trainers_nccl()
         cls.golden = hh.sp.golden()
         cls.cases = cls.golden["cases"][:3]
         cls.tmp = tempfile.mkdtemp(prefix="moe-nccl-")
