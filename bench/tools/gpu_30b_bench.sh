@@ -7,10 +7,13 @@
 #   bench/tools/gpu_30b_bench.sh LOG_DIR WORKLOAD... [-- MOE_SERVE_FLAGS...]
 #
 # Workloads: prompt (2,048-token prompts: c=1 for TTFT, c=8 for prompt throughput), itl32
-# (2,048-token prompts at c=32, 128 tokens out: ITL p50/p99), decode (16 → 256 at c=64 and c=128),
+# (2,048-token prompts at c=32, 128 tokens out: ITL p50/p99), decode1 (16 → 128 at c=1), decode
+# (16 → 256 at c=64 and c=128),
 # rollout (256 prompts of 1,024 tokens, 1,024 out, c=256). The checkpoint (61 GB) is written once
 # to $MOE_30B_CHECKPOINT (default: /dev/shm where it has room, else /tmp); the workload
-# `checkpoint` alone only writes it.
+# `checkpoint` alone only writes it. MOE_BENCH_CONFIG names another shape's config (e.g.
+# bench/configs/moonlight-16b-a3b.json): its checkpoint goes beside, named after the config, and it
+# is served without a tokenizer (--skip-tokenizer-init: moe-bench sends token ids).
 set -uo pipefail
 logs=$1
 shift
@@ -19,19 +22,23 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do workloads+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
 mkdir -p "$logs"
 shm_gb=$(df -BG --output=avail /dev/shm 2>/dev/null | tail -1 | tr -dc 0-9)
-default_dir=/tmp/qwen3-30b-a3b
-[ "${shm_gb:-0}" -gt 66 ] && default_dir=/dev/shm/qwen3-30b-a3b
+config=${MOE_BENCH_CONFIG:-bench/configs/qwen3-30b-a3b.json}
+shape=$(basename "$config" .json)
+tokenizer=(--tokenizer-path tests/data/qwen3-tokenizer)
+[ "$shape" = qwen3-30b-a3b ] || tokenizer=(--skip-tokenizer-init)
+default_dir=/tmp/$shape
+[ "${shm_gb:-0}" -gt 66 ] && default_dir=/dev/shm/$shape
 ckpt=${MOE_30B_CHECKPOINT:-$default_dir}
 if [ ! -f "$ckpt/config.json" ]; then
   start=$(date +%s)
-  build/bench/moe-make-checkpoint --config bench/configs/qwen3-30b-a3b.json --out "$ckpt" --seed 1 \
+  build/bench/moe-make-checkpoint --config "$config" --out "$ckpt" --seed 1 \
     >"$logs/make_checkpoint.log" 2>&1 || { tail -5 "$logs/make_checkpoint.log"; exit 1; }
   echo "== checkpoint $ckpt written in $(($(date +%s) - start)) s ($(du -sh "$ckpt" | cut -f1))"
 fi
 [ "${workloads[*]}" = checkpoint ] && exit 0
 
 endpoint=tcp://127.0.0.1:30123
-build/actors/moe-serve --model-path "$ckpt" --tokenizer-path tests/data/qwen3-tokenizer --device cuda \
+build/actors/moe-serve --model-path "$ckpt" "${tokenizer[@]}" --device cuda \
   --kernel-dtype bf16 --port 0 --zmq-endpoint "$endpoint" --enable-return-routed-experts "$@" \
   >"$logs/server.log" 2>&1 &
 server=$!
@@ -59,6 +66,7 @@ for workload in "${workloads[@]}"; do
       bench prompt_c1 --input-len 2048 --output-len 4 --concurrency 1 --num-prompts 8 --warmup-prompts 2
       bench prompt_c8 --input-len 2048 --output-len 1 --concurrency 8 --num-prompts 64 --warmup-prompts 8 ;;
     itl32) bench itl32 --input-len 2048 --output-len 128 --concurrency 32 --num-prompts 96 --warmup-prompts 8 ;;
+    decode1) bench decode1 --input-len 16 --output-len 128 --concurrency 1 --num-prompts 4 --warmup-prompts 1 ;;
     decode) bench decode --input-len 16 --output-len 256 --concurrency 64,128 --num-prompts 256 --warmup-prompts 16 ;;
     rollout) bench rollout --input-len 1024 --output-len 1024 --concurrency 256 --num-prompts 256 --warmup-prompts 0 \
                --temperature 1 ;;
