@@ -349,8 +349,10 @@ EngineRuntime::EngineRuntime(const ServeOptions& options)
     loop->start();
   }
   barrier.wait(names, std::chrono::seconds(60));
-  spdlog::info("KV cache: {} token slots ({:.1f} MiB, {} bytes a token); max running requests {}; chunked prefill {}",
-               kv_slots_ - 1, sizing.kv_bytes_per_token * kv_slots_ / 1048576.0, sizing.kv_bytes_per_token,
+  const int64_t slot_bytes = sizing.kv_bytes_per_token + sizing.draft_bytes_per_token;
+  spdlog::info("KV cache: {} token slots ({:.1f} MiB, {} bytes a token, {} of them the draft's); max running "
+               "requests {}; chunked prefill {}",
+               kv_slots_ - 1, slot_bytes * kv_slots_ / 1048576.0, slot_bytes, sizing.draft_bytes_per_token,
                options.max_running_requests, options.chunked_prefill_size);
   if (options.captures_routing())
     spdlog::info("routed-experts capture on{}: host cache {:.1f} MiB ({} bytes per token slot)",

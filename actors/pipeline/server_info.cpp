@@ -66,6 +66,7 @@ nlohmann::json server_info_json(const ServeOptions& options, const EngineSizing&
       {"context_length_in_effect", scheduler.context_length},
       {"max_req_len", sizing.limits.max_sequence_len},
       {"kv_bytes_per_token", sizing.kv_bytes_per_token},
+      {"draft_bytes_per_token", sizing.draft_bytes_per_token},
       {"kv_cache_dtype", sizing.kv_element_bytes == 2 ? "bf16" : "float32"},
       {"vocab_size", sizing.limits.vocab_size},
   };

@@ -166,7 +166,7 @@ std::optional<DeviceMemoryUse> CudaModel::device_memory() const {
   size_t free = 0, total = 0;
   check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
   return DeviceMemoryUse{static_cast<int64_t>(total), static_cast<int64_t>(total - free),
-                         DeviceKvPool::bytes_for(config_.num_hidden_layers, 1, kv_row_size(), kv_element_bytes_)};
+                         DeviceKvPool::bytes_per_slot(config_.num_hidden_layers, kv_row_size(), kv_element_bytes_)};
 }
 
 void CudaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, RoutingCapture* capture) {

@@ -24,9 +24,13 @@ struct DeviceKvPool {
         row_size(row_size),
         element_bytes(element_bytes) {}
 
-  // The bytes a pool of these sizes takes.
+  // The bytes one token slot takes (a key and a value row in every layer), and a pool of num_slots
+  // (its padding slot included).
+  static int64_t bytes_per_slot(int num_layers, int64_t row_size, int element_bytes) {
+    return int64_t{2} * num_layers * row_size * element_bytes;
+  }
   static int64_t bytes_for(int num_layers, int64_t num_slots, int64_t row_size, int element_bytes) {
-    return 2 * num_layers * (num_slots + 1) * row_size * element_bytes;
+    return (num_slots + 1) * bytes_per_slot(num_layers, row_size, element_bytes);
   }
 
   int32_t pad_slot() const { return static_cast<int32_t>(num_slots); }

@@ -48,6 +48,19 @@ DraftIdentity draft_identity(const std::string& path) {
   }
 }
 
+// What the draft of --speculative-algorithm keeps per token slot beside the model's KV rows, in the
+// pool's element size where it is a model's KV cache.
+int64_t draft_bytes_per_token(const EngineSettings& settings, const ModelConfig& model, int element_bytes) {
+  switch (parse_speculative_algorithm(settings.speculative_algorithm)) {
+    case SpeculativeAlgorithm::Nextn: return nextn_bytes_per_token(model);
+    case SpeculativeAlgorithm::Standalone:
+      return kv_bytes_per_token(draft_identity(settings.speculative_draft_model_path).config, element_bytes);
+    case SpeculativeAlgorithm::None:
+    case SpeculativeAlgorithm::Ngram: return 0;
+  }
+  return 0;
+}
+
 // The attention one rank holds: with tensor parallelism its share of the heads over every rank (tp × ep,
 // model/tensor_shard.h), whose KV pool keeps its own KV heads only; the whole model otherwise. Every
 // rank holds as many KV heads (split evenly, or one each where the ranks outnumber them), so each sizes
@@ -66,10 +79,6 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
   sizing.kv_element_bytes = kv_cache_element_bytes(identity.compute.device, identity.compute.kernel_dtype);
   sizing.kv_bytes_per_token = kv_bytes_per_token(kv_heads_of_one_rank(model, identity), sizing.kv_element_bytes);
   const int64_t context = settings.context_length > 0 ? settings.context_length : model.max_position_embeddings;
-  const int64_t pool = settings.max_total_tokens > 0
-                           ? settings.max_total_tokens
-                           : std::clamp<int64_t>(settings.kv_cache_memory_bytes / sizing.kv_bytes_per_token, 1,
-                                                 8 * context);
 
   SchedulerServiceOptions& service = sizing.service;
   SpeculativeConfig speculative{parse_speculative_algorithm(settings.speculative_algorithm),
@@ -98,6 +107,13 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
     service.draft_routing = {1, model.num_experts_per_tok};
     sizing.draft_num_experts = model.num_experts;
   }
+  sizing.draft_bytes_per_token = draft_bytes_per_token(settings, model, sizing.kv_element_bytes);
+  const int64_t pool =
+      settings.max_total_tokens > 0
+          ? settings.max_total_tokens
+          : std::clamp<int64_t>(
+                settings.kv_cache_memory_bytes / (sizing.kv_bytes_per_token + sizing.draft_bytes_per_token), 1,
+                8 * context);
   service.scheduler = SchedulerConfig{pool,    settings.max_running_requests, settings.chunked_prefill_size,
                                       !settings.disable_radix_cache, context, std::move(eos_token_ids),
                                       std::move(speculative)};
@@ -162,12 +178,13 @@ void size_kv_pool_on_device(EngineSettings& settings, const ModelConfig& model, 
                             const std::optional<DeviceMemoryUse>& memory) {
   if (!memory || settings.max_total_tokens > 0) return;
   const double fraction = settings.mem_fraction_static > 0 ? settings.mem_fraction_static : kDefaultMemFractionStatic;
-  const int64_t per_token = memory->kv_bytes_per_token > 0
-                                ? memory->kv_bytes_per_token
-                                : kv_bytes_per_token(model, kv_cache_element_bytes(compute.device, compute.kernel_dtype));
+  const int element_bytes = kv_cache_element_bytes(compute.device, compute.kernel_dtype);
+  const int64_t per_token = (memory->kv_bytes_per_token > 0 ? memory->kv_bytes_per_token
+                                                             : kv_bytes_per_token(model, element_bytes)) +
+                            draft_bytes_per_token(settings, model, element_bytes);
   settings.max_total_tokens = kv_slots_for_memory_fraction(fraction, *memory, per_token);
-  spdlog::info("KV pool sized by --mem-fraction-static {}: {} token slots of {} bytes ({:.2f} GiB), the device "
-               "holding {:.2f} GiB with {:.2f} GiB in use after loading the weights",
+  spdlog::info("KV pool sized by --mem-fraction-static {}: {} token slots of {} bytes ({:.2f} GiB; a draft's part "
+               "of a slot included), the device holding {:.2f} GiB with {:.2f} GiB in use after loading the weights",
                fraction, settings.max_total_tokens, per_token,
                static_cast<double>(settings.max_total_tokens * per_token) / (1 << 30),
                static_cast<double>(memory->total_bytes) / (1 << 30), static_cast<double>(memory->used_bytes) / (1 << 30));

@@ -34,6 +34,9 @@ struct EngineSizing {
   // Every layer's KV cache row (model/kv_row_width.h), in that dtype, of one rank: a tensor-parallel
   // rank's own KV heads only, so a budget in bytes holds more slots over more ranks.
   int64_t kv_bytes_per_token = 0;
+  // What a draft keeps per token slot beside those rows (a NEXTN module's row and hidden state, or a
+  // STANDALONE draft's own KV rows): a pool sized by a memory budget counts both.
+  int64_t draft_bytes_per_token = 0;
   // An MoE STANDALONE draft's expert count (what its rows' dtype must hold); 0 without one.
   int draft_num_experts = 0;
 };

@@ -25,4 +25,10 @@ int64_t kv_bytes_per_token(const ModelConfig& config, int element_bytes) {
   return elements * element_bytes;
 }
 
+int64_t nextn_bytes_per_token(const ModelConfig& config) {
+  const std::optional<NextnPlan> nextn = model_plan(config).nextn;
+  if (!nextn) return 0;
+  return (kv_row_floats(config, nextn->layer.attention) + config.hidden_size) * int64_t{sizeof(float)};
+}
+
 }  // namespace moe

@@ -1,14 +1,17 @@
 // The CUDA model's memory at start: a KV pool or a step workspace larger than the device can hold
 // is refused when it is made, naming the sizes and the device's free memory, and once the
 // workspace of a step size is reserved, steps up to that size (prefill, mixed, decode) allocate no
-// device memory. Skipped where no GPU is visible.
+// device memory; one slot's bytes, which the pool's sizing divides by, are a key and a value row per
+// layer. Skipped where no GPU is visible.
 #include <cuda_runtime_api.h>
 
 #include <numeric>
+#include <utility>
 
 #include "common/error.h"
 #include "cuda/cuda_model.h"
 #include "cuda/device.h"
+#include "model/kv_row_width.h"
 #include "support/golden_support.h"
 
 namespace moe::testing {
@@ -59,6 +62,15 @@ TEST_F(CudaMemoryTest, APoolLargerThanTheDeviceIsRefusedWithTheNumbers) {
   std::vector<float> logits;
   model->forward(batch, kv, logits, nullptr);
   EXPECT_EQ(logits.size(), static_cast<size_t>(c.vocab_size));
+}
+
+// The pool --mem-fraction-static sizes is divided by what one slot takes: a GQA layer's key and value
+// row, in the products' K/V dtype (the padding slot is the pool's, not each slot's).
+TEST_F(CudaMemoryTest, ASlotTakesOneKeyAndValueRowPerLayer) {
+  for (const auto [products, element_bytes] : {std::pair{KernelDType::F32, 4}, std::pair{KernelDType::BF16, 2}}) {
+    const auto model = load(products);
+    EXPECT_EQ(model->device_memory()->kv_bytes_per_token, kv_bytes_per_token(model->config(), element_bytes));
+  }
 }
 
 TEST_F(CudaMemoryTest, AWorkspaceLargerThanTheDeviceIsRefusedWithTheNumbers) {

@@ -2,7 +2,8 @@
 // trained for, refused naming both numbers unless allowed, a tensor-parallel rank's KV pool sized for
 // its own KV heads, and the STANDALONE draft's
 // quantization handed to the worker; the KV pool a GPU's --mem-fraction-static sizes, in bf16
-// with bf16 products on the GPU, and the fractions refused with their numbers.
+// with bf16 products on the GPU, and the fractions refused with their numbers; a budget in bytes
+// counting the draft's part of each slot.
 #include "engine/engine_sizing.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "model/kv_row_width.h"
 
 namespace moe {
 namespace {
@@ -152,6 +154,42 @@ TEST(EngineSizing, APoolGivenInSlotsOrOnTheCpuIsNotSizedByTheFraction) {
   settings.mem_fraction_static = 0.25;
   size_kv_pool_on_device(settings, kModel, gpu, DeviceMemoryUse{100 * gib, 10 * gib});
   EXPECT_EQ(settings.max_total_tokens, 15 * gib / (2 * 2 * 2 * 8 * 2));
+}
+
+// A pool sized by a memory budget holds the draft's part of each slot too: a STANDALONE draft's KV
+// rows, or a NEXTN module's row and the target's hidden state it drafts from.
+TEST(EngineSizing, ABudgetInBytesCountsTheDraftsPartOfEachSlot) {
+  const ModelConfig deepseek = load_model_config(std::string(MOE_TEST_DATA_DIR) + "/deepseek-v3-tiny");
+  EngineSettings settings = with_context(0);
+  settings.max_total_tokens = 0;
+  const EngineSizing plain = size_engine(settings, deepseek, {}, {}, 1);
+  // 4 latent layers of kv_lora_rank 16 + qk_rope_head_dim 8, float32.
+  EXPECT_EQ(plain.kv_bytes_per_token, 4 * (16 + 8) * 4);
+  EXPECT_EQ(plain.draft_bytes_per_token, 0);
+  settings.kv_cache_memory_bytes = 1000 * (plain.kv_bytes_per_token + (16 + 8 + 64) * 4);
+  settings.speculative_algorithm = "NEXTN";
+  const EngineSizing nextn = size_engine(settings, deepseek, {}, {}, 1);
+  EXPECT_EQ(nextn.draft_bytes_per_token, (16 + 8 + 64) * 4);  // its latent row and the hidden state (64)
+  EXPECT_EQ(nextn.service.scheduler.max_total_tokens, 1000);
+
+  settings = with_context(0);
+  settings.max_total_tokens = 0;
+  settings.kv_cache_memory_bytes = 2 * 2 * 2 * 8 * 4 * 100;  // 100 slots of kModel's rows alone
+  settings.speculative_algorithm = "STANDALONE";
+  settings.speculative_draft_model_path = std::string(MOE_TEST_DATA_DIR) + "/mixtral-tiny";
+  const EngineSizing standalone = size_engine(settings, kModel, {}, {}, 1);
+  const ModelConfig draft = load_model_config(settings.speculative_draft_model_path);
+  EXPECT_EQ(standalone.draft_bytes_per_token, kv_bytes_per_token(draft, 4));
+  EXPECT_EQ(standalone.service.scheduler.max_total_tokens,
+            settings.kv_cache_memory_bytes / (standalone.kv_bytes_per_token + standalone.draft_bytes_per_token));
+  EXPECT_LT(standalone.service.scheduler.max_total_tokens, 100);
+
+  ComputeSettings gpu;  // the fraction's pool counts the draft's rows as well
+  gpu.device = Device::Cuda;
+  settings.mem_fraction_static = 0.5;
+  const int64_t gib = int64_t{1} << 30;
+  size_kv_pool_on_device(settings, kModel, gpu, DeviceMemoryUse{100 * gib, 10 * gib});
+  EXPECT_EQ(settings.max_total_tokens, 40 * gib / (2 * 2 * 2 * 8 * 4 + kv_bytes_per_token(draft, 4)));
 }
 
 }  // namespace
