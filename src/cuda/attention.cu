@@ -1,5 +1,6 @@
-// The heads' norm, rotation and KV store, and causal GQA attention over the slot pool. Attention: a
-// block per (token, query head, split of its positions), so prefill chunks and decode tokens of any
+// The heads' norm, rotation and KV store, and causal GQA attention over the slot pool, one token at a
+// time (the tokens that the tiled kernel of prefill_attention.cu does not take). Attention: a
+// block per (token, query head, split of its positions), so short runs and decode tokens of any
 // sequences share one launch, and a decode of few sequences still fills the device (flash-decoding:
 // several blocks per head, each over a run of positions, then a pass that merges them). A block's
 // warps take positions in turn, each keeping a running softmax (max, sum, weighted values) with
@@ -96,16 +97,17 @@ __device__ __forceinline__ void split_range(int visible, int split, int splits, 
   end = min(visible, begin + chunk);
 }
 
-// blockIdx.x: the token; blockIdx.y: the q head; blockIdx.z: the split of the token's positions.
-// With one split the block writes the head's output; with several it writes its partial (max, sum,
-// weighted values) to partials[(t · num_heads + h) · splits + split], and the head's last block to
+// blockIdx.x: the token's index i in `tokens` (null: the token i); blockIdx.y: the q head; blockIdx.z:
+// the split of the token's positions. With one split the block writes the head's output; with several
+// it writes its partial (max, sum, weighted values) to partials[(i · num_heads + h) · splits + split],
+// and the head's last block to
 // finish merges them. The per-warp merge and the per-split merge are the same online-softmax rescaling, so a
 // split changes only the order of float32 additions.
 template <int kPer, typename Kv>
-__global__ void attention_kernel(const float* q, AttentionTables tables, const Kv* key_pool,
+__global__ void attention_kernel(const float* q, const int32_t* tokens, AttentionTables tables, const Kv* key_pool,
                                  const Kv* value_pool, int num_heads, int group_size, int head_dim, float scale,
                                  float* out, float* partials, int32_t* split_counters) {
-  const int64_t t = blockIdx.x;
+  const int64_t i = blockIdx.x, t = tokens != nullptr ? tokens[i] : i;
   const int h = static_cast<int>(blockIdx.y), split = static_cast<int>(blockIdx.z), splits = static_cast<int>(gridDim.z);
   const int warps = static_cast<int>(blockDim.x / kWarpSize);
   const int warp = static_cast<int>(threadIdx.x / kWarpSize), lane = static_cast<int>(threadIdx.x % kWarpSize);
@@ -204,7 +206,7 @@ __global__ void attention_kernel(const float* q, AttentionTables tables, const K
   __syncthreads();
   float overall_max = -INFINITY;
   for (int w = 0; w < warps; ++w) overall_max = fmaxf(overall_max, partial[w * (2 + head_dim)]);
-  float* split_out = splits == 1 ? nullptr : partials + ((t * num_heads + h) * splits + split) * (2 + head_dim);
+  float* split_out = splits == 1 ? nullptr : partials + ((i * num_heads + h) * splits + split) * (2 + head_dim);
   for (int d = static_cast<int>(threadIdx.x); d < head_dim; d += static_cast<int>(blockDim.x)) {
     float total = 0.0f, weighted = 0.0f;
     if (overall_max > -INFINITY) {
@@ -232,11 +234,11 @@ __global__ void attention_kernel(const float* q, AttentionTables tables, const K
   __shared__ bool last;
   __threadfence();  // this block's partial is visible to whichever block merges
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&split_counters[t * num_heads + h], 1) == splits - 1;
+  if (threadIdx.x == 0) last = atomicAdd(&split_counters[i * num_heads + h], 1) == splits - 1;
   __syncthreads();
   if (!last) return;
   __threadfence();
-  const float* head_partials = partials + (t * num_heads + h) * splits * (2 + head_dim);
+  const float* head_partials = partials + (i * num_heads + h) * splits * (2 + head_dim);
   overall_max = -INFINITY;
   for (int s = 0; s < splits; ++s) overall_max = fmaxf(overall_max, __ldcg(head_partials + s * (2 + head_dim)));
   for (int d = static_cast<int>(threadIdx.x); d < head_dim; d += static_cast<int>(blockDim.x)) {
@@ -285,24 +287,26 @@ void norm_rotate_store(float* q, const float* k, const float* v, int64_t tokens,
   check_launch("norm_rotate_store");
 }
 
-int attention_splits(int64_t tokens, int num_heads) {
+int attention_splits(int64_t single_tokens, int num_heads) {
   // Enough blocks for about four per multiprocessor: a decode of a few sequences has far fewer
   // (token, head) pairs than the device has multiprocessors (four gained 3% at batch 8 and 32 on the
   // H100 over two).
-  const int64_t heads = tokens * num_heads, wanted = 4 * int64_t{multiprocessor_count()};
+  const int64_t heads = single_tokens * num_heads, wanted = 4 * int64_t{multiprocessor_count()};
   return static_cast<int>(std::clamp<int64_t>((wanted + heads - 1) / std::max<int64_t>(heads, 1), 1, kMaxAttentionSplits));
 }
 
-size_t attention_partials_size(int64_t tokens, int num_heads, int head_dim) {
-  const int splits = attention_splits(tokens, num_heads);
-  return splits == 1 ? 0 : static_cast<size_t>(tokens * num_heads * splits * (2 + head_dim));
+size_t attention_partials_size(int64_t single_tokens, int num_heads, int head_dim) {
+  const int splits = attention_splits(single_tokens, num_heads);
+  return splits == 1 ? 0 : static_cast<size_t>(single_tokens * num_heads * splits * (2 + head_dim));
 }
 
-size_t attention_counters_size(int64_t tokens, int num_heads) {
-  return attention_splits(tokens, num_heads) == 1 ? 0 : static_cast<size_t>(tokens * num_heads);
+size_t attention_counters_size(int64_t tokens, int64_t single_tokens, int num_heads) {
+  if (single_tokens == 0 || attention_splits(single_tokens, num_heads) == 1) return 0;
+  return static_cast<size_t>(tokens * num_heads);
 }
 
-// Splits shrink as tokens grow, so the sizes are largest somewhere below the tokens that leave one split.
+// Splits shrink as tokens grow, so the partials are largest somewhere below the tokens that leave one
+// split; the counters, one per token of a step whose single tokens split, at the largest step.
 size_t max_attention_partials_size(int64_t max_tokens, int num_heads, int head_dim) {
   size_t largest = 0;
   for (int64_t t = 1; t <= max_tokens && attention_splits(t, num_heads) > 1; ++t)
@@ -311,18 +315,23 @@ size_t max_attention_partials_size(int64_t max_tokens, int num_heads, int head_d
 }
 
 size_t max_attention_counters_size(int64_t max_tokens, int num_heads) {
-  size_t largest = 0;
-  for (int64_t t = 1; t <= max_tokens && attention_splits(t, num_heads) > 1; ++t)
-    largest = std::max(largest, attention_counters_size(t, num_heads));
-  return largest;
+  return attention_counters_size(max_tokens, 1, num_heads);
 }
 
-void causal_attention(const float* q, int64_t tokens, const AttentionTables& tables, const KvPoolRef& pool,
+QueryRuns attention_runs(const QueryRuns& step_runs, int64_t tokens, const KvPoolRef& pool, int head_dim) {
+  return step_runs.num_tiles > 0 && tiled_attention_supports(pool, head_dim) ? step_runs
+                                                                               : QueryRuns::every_token(tokens);
+}
+
+void causal_attention(const float* q, const QueryRuns& runs, const AttentionTables& tables, const KvPoolRef& pool,
                       int num_heads, int num_kv_heads, int head_dim, const AttentionSplits& split, float* out,
                       cudaStream_t stream) {
   if (head_dim > kMaxHeadDim)
     throw Error("CUDA attention supports head_dim up to " + std::to_string(kMaxHeadDim) + ", not " +
                 std::to_string(head_dim));
+  if (runs.num_tiles > 0)
+    tiled_attention(q, runs.tiles, runs.num_tiles, tables, pool, num_heads, num_kv_heads, head_dim, out, stream);
+  const int64_t tokens = runs.num_single;
   if (tokens == 0) return;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const int splits = attention_splits(tokens, num_heads);
@@ -331,7 +340,7 @@ void causal_attention(const float* q, int64_t tokens, const AttentionTables& tab
   const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(num_heads), static_cast<unsigned>(splits));
   const size_t shared_bytes = sizeof(float) * warps * (2 + head_dim);
   const auto launch = [&](auto kernel, const auto* keys, const auto* values) {
-    kernel<<<grid, warps * kWarpSize, shared_bytes, stream>>>(q, tables, keys, values, num_heads,
+    kernel<<<grid, warps * kWarpSize, shared_bytes, stream>>>(q, runs.single_tokens, tables, keys, values, num_heads,
                                                               num_heads / num_kv_heads, head_dim, scale, out,
                                                               split.partials, split.counters);
   };

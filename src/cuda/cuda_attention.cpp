@@ -67,9 +67,11 @@ void CudaAttention::forward(const float* x, const StepContext& step, DeviceKvPoo
   const int64_t T = step.batch.num_tokens();
   const int64_t q_width = w_.q_weight.rows, kv_width = w_.k_weight.rows;
   const auto [q, k, v, attn] = buffers(scratch, T);
+  const KvPoolRef pool = kv.layer(layer_);
+  const QueryRuns runs = attention_runs(step.batch.query_runs(), T, pool, head_dim_);
   // Null where this step's attention is not split: the arrays may hold an earlier step's smaller size.
-  const size_t partials_size = attention_partials_size(T, num_heads_, head_dim_);
-  const size_t counters_size = attention_counters_size(T, num_heads_);
+  const size_t partials_size = attention_partials_size(runs.num_single, num_heads_, head_dim_);
+  const size_t counters_size = attention_counters_size(T, runs.num_single, num_heads_);
   const AttentionSplits split{partials_size ? scratch.split_partials.reserve(partials_size) : nullptr,
                               counters_size ? scratch.split_counters.reserve(counters_size) : nullptr};
   const DeviceMatrix* projections[] = {&w_.q_weight, &w_.k_weight, &w_.v_weight};
@@ -80,11 +82,10 @@ void CudaAttention::forward(const float* x, const StepContext& step, DeviceKvPoo
     add_bias(k, w_.k_bias.data(), T, kv_width, step.stream);
     add_bias(v, w_.v_bias.data(), T, kv_width, step.stream);
   }
-  const KvPoolRef pool = kv.layer(layer_);
   norm_rotate_store(q, k, v, T, {num_heads_, num_kv_heads_, head_dim_}, w_.q_norm.empty() ? nullptr : w_.q_norm.data(),
                     w_.k_norm.empty() ? nullptr : w_.k_norm.data(), norm_eps_, step.batch.positions(), inv_freq_.data(),
                     step.batch.own_slots(), pool, split.counters, step.stream);
-  causal_attention(q, T, step.batch.attention_tables(), pool, num_heads_, num_kv_heads_, head_dim_, split, attn,
+  causal_attention(q, runs, step.batch.attention_tables(), pool, num_heads_, num_kv_heads_, head_dim_, split, attn,
                    step.stream);
   step.blas.linear(attn, T, w_.o_weight, out);
 }

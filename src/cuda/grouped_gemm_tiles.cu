@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "cuda/kernels.h"
+#include "cuda/async_copy.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/weight_access.cuh"
 
@@ -42,17 +43,6 @@ constexpr size_t kStageBytes = sizeof(Bf16) * kLd * (kTileRows + kMatrices<kSwig
 template <bool kSwiglu>
 constexpr size_t kSharedBytes =
     std::max(kStages * kStageBytes<kSwiglu>, sizeof(float) * kMatrices<kSwiglu> * kTileRows * kOutLd);
-
-// 16 bytes from global to shared memory, asynchronously; zeros where !valid (src is then not read).
-__device__ __forceinline__ void copy16(void* shared, const void* global, bool valid) {
-  const auto address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(global), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void wait_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
 
 // One block, a thread per entry of `active` (at most 1024): tile i of the step is rows
 // tile_row[i] .. + kTileRows of expert tile_expert[i]; the entries past the last tile up to

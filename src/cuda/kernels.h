@@ -127,28 +127,58 @@ struct KvPoolRef {
 void norm_rotate_store(float* q, const float* k, const float* v, int64_t tokens, HeadShape heads, const float* q_norm,
                        const float* k_norm, float eps, const int32_t* positions, const float* inv_freq,
                        const int32_t* slots, const KvPoolRef& pool, int32_t* split_counters, cudaStream_t stream);
+// Which kernel attends which of a step's tokens. A plain sequence's run of at least kMinTiledRun new
+// tokens (a prefill chunk) is cut into query tiles of at most kQueryTile consecutive tokens, which
+// the tiled kernel takes (prefill_attention.cu); every other token (decodes, draft-tree tokens,
+// short runs) is attended one token at a time. DeviceBatch builds the lists with the step's tables.
+constexpr int kQueryTile = 64;
+constexpr int kMinTiledRun = 16;
+struct QueryRuns {
+  const int32_t* tiles = nullptr;  // [num_tiles][2]: a tile's first token and its token count
+  int64_t num_tiles = 0;
+  const int32_t* single_tokens = nullptr;  // the tokens attended one at a time; null: tokens 0 .. num_single - 1
+  int64_t num_single = 0;
+  // Every one of `tokens` tokens attended one at a time.
+  static QueryRuns every_token(int64_t tokens) { return {nullptr, 0, nullptr, tokens}; }
+};
+// Whether the tiled kernel takes a layer of this pool and head_dim: bf16 K/V (tensor cores) and
+// head_dim 16, 32, 64 or 128. Elsewhere (the float32 exact mode, other head sizes) every token is
+// attended one at a time.
+bool tiled_attention_supports(const KvPoolRef& pool, int head_dim);
+// The step's runs where the tiled kernel takes this layer, else every token one at a time.
+QueryRuns attention_runs(const QueryRuns& step_runs, int64_t tokens, const KvPoolRef& pool, int head_dim);
+
 // Causal grouped-query attention of every new token (prefill chunks and decodes mixed) over its
 // sequence's slots 0..position, whose K/V are already stored. q, out: [tokens, num_heads · head_dim].
-// head_dim <= kMaxHeadDim. Where few (token, head) pairs
+// head_dim <= kMaxHeadDim. runs.tiles go to the tiled kernel, runs' single tokens to the per-token
+// kernel. Where few (token, head) pairs of the single tokens
 // would leave the device idle, each one's positions are split over several blocks (flash-decoding):
 // each writes its partial result to `partials` and counts itself done in `counters`, which
-// norm_rotate_store zeroed, and the last one merges them. The split count depends on tokens and
-// num_heads only, so a captured graph stays valid for any positions.
+// norm_rotate_store zeroed (for every token of the step; single token i uses counter row i), and the
+// last one merges them. The split count depends on runs.num_single and num_heads only, so a captured
+// graph stays valid for any positions.
 constexpr int kMaxHeadDim = 256;
 constexpr int kMaxAttentionSplits = 16;
 struct AttentionSplits {
-  float* partials;    // attention_partials_size floats (null where that is 0)
-  int32_t* counters;  // attention_counters_size ints (likewise)
+  float* partials;    // attention_partials_size floats of the single tokens (null where that is 0)
+  int32_t* counters;  // attention_counters_size ints of the step's tokens (likewise)
 };
-int attention_splits(int64_t tokens, int num_heads);
-size_t attention_partials_size(int64_t tokens, int num_heads, int head_dim);
-size_t attention_counters_size(int64_t tokens, int num_heads);
-void causal_attention(const float* q, int64_t tokens, const AttentionTables& tables, const KvPoolRef& pool,
+int attention_splits(int64_t single_tokens, int num_heads);
+size_t attention_partials_size(int64_t single_tokens, int num_heads, int head_dim);
+// 0 where `single_tokens` of a step of `tokens` are not split, else a counter per token and head.
+size_t attention_counters_size(int64_t tokens, int64_t single_tokens, int num_heads);
+void causal_attention(const float* q, const QueryRuns& runs, const AttentionTables& tables, const KvPoolRef& pool,
                       int num_heads, int num_kv_heads, int head_dim, const AttentionSplits& split, float* out,
                       cudaStream_t stream);
 // The largest attention_partials_size and attention_counters_size of any step up to max_tokens.
 size_t max_attention_partials_size(int64_t max_tokens, int num_heads, int head_dim);
 size_t max_attention_counters_size(int64_t max_tokens, int num_heads);
+
+// The tiled kernel alone (causal_attention calls it for runs.tiles): a block per (query tile, q
+// head). Requires tiled_attention_supports(pool, head_dim).
+void tiled_attention(const float* q, const int32_t* tiles, int64_t num_tiles, const AttentionTables& tables,
+                     const KvPoolRef& pool, int num_heads, int num_kv_heads, int head_dim, float* out,
+                     cudaStream_t stream);
 
 // Expert limiting (--max-tree-experts) as the routing kernels see it: a token t with
 // limited_tokens[t] != 0 picks its top-k among the experts e with in_pool[e] != 0 only (its weights

@@ -96,12 +96,12 @@ TEST(CudaTreeAttention, EachTreeTokenSeesThePrefixAndItsAncestorsOnly) {
   auto values_dev = cuda::DeviceArray<float>::from_host(values);
   cuda::DeviceArray<float> out(q.size());
   cuda::DeviceArray<float> partials(std::max<size_t>(1, cuda::attention_partials_size(T, kHeads, kHeadDim)));
-  const size_t counters = cuda::attention_counters_size(T, kHeads);
+  const size_t counters = cuda::attention_counters_size(T, T, kHeads);
   cuda::DeviceArray<int32_t> split_counters(std::max<size_t>(1, counters));
   cuda::check(cudaMemsetAsync(split_counters.data(), 0, split_counters.size() * sizeof(int32_t), stream.get()),
               "cudaMemsetAsync");
   const cuda::AttentionSplits split{counters ? partials.data() : nullptr, counters ? split_counters.data() : nullptr};
-  cuda::causal_attention(q_dev.data(), T, tables.attention_tables(), {keys_dev.data(), values_dev.data(), false},
+  cuda::causal_attention(q_dev.data(), tables.query_runs(), tables.attention_tables(), {keys_dev.data(), values_dev.data(), false},
                          kHeads, kKvHeads, kHeadDim, split, out.data(), stream.get());
   std::vector<float> got(q.size());
   cuda::check(cudaMemcpyAsync(got.data(), out.data(), got.size() * sizeof(float), cudaMemcpyDeviceToHost, stream.get()),
