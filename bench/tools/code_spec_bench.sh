@@ -4,7 +4,8 @@
 # ROUNDS times interleaved, starts moe-serve, runs bench/tools/code_completion_bench.py against it
 # (the plain run's output ids are the reference the others are compared with) and stops it, printing
 # the CPU seconds the server spent (user + system: on a shared machine a fairer figure than wall time).
-# The server runs its kernels on MOE_NUM_THREADS threads (default here 1).
+# The server runs its kernels on MOE_NUM_THREADS threads (default here 1). MAX_TREE_EXPERTS (a list, e.g.
+# "4 8 12") adds NGRAM and STANDALONE-chain runs whose verify passes read at most that many experts a layer.
 # usage: bench/tools/code_spec_bench.sh [PORT]   (ROUNDS, default 2; PROMPTS, default 16; NEW_TOKENS, default 128)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,6 +18,10 @@ configs=(
   "STANDALONE chain 4x1|--speculative-algorithm STANDALONE --speculative-draft-model-path tests/data/code-moe-draft --speculative-num-steps 4 --speculative-eagle-topk 1 --speculative-num-draft-tokens 5"
   "STANDALONE tree 4x2 (8)|--speculative-algorithm STANDALONE --speculative-draft-model-path tests/data/code-moe-draft"
 )
+for limit in ${MAX_TREE_EXPERTS:-}; do
+  configs+=("NGRAM, max-tree-experts $limit|${configs[1]#*|} --max-tree-experts $limit"
+            "STANDALONE chain 4x1, max-tree-experts $limit|${configs[2]#*|} --max-tree-experts $limit")
+done
 cpu_seconds() { awk '{printf "%.2f", ($14 + $15) / '"$(getconf CLK_TCK)"'}' "/proc/$1/stat"; }
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for config in "${configs[@]}"; do
