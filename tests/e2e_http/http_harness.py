@@ -27,12 +27,16 @@ MOE_SERVE = os.environ.get("MOE_SERVE", "moe-serve")
 class Server:
     """One moe-serve process with an HTTP port; its log goes to a file so a chatty server never blocks."""
 
-    def __init__(self, routed_experts=True, startup_timeout_s=60, extra_flags=(), model_path=sp.MODEL):
+    def __init__(self, routed_experts=True, startup_timeout_s=60, extra_flags=(), model_path=sp.MODEL,
+                 tokenizer_path=sp.TOKENIZER):
+        """tokenizer_path None: the model directory's own tokenizer."""
         port = sp.free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.log = tempfile.NamedTemporaryFile(prefix="moe-serve-http-", suffix=".log")
-        command = [MOE_SERVE, "--model-path", model_path, "--tokenizer-path", sp.TOKENIZER, "--port", str(port),
+        command = [MOE_SERVE, "--model-path", model_path, "--port", str(port),
                    "--served-model-name", MODEL_NAME, "--log-level", os.environ.get("MOE_E2E_LOG_LEVEL", "warn")]
+        if tokenizer_path:
+            command += ["--tokenizer-path", tokenizer_path]
         if routed_experts:
             command.append("--enable-return-routed-experts")
         command += list(extra_flags)

@@ -39,14 +39,16 @@ Golden load_golden(const std::string& fixture);
 
 // The fixtures of tests/data with goldens, one per architecture, and a test's name for each (gtest
 // names allow no '-'): INSTANTIATE_TEST_SUITE_P(Fixtures, T, ValuesIn(kGoldenFixtures), fixture_test_name).
-// kAllGoldenFixtures adds GLM-4.5 and DeepSeek-V3, whose prompts are token ids (they have no
-// tokenizer): the suites that check the CPU and CUDA models against the goldens take them all;
+// kAllGoldenFixtures adds GLM-4.5, DeepSeek-V3 and the trained code model (code-moe), whose goldens
+// run on token ids (the first two have no tokenizer; code-moe's own is checked by the tokenizer suite):
+// the suites that check the CPU and CUDA models against the goldens take them all;
 // kGoldenFixtures are the three the other suites (quantization, bf16, speculation, pipeline stages) run.
 inline const std::vector<std::string> kGoldenFixtures = {"qwen3-moe-tiny", "mixtral-tiny", "qwen2-moe-tiny"};
 inline const std::vector<std::string> kAllGoldenFixtures = [] {
   std::vector<std::string> fixtures = kGoldenFixtures;
   fixtures.push_back("glm4-moe-tiny");
   fixtures.push_back("deepseek-v3-tiny");
+  fixtures.push_back("code-moe");
   return fixtures;
 }();
 std::string fixture_test_name(const ::testing::TestParamInfo<std::string>& info);
