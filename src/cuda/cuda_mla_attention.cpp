@@ -55,8 +55,8 @@ void CudaMlaAttention::forward(const float* x, const StepContext& step, DeviceKv
                 " floats are not a latent and rotary key's " + std::to_string(shape_.row_size()));
   const KvPoolRef pool = kv.layer(layer_);
   if (pool.bf16)
-    throw Error("CUDA latent attention keeps its cache rows in float32: --kernel-dtype bf16 (a bf16 K/V pool) is "
-                "not supported with it yet");
+    throw Error("CUDA latent attention reads float32 cache rows and was given a bf16 pool (model.h's "
+                "kv_cache_element_bytes keeps latent rows in float32)");
   float* rows = static_cast<float*>(pool.keys);
   const int64_t T = step.batch.num_tokens();
   const auto [q_lora, q, compressed, q_latent, out_latent, attn] = buffers(scratch, T);

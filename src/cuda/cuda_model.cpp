@@ -59,7 +59,7 @@ CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
       placement_(checked_placement(config_, options)),
       blas_(stream_.get(), options.kernel_dtype),
       use_graphs_(options.cuda_graphs),
-      kv_element_bytes_(kv_cache_element_bytes(Device::Cuda, options.kernel_dtype)) {
+      kv_element_bytes_(kv_cache_element_bytes(Device::Cuda, options.kernel_dtype, config_)) {
   // The checkpoint is read here and unmapped when the constructor returns: the device holds the weights.
   const Checkpoint checkpoint = Checkpoint::open(model_dir);
   const ModelPlan plan = model_plan(config_);

@@ -76,7 +76,7 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                          std::vector<int32_t> eos_token_ids, uint64_t seed_source) {
   check_context_length(settings, model);
   EngineSizing sizing;
-  sizing.kv_element_bytes = kv_cache_element_bytes(identity.compute.device, identity.compute.kernel_dtype);
+  sizing.kv_element_bytes = kv_cache_element_bytes(identity.compute.device, identity.compute.kernel_dtype, model);
   sizing.kv_bytes_per_token = kv_bytes_per_token(kv_heads_of_one_rank(model, identity), sizing.kv_element_bytes);
   const int64_t context = settings.context_length > 0 ? settings.context_length : model.max_position_embeddings;
 
@@ -178,7 +178,7 @@ void size_kv_pool_on_device(EngineSettings& settings, const ModelConfig& model, 
                             const std::optional<DeviceMemoryUse>& memory) {
   if (!memory || settings.max_total_tokens > 0) return;
   const double fraction = settings.mem_fraction_static > 0 ? settings.mem_fraction_static : kDefaultMemFractionStatic;
-  const int element_bytes = kv_cache_element_bytes(compute.device, compute.kernel_dtype);
+  const int element_bytes = kv_cache_element_bytes(compute.device, compute.kernel_dtype, model);
   const int64_t per_token = (memory->kv_bytes_per_token > 0 ? memory->kv_bytes_per_token
                                                              : kv_bytes_per_token(model, element_bytes)) +
                             draft_bytes_per_token(settings, model, element_bytes);

@@ -9,8 +9,8 @@ Device parse_device(const std::string& name) {
   throw Error("unknown device '" + name + "'; choose one of: cpu, cuda");
 }
 
-int kv_cache_element_bytes(Device device, KernelDType products) {
-  return device == Device::Cuda && products == KernelDType::BF16 ? 2 : 4;
+int kv_cache_element_bytes(Device device, KernelDType products, const ModelConfig& config) {
+  return device == Device::Cuda && products == KernelDType::BF16 && !config.mla ? 2 : 4;
 }
 
 }  // namespace moe

@@ -75,10 +75,11 @@ struct DeviceMemoryUse {
   int64_t kv_bytes_per_token = 0;
 };
 
-// The bytes one element of the KV cache takes: bf16 on a GPU in bf16 products (the K/V rounded to
-// bf16 as stored, as the products round them anyway), float32 otherwise (the CPU, and the exact
-// float32 mode everywhere). The CUDA model stores its pool so, and the engine sizes it so.
-int kv_cache_element_bytes(Device device, KernelDType products);
+// The bytes one element of `config`'s KV cache takes: bf16 on a GPU in bf16 products (the K/V rounded
+// to bf16 as stored, as the products round them anyway), float32 otherwise (the CPU, the exact
+// float32 mode everywhere, and latent attention's rows, which the GPU's latent kernels read in
+// float32). The CUDA model stores its pool so, and the engine sizes it so.
+int kv_cache_element_bytes(Device device, KernelDType products, const ModelConfig& config);
 
 // A step's greedy draws, made where the logits are: per row that needs logits (in batch order) the
 // first maximum (ties to the lower id, NaN never picked) and its log_softmax over the raw logits.

@@ -114,6 +114,12 @@ TEST(EngineSizing, TheKvPoolIsBf16OnlyOnAGpuInBf16Products) {
   EXPECT_EQ(bf16.kv_element_bytes, 2);
   identity.compute.kernel_dtype = KernelDType::F32;  // the exact mode keeps float32 on the GPU
   EXPECT_EQ(size_engine(settings, kModel, identity, {}, 1).kv_bytes_per_token, floats * 4);
+  // Latent attention's rows stay float32 in bf16 products: the GPU's latent kernels read them so.
+  identity.compute.kernel_dtype = KernelDType::BF16;
+  const ModelConfig deepseek = load_model_config(std::string(MOE_TEST_DATA_DIR) + "/deepseek-v3-tiny");
+  const EngineSizing latent = size_engine(settings, deepseek, identity, {}, 1);
+  EXPECT_EQ(latent.kv_element_bytes, 4);
+  EXPECT_EQ(latent.kv_bytes_per_token, 4 * (16 + 8) * 4);
 }
 
 // SGLang's meaning: weights and pool take the fraction; the pool is what the weights leave of it.
