@@ -40,10 +40,12 @@ double measure_bandwidth() {
   return 2.0 * kBytes * kCopies / (cuda::elapsed_ms(begin, end) * 1e-3);
 }
 
-msg::WorkerSequence greedy_sequence(int32_t num_new_tokens, std::vector<int32_t> kv_slots) {
+// Sequence `id`'s whole slot table, sent as a new table (kept_slots 0) every time it runs.
+msg::WorkerSequence greedy_sequence(uint64_t id, int32_t num_new_tokens, std::vector<int32_t> kv_slots) {
   msg::WorkerSequence s;
+  s.id = id;
   s.num_new_tokens = num_new_tokens;
-  s.kv_slots = std::move(kv_slots);
+  s.new_slots = std::move(kv_slots);
   s.needs_logits = true;
   s.sampling.temperature = 0.0f;
   return s;
@@ -99,7 +101,7 @@ GpuWorkload::GpuWorkload(KernelDType products, int ep_size) {
         batch.token_ids.push_back(random_token(random, vocab));
         batch.positions.push_back(p);
       }
-      batch.sequences.push_back(greedy_sequence(kContext, slot_range(int64_t{s} * (kContext + 1), kContext)));
+      batch.sequences.push_back(greedy_sequence(s, kContext, slot_range(int64_t{s} * (kContext + 1), kContext)));
     }
     execute(batch, false);
   }
@@ -111,7 +113,7 @@ msg::WorkerBatch GpuWorkload::decode_batch(int batch_size) const {
   for (int s = 0; s < batch_size; ++s) {
     batch.token_ids.push_back(random_token(random, worker_->config().vocab_size));
     batch.positions.push_back(kContext);
-    batch.sequences.push_back(greedy_sequence(1, slot_range(int64_t{s} * (kContext + 1), kContext + 1)));
+    batch.sequences.push_back(greedy_sequence(s, 1, slot_range(int64_t{s} * (kContext + 1), kContext + 1)));
   }
   return batch;
 }
@@ -123,7 +125,7 @@ msg::WorkerBatch GpuWorkload::prefill_batch() const {
     batch.token_ids.push_back(random_token(random, worker_->config().vocab_size));
     batch.positions.push_back(p);
   }
-  batch.sequences.push_back(greedy_sequence(kPromptTokens, slot_range(kPrefillSlotBase, kPromptTokens)));
+  batch.sequences.push_back(greedy_sequence(0, kPromptTokens, slot_range(kPrefillSlotBase, kPromptTokens)));
   return batch;
 }
 
@@ -136,10 +138,12 @@ msg::WorkerResult GpuWorkload::execute(msg::WorkerBatch& batch, bool capture) {
 void GpuWorkload::forward_only(const msg::WorkerBatch& batch, bool greedy_picks) {
   // The model checks the KV cache's slot count only; its pool is the one the worker's steps use.
   KvCache kv = KvCache::placeholder(kPrefillSlotBase + kPromptTokens);
+  SequenceTables tables;
+  tables.apply(batch);
   if (greedy_picks)
-    model_->forward_greedy(to_forward_batch(batch), kv, picks_, nullptr);
+    model_->forward_greedy(to_forward_batch(batch, tables), kv, picks_, nullptr);
   else
-    model_->forward(to_forward_batch(batch), kv, logits_, nullptr);
+    model_->forward(to_forward_batch(batch, tables), kv, logits_, nullptr);
 }
 
 std::vector<int> GpuWorkload::experts_reached(msg::WorkerBatch batch) {

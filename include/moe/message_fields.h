@@ -125,8 +125,10 @@ void visit_fields(M& m, Visit&& visit) {
 
 template <StructOf<WorkerSequence> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
+  visit("id", m.id);
   visit("num_new_tokens", m.num_new_tokens);
-  visit("kv_slots", m.kv_slots);
+  visit("kept_slots", m.kept_slots);
+  visit("new_slots", m.new_slots);
   visit("needs_logits", m.needs_logits);
   visit("sampling", m.sampling);
   visit("tree_parents", m.tree_parents);
@@ -152,6 +154,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("max_tree_experts", m.max_tree_experts);
   visit("stage_instances", m.stage_instances);
   visit("future_tokens", m.future_tokens);
+  visit("ended_sequences", m.ended_sequences);
 }
 
 template <StructOf<RoutingRows> M, class Visit>

@@ -17,7 +17,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 19;
+inline constexpr uint32_t kProtocolVersion = 20;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -178,10 +178,18 @@ struct TokenSampling : DrawSettings {
   bool operator==(const TokenSampling&) const = default;
 };
 
-// One sequence of a worker batch, as the model's ForwardBatch holds it.
+// One sequence of a worker batch. Its KV slot table (the slot of every position 0 .. prefix +
+// num_new_tokens - 1, as the model's ForwardBatch reads it) is held by the worker between steps,
+// keyed by `id`: a step carries only how much of the held table still stands and the slots after it.
 struct WorkerSequence {
+  uint64_t id = 0;  // the scheduler's name for the sequence (a completion, from admission to its end)
   int32_t num_new_tokens = 0;
-  std::vector<int32_t> kv_slots;  // KV slot of every position 0 .. prefix + num_new_tokens - 1
+  // The first kept_slots entries of the worker's table for `id` stay; 0 starts a new table (a new or
+  // re-admitted sequence: its prefix-cache slots travel then, once). A worker that holds fewer
+  // refuses the step.
+  int32_t kept_slots = 0;
+  // The slots appended after them; their last num_new_tokens are the new tokens' (always sent).
+  std::vector<int32_t> new_slots;
   bool needs_logits = false;      // sample after its last new token (verify the tree, with a tree)
   TokenSampling sampling;
   // A speculative draft tree over the new tokens (ForwardBatch's tree_parents); empty: none.
@@ -224,6 +232,9 @@ struct WorkerBatch {
   // must not run a step queued for its predecessor, over KV it does not have).
   std::vector<uint64_t> stage_instances;
   std::vector<FutureToken> future_tokens{};  // token_ids entries the worker fills in (placeholders: -1)
+  // Sequences that ended (finished, aborted, preempted) since the previous step: the worker drops
+  // their tables before applying this step's sequences.
+  std::vector<uint64_t> ended_sequences{};
   bool operator==(const WorkerBatch&) const = default;
 };
 

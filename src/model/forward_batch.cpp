@@ -50,6 +50,11 @@ std::vector<uint8_t> ForwardBatch::tree_token_mask() const {
   return mask;
 }
 
+std::span<const int32_t> ForwardBatch::keep_slots(std::vector<int32_t> slots) {
+  kept_slots_.push_back(std::move(slots));
+  return kept_slots_.back();
+}
+
 void ForwardBatch::add_sequence(const std::vector<int32_t>& tokens, std::vector<int32_t> kv_slots,
                                 bool needs_logits) {
   if (tokens.empty() || kv_slots.size() < tokens.size())
@@ -59,7 +64,7 @@ void ForwardBatch::add_sequence(const std::vector<int32_t>& tokens, std::vector<
     token_ids.push_back(tokens[i]);
     positions.push_back(first + static_cast<int32_t>(i));
   }
-  sequences.push_back({static_cast<int32_t>(tokens.size()), std::move(kv_slots), needs_logits, {}, 0});
+  sequences.push_back({static_cast<int32_t>(tokens.size()), keep_slots(std::move(kv_slots)), needs_logits, {}, 0});
 }
 
 void ForwardBatch::add_tree_sequence(const std::vector<int32_t>& tokens, std::vector<int32_t> kv_slots,
@@ -72,7 +77,8 @@ void ForwardBatch::add_tree_sequence(const std::vector<int32_t>& tokens, std::ve
     token_ids.push_back(tokens[i]);
     positions.push_back(prefix + depths[i]);
   }
-  sequences.push_back({static_cast<int32_t>(tokens.size()), std::move(kv_slots), needs_logits, std::move(parents), 0});
+  sequences.push_back(
+      {static_cast<int32_t>(tokens.size()), keep_slots(std::move(kv_slots)), needs_logits, std::move(parents), 0});
 }
 
 std::vector<int32_t> tree_depths(const std::vector<int32_t>& parents) {

@@ -3,6 +3,7 @@
 // number of new tokens (a prefill chunk, one decode token, or a speculative draft tree) on top of
 // what its KV slots already hold.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace moe {
@@ -10,8 +11,9 @@ namespace moe {
 struct BatchSequence {
   int32_t num_new_tokens = 0;      // this sequence's tokens in the flattened axis, in order
   // KV slot of every position 0 .. prefix + num_new_tokens - 1; with a tree, of every position
-  // before the tree, then of every tree node in node order.
-  std::vector<int32_t> kv_slots;
+  // before the tree, then of every tree node in node order. A view: of the worker's table of the
+  // sequence (SequenceTables), or of slots the batch keeps (ForwardBatch::keep_slots).
+  std::span<const int32_t> kv_slots;
   bool needs_logits = false;       // produce logits for its last new token (every tree node's, with a tree)
   // Empty: the new tokens follow each other. Otherwise a tree over the last tree_parents.size()
   // entries of kv_slots (speculative verify): node i's parent is tree_parents[i] < i, or -1 for a
@@ -38,7 +40,14 @@ struct BatchSequence {
   std::vector<int32_t> visible_slots(int32_t i) const;
 };
 
+// Move-only: its sequences may view slot lists it keeps itself, which a copy would not own.
 struct ForwardBatch {
+  ForwardBatch() = default;
+  ForwardBatch(ForwardBatch&&) = default;
+  ForwardBatch& operator=(ForwardBatch&&) = default;
+  ForwardBatch(const ForwardBatch&) = delete;
+  ForwardBatch& operator=(const ForwardBatch&) = delete;
+
   std::vector<int32_t> token_ids;  // [T]
   std::vector<int32_t> positions;  // [T], position of each token in its own sequence
   std::vector<BatchSequence> sequences;
@@ -54,12 +63,19 @@ struct ForwardBatch {
   std::vector<int64_t> logit_tokens() const;
   // Whether token t belongs to a tree sequence, for every token (empty when no sequence is a tree).
   std::vector<uint8_t> tree_token_mask() const;
+  // Keeps `slots` for as long as the batch lives (moves included) and returns a view of them, for a
+  // sequence built here rather than viewing a worker's table.
+  std::span<const int32_t> keep_slots(std::vector<int32_t> slots);
   // Appends one sequence's new tokens; positions run on from kv_slots.size() - tokens.size().
   void add_sequence(const std::vector<int32_t>& tokens, std::vector<int32_t> kv_slots, bool needs_logits);
   // Appends a tree whose nodes are all new (see BatchSequence::tree_parents): kv_slots holds the
   // positions before the tree, then one slot per node.
   void add_tree_sequence(const std::vector<int32_t>& tokens, std::vector<int32_t> kv_slots,
                          std::vector<int32_t> parents, bool needs_logits);
+
+ private:
+  // Each list's heap buffer stays where it is when this vector grows or the batch moves.
+  std::vector<std::vector<int32_t>> kept_slots_;
 };
 
 // Depth of every node of a tree given by its parents (-1 = a node at depth 0); a parent that is

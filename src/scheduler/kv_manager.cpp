@@ -47,6 +47,9 @@ void KvManager::cache_progress(Request& request) {
   if (!cache_ || request.num_computed == 0) return;
   insert_computed(request);
   RadixCache::Match match = cache_->match_prefix(request.tokens(0, request.num_computed));
+  // Where another request cached the same tokens first, the request now reads that copy's slots.
+  const auto same = std::mismatch(match.slots.begin(), match.slots.end(), request.slot_table.begin()).first;
+  request.slots_rewritten_from(same - match.slots.begin());
   std::copy(match.slots.begin(), match.slots.end(), request.slot_table.begin());
   cache_->lock(match.node);
   cache_->unlock(request.cache_node);

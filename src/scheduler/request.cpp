@@ -85,8 +85,8 @@ int32_t ScheduledBatch::num_samplers() const {
 
 std::span<const int32_t> ScheduledBatch::new_token_slots(size_t sequence) const {
   const msg::WorkerSequence& seq = sequences.at(sequence);
-  const std::span<const int32_t> all(seq.kv_slots);
-  return all.last(static_cast<size_t>(seq.num_new_tokens));
+  const std::span<const int32_t> sent(seq.new_slots);  // always ends with the new tokens' slots
+  return sent.last(static_cast<size_t>(seq.num_new_tokens));
 }
 
 std::vector<int32_t> ScheduledBatch::token_slots() const {
@@ -101,10 +101,10 @@ std::vector<int32_t> ScheduledBatch::token_slots() const {
 
 void ScheduledBatch::add_sequence(const Request& owner, const std::vector<int32_t>& tokens, msg::WorkerSequence sequence) {
   const bool tree = !sequence.tree_parents.empty();
-  if (tokens.empty() || sequence.kv_slots.size() < tokens.size() || (tree && sequence.tree_parents.size() != tokens.size()))
-    throw std::logic_error("Scheduler: a step's sequence needs a new token, a KV slot for every position and, in a "
+  if (tokens.empty() || sequence.new_slots.size() < tokens.size() || (tree && sequence.tree_parents.size() != tokens.size()))
+    throw std::logic_error("Scheduler: a step's sequence needs a new token, the KV slots of its new tokens and, in a "
                            "tree, a parent for every node");
-  const auto prefix = static_cast<int32_t>(sequence.kv_slots.size() - tokens.size());
+  const auto prefix = static_cast<int32_t>(sequence.kept_slots + sequence.new_slots.size() - tokens.size());
   const std::vector<int32_t> depths = tree ? tree_depths(sequence.tree_parents) : std::vector<int32_t>();
   for (size_t i = 0; i < tokens.size(); ++i) {
     token_ids.push_back(tokens[i]);
@@ -112,7 +112,7 @@ void ScheduledBatch::add_sequence(const Request& owner, const std::vector<int32_
   }
   sequence.num_new_tokens = static_cast<int32_t>(tokens.size());
   sequences.push_back(std::move(sequence));
-  owners.push_back({owner.uid, owner.rid, owner.index});
+  owners.push_back({owner.rid, owner.index});
 }
 
 void ScheduledBatch::adopt_drafted_trees(std::span<const int32_t> tokens, std::span<const int32_t> parents) {

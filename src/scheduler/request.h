@@ -3,6 +3,7 @@
 // what a step's result (or an abort) reports back. A request is the client's TokenizedRequest
 // itself, extended with state: its sampling, stop and output settings are read where they are
 // used, never copied into scheduler-side fields.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -34,6 +35,11 @@ struct Request : msg::TokenizedRequest {
   RequestState state = RequestState::Waiting;
   std::vector<int32_t> output_ids;
   std::vector<int32_t> slot_table;  // req_to_token: KV slot of position i (prompt then output)
+  // The model worker's copy of slot_table (its SequenceTables entry, keyed by uid): whether it holds
+  // one, and how many leading entries of it still equal slot_table's, as the steps sent so far left
+  // it; the next step sends only the entries after those.
+  bool on_worker = false;
+  int64_t worker_slots = 0;
   int64_t num_computed = 0;         // positions [0, num_computed) have their KV in slot_table
   int64_t num_cache_owned = 0;      // positions [0, num_cache_owned) use slots the radix cache owns
   RadixCache::Node* cache_node = nullptr;  // the locked radix node covering those positions
@@ -61,6 +67,8 @@ struct Request : msg::TokenizedRequest {
   std::vector<msg::TokenAlternatives> input_row_top;
   bool input_logprobs_sent = false;
 
+  // slot_table's entries from `position` on were rewritten (or cut): the worker's copy agrees below it only.
+  void slots_rewritten_from(int64_t position) { worker_slots = std::min(worker_slots, position); }
   int64_t prompt_len() const { return static_cast<int64_t>(input_ids.size()); }
   int64_t total_len() const { return prompt_len() + static_cast<int64_t>(output_ids.size()); }
   // Prompt logprobs: whether the request asked for them, the first position whose logits they need
@@ -99,10 +107,9 @@ struct Request : msg::TokenizedRequest {
   std::optional<msg::FinishReason> stop_reason(const std::vector<int32_t>& eos_token_ids) const;
 };
 
-// Whom a sequence of a step belongs to: the request (by the scheduler's handle, so a stale entry
-// never reaches a later request of the same rid) and which of its n completions.
+// Whom a sequence of a step belongs to: the request and which of its n completions (the sequence's
+// id is the completion's uid, so a stale entry never reaches a later request of the same rid).
 struct SequenceOwner {
-  uint64_t uid = 0;
   std::string rid;
   int index = 0;
 };
@@ -114,7 +121,7 @@ msg::TokenSampling token_sampling(const Request& request, const std::vector<int3
                                   int pending_outputs = 0);
 
 // One step as the scheduler plans it: the message the model worker receives, in which each sequence
-// is described once (msg::WorkerSequence: its new tokens, KV slots, tree, sampling), and whom each
+// is described once (msg::WorkerSequence: its new tokens, the change to its KV slots, tree, sampling), and whom each
 // sequence belongs to. The service keeps it while the step is in flight and hands the worker the
 // message part itself, so no other description of a sequence is made on the way.
 struct ScheduledBatch : msg::WorkerBatch {
@@ -128,8 +135,8 @@ struct ScheduledBatch : msg::WorkerBatch {
   // The KV slot of every row of the flattened token axis, in forward order.
   std::vector<int32_t> token_slots() const;
   // Appends a sequence of `owner` with its new tokens (sequence.num_new_tokens is set from them) and
-  // their positions, which run on from kv_slots.size() - tokens.size(), or with tree_parents sit at
-  // that plus each node's depth.
+  // their positions, which run on from the table's length (kept_slots + new_slots.size()) less
+  // tokens.size(), or with tree_parents sit at that plus each node's depth.
   void add_sequence(const Request& owner, const std::vector<int32_t>& tokens, msg::WorkerSequence sequence);
   // Puts the trees a worker drafted (every draft_topk sequence's node tokens then parents, in batch
   // order, as WorkerResult carries them) in place of the placeholders, so the verify's result is

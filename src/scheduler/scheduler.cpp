@@ -23,8 +23,10 @@ namespace {
 // that stayed up): it looks up the tokens earlier steps sampled by step id, and results and routing
 // rows of the old front's last steps may still be queued to the new one. Were step ids counted from 0
 // by every scheduler, a new front's step could take an old step's samples or rows; from a random
-// start no two schedulers' steps meet. Two bits are left free so the count never wraps.
-uint64_t first_step_id() {
+// start no two schedulers' steps meet. Sequence ids (request uids) likewise: the worker keeps each
+// live sequence's KV slot table by that id, and a new front's sequence must never continue an old
+// front's table. Two bits are left free so the count never wraps.
+uint64_t random_start() {
   std::random_device device;
   const uint64_t high = device(), low = device();
   return ((high << 32) | low) >> 2;
@@ -36,7 +38,8 @@ Scheduler::Scheduler(const SchedulerConfig& config, uint64_t seed_source)
     : config_(config),
       kv_(config.max_total_tokens, config.enable_radix_cache),
       seed_rng_(seed_source),
-      last_step_id_(first_step_id()) {
+      next_uid_(random_start()),
+      last_step_id_(random_start()) {
   if (config.max_running_requests < 1)
     throw Error("max_running_requests must be at least 1, got " + std::to_string(config.max_running_requests));
 }
@@ -137,7 +140,7 @@ std::vector<CompletionRecord> Scheduler::process_result(const ScheduledBatch& ba
     first_token += seq.num_new_tokens;
     const size_t prompt_rows = seq.prompt_logprob_ids.size();
     const size_t first_prompt_row = std::exchange(prompt_row, prompt_row + prompt_rows);
-    Request* request = find(owner.rid, owner.index, owner.uid);
+    Request* request = find(owner.rid, owner.index, seq.id);
     if (request == nullptr) continue;  // finished or aborted while the batch was in flight
     if (prompt_rows > 0) {
       const auto rows = prompt.logprobs.subspan(first_prompt_row, prompt_rows);
@@ -289,7 +292,7 @@ void Scheduler::finish(Request& request, msg::FinishReason reason, std::vector<C
   const int index = request.index;
   switch (request.state) {
     case RequestState::Running:
-      kv_.release(request);
+      release_kv(request);
       erase_from(running_, &request);
       break;
     case RequestState::Waiting:

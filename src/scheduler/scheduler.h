@@ -195,6 +195,11 @@ class Scheduler {
   void stop(Request& request, msg::FinishReason reason, std::vector<CompletionRecord>& records);
   // Removes a request from wherever it is, frees its KV and ends its record with `reason`.
   void finish(Request& request, msg::FinishReason reason, std::vector<CompletionRecord>& records);
+  // Frees a request's KV (KvManager::release); the worker's copy of its slot table goes with the next step.
+  void release_kv(Request& request);
+  // The part of request's slot table, positions [0, end), that the worker does not hold yet, into
+  // `sequence` (id, kept_slots, new_slots); always at least the slots of the last num_new_tokens.
+  void send_slots(Request& request, int64_t end, int64_t num_new_tokens, msg::WorkerSequence& sequence);
   // Moves rid's parked completions to the head of the waiting queue.
   void unpark_siblings(const std::string& rid);
 
@@ -205,9 +210,12 @@ class Scheduler {
   std::unordered_map<std::string, std::vector<std::unique_ptr<Request>>> groups_;
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;  // in admission order: the last admitted is preempted first
-  uint64_t next_uid_ = 1;
-  // Step ids count from a random start (first_step_id), never from 0: see scheduler.cpp.
+  // Request uids (the worker's sequence ids) and step ids count from a random start, never from 0:
+  // see scheduler.cpp.
+  uint64_t next_uid_;
   uint64_t last_step_id_;
+  // Sequences whose worker-side slot tables the next step tells the worker to drop.
+  std::vector<uint64_t> ended_on_worker_;
   std::set<uint64_t> in_flight_steps_;
   int64_t step_sequence_cap_ = 0;  // sequences the step being planned may still take
   int64_t cache_hit_tokens_ = 0;

@@ -13,7 +13,11 @@ namespace {
 void keep_verified_slots(KvManager& kv, Request& request, const std::vector<int32_t>& tree_slots,
                          std::span<const int32_t> fed_nodes) {
   // The fed nodes' slots hold their K/V (and routing rows), computed at exactly the positions they
-  // now take; every other node's slot goes back to the pool.
+  // now take; every other node's slot goes back to the pool. The worker's copy of the table stands
+  // up to the first fed node that is not the node at its place (the rest is cut).
+  size_t unmoved = 0;
+  while (unmoved < fed_nodes.size() && fed_nodes[unmoved] == static_cast<int32_t>(unmoved)) ++unmoved;
+  request.slots_rewritten_from(request.num_computed + static_cast<int64_t>(unmoved));
   request.slot_table.resize(static_cast<size_t>(request.num_computed));
   std::vector<bool> keep(tree_slots.size(), false);
   for (int32_t node : fed_nodes) {
@@ -66,9 +70,8 @@ bool Scheduler::add_speculative(ScheduledBatch& batch, Request& request, int64_t
   }
   const auto nodes = static_cast<int64_t>(tokens.size());
   if (!kv_.extend(request, nodes)) throw std::logic_error("Scheduler: a draft tree's slots were counted available");
-  std::vector<int32_t> slots(request.slot_table.begin(), request.slot_table.begin() + request.num_computed + nodes);
   msg::WorkerSequence sequence;
-  sequence.kv_slots = std::move(slots);
+  send_slots(request, request.num_computed + nodes, nodes, sequence);
   sequence.needs_logits = true;
   sequence.sampling = token_sampling(request, config_.eos_token_ids);
   sequence.tree_parents = std::move(parents);

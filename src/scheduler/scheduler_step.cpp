@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "sampling/logit_adjustments.h"
 #include "scheduler/scheduler.h"
@@ -28,6 +29,7 @@ std::optional<ScheduledBatch> Scheduler::schedule_step() {
   // After a preemption the pool is short: admitting now would only preempt again next step.
   if (!preempted) admit_waiting(batch, budget, prefill_budget);
   if (batch.sequences.empty()) return std::nullopt;
+  batch.ended_sequences = std::exchange(ended_on_worker_, {});
   in_flight_steps_.insert(batch.step);
   return batch;
 }
@@ -71,7 +73,7 @@ void Scheduler::admit_waiting(ScheduledBatch& batch, int64_t& budget, int64_t& p
     // Room for the whole remaining prefill, and one more token for every running request's next
     // decode, so that admitting does not immediately force a preemption.
     if (kv_.available() < pending + static_cast<int64_t>(running_.size())) {
-      kv_.release(request);
+      release_kv(request);
       return;
     }
     const int64_t chunk = std::min({pending, budget, prefill_budget, request.step_token_limit()});
@@ -129,16 +131,31 @@ Request* Scheduler::pick_victim(const Request& requester, uint64_t step) {
 // admission may find it again), everything else is freed, and it waits at the head of the queue
 // to prefill its prompt and the tokens it generated so far.
 void Scheduler::preempt(Request& request) {
-  kv_.release(request);
+  release_kv(request);
   running_.erase(std::find(running_.begin(), running_.end(), &request));
   request.state = RequestState::Waiting;
   waiting_.push_front(&request);
   ++num_preemptions_;
 }
 
+void Scheduler::release_kv(Request& request) {
+  kv_.release(request);
+  if (request.on_worker) ended_on_worker_.push_back(request.uid);
+  request.on_worker = false;
+  request.worker_slots = 0;
+}
+
+void Scheduler::send_slots(Request& request, int64_t end, int64_t num_new_tokens, msg::WorkerSequence& sequence) {
+  const int64_t kept = request.on_worker ? std::min(request.worker_slots, end - num_new_tokens) : 0;
+  sequence.id = request.uid;
+  sequence.kept_slots = static_cast<int32_t>(kept);
+  sequence.new_slots.assign(request.slot_table.begin() + kept, request.slot_table.begin() + end);
+  request.on_worker = true;
+  request.worker_slots = end;
+}
+
 void Scheduler::add_to_batch(ScheduledBatch& batch, Request& request, int64_t num_new_tokens) {
   const int64_t end = request.num_computed + num_new_tokens;
-  std::vector<int32_t> slots(request.slot_table.begin(), request.slot_table.begin() + end);
   // A finishing request feeds its last token only for the routing: nothing more to sample.
   const bool samples = end == request.total_len() && !request.finishing;
   if (samples) {
@@ -152,7 +169,7 @@ void Scheduler::add_to_batch(ScheduledBatch& batch, Request& request, int64_t nu
   if (!prompt_targets.empty() && std::min(end, request.prompt_len() - 1) != end - (samples ? 1 : 0))
     throw std::logic_error("Scheduler: prompt logprob rows that do not end a step's chunk");
   msg::WorkerSequence sequence;
-  sequence.kv_slots = std::move(slots);
+  send_slots(request, end, num_new_tokens, sequence);
   sequence.needs_logits = samples;
   sequence.sampling = token_sampling(request, config_.eos_token_ids);
   sequence.prompt_logprob_ids = std::move(prompt_targets);
@@ -176,11 +193,10 @@ bool Scheduler::add_overlapped(ScheduledBatch& batch, Request& request, int64_t&
   // preempts anyone; short of slots, it waits for its step as without overlap.
   if (kv_.available() < 1 || !kv_.extend(request, 1)) return false;
   const int64_t end = request.total_len() + 1;
-  std::vector<int32_t> slots(request.slot_table.begin(), request.slot_table.begin() + end);
   batch.future_tokens.push_back({static_cast<int32_t>(batch.token_ids.size()), request.pending_sample_step,
                                  request.pending_sample_index});
   msg::WorkerSequence sequence;
-  sequence.kv_slots = std::move(slots);
+  send_slots(request, end, 1, sequence);
   sequence.needs_logits = true;
   sequence.sampling = token_sampling(request, config_.eos_token_ids, 1);
   request.pending_outputs = 2;

@@ -5,8 +5,8 @@
 namespace moe {
 
 RoutingRowsTracker::RoutingRowsTracker(int64_t num_slots, int num_moe_layers, int top_k, bool with_weights,
-                                       DraftRowShape draft)
-    : host_(num_slots, num_moe_layers, top_k, with_weights) {
+                                       DraftRowShape draft, std::function<void()> on_step_stored)
+    : host_(num_slots, num_moe_layers, top_k, with_weights), on_step_stored_(std::move(on_step_stored)) {
   if (draft.num_moe_layers > 0) draft_host_.emplace(num_slots, draft.num_moe_layers, draft.top_k, false);
 }
 
@@ -16,13 +16,8 @@ void RoutingRowsTracker::step_scheduled(uint64_t step, std::vector<int32_t> toke
                        draft_host_.has_value()};
 }
 
-void RoutingRowsTracker::after_rows_of(uint64_t step, std::function<void()> emit) {
-  const bool stored = step_slots_.empty() || step < step_slots_.begin()->first;
-  if (stored && pending_.empty()) {
-    emit();
-    return;
-  }
-  pending_.emplace_back(step, std::move(emit));
+bool RoutingRowsTracker::rows_stored_through(uint64_t step) const {
+  return step_slots_.empty() || step < step_slots_.begin()->first;
 }
 
 void RoutingRowsTracker::rows_arrived(const msg::StepRouting& routing) {
@@ -65,19 +60,11 @@ void RoutingRowsTracker::store_whole_steps() {
     for (const auto& [first, staged] : whole.slices) host_.store(staged, whole.token_slots, first);
     if (draft_host_) draft_host_->store(whole.draft, whole.token_slots);
     step_slots_.erase(step_slots_.begin());
-    const uint64_t oldest_missing = step_slots_.empty() ? UINT64_MAX : step_slots_.begin()->first;
-    while (!pending_.empty() && pending_.front().first < oldest_missing) {
-      auto emit = std::move(pending_.front().second);
-      pending_.pop_front();
-      emit();
-    }
+    if (on_step_stored_) on_step_stored_();
   }
 }
 
-void RoutingRowsTracker::reset() {
-  step_slots_.clear();
-  pending_.clear();
-}
+void RoutingRowsTracker::reset() { step_slots_.clear(); }
 
 msg::RoutingRows RoutingRowsTracker::gather(const int32_t* slots, int64_t count, bool with_weights) const {
   msg::RoutingRows rows;

@@ -1,7 +1,8 @@
 #pragma once
 // The scheduler side of routed-experts capture: stores each step's staged rows in the host cache by
-// KV slot, and holds back a request's output until the rows it covers have arrived, so every reply
-// carries exactly its rows, in order, even though rows travel a step behind the sampled tokens. With
+// KV slot, in step order, and says after each step it stored, so that the records held for their
+// rows (SchedulerService's queue) go out with exactly their rows, in order, even though rows travel a
+// step behind the sampled tokens. With
 // pipeline parallelism every stage sends the slice of its own MoE layers; a step's rows count as
 // arrived once every layer's slice has. Slices are written to the host cache in step order: stages
 // answer independently, so a later step's slice (which may reuse the KV slots of a request that
@@ -10,7 +11,6 @@
 // the draft model's rows of it (which ride on the step's WorkerResult) are in too; they go to a host
 // cache of their own, so they never mix with the target's rows.
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -30,18 +30,21 @@ struct DraftRowShape {
 
 class RoutingRowsTracker {
  public:
-  RoutingRowsTracker(int64_t num_slots, int num_moe_layers, int top_k, bool with_weights, DraftRowShape draft = {});
+  // `on_step_stored` runs after each step's rows are stored, before a later step's may overwrite
+  // slots that step's records name: the moment to gather them.
+  RoutingRowsTracker(int64_t num_slots, int num_moe_layers, int top_k, bool with_weights, DraftRowShape draft = {},
+                     std::function<void()> on_step_stored = {});
 
   // A step was sent to the worker: its token axis writes these KV slots.
   void step_scheduled(uint64_t step, std::vector<int32_t> token_slots);
-  // `emit` must run once the rows of every step <= `step` are in the host cache (at once if they are).
-  void after_rows_of(uint64_t step, std::function<void()> emit);
-  // Staged rows (a whole row, or one stage's slice of it) from a worker: stored by slot; once the
-  // step has all its layers, every emission it unblocks runs, in order.
+  // Whether the rows of every step <= `step` are in the host cache.
+  bool rows_stored_through(uint64_t step) const;
+  // Staged rows (a whole row, or one stage's slice of it) from a worker: stored by slot once the step
+  // has all its layers and every earlier step is stored, each step followed by on_step_stored.
   void rows_arrived(const msg::StepRouting& routing);
   // The draft model's rows of a step (one per token of its batch); without a draft shape, ignored.
   void draft_rows_arrived(uint64_t step, const msg::RoutingRows& rows);
-  // The worker is gone: rows of steps still out will never come; pending emissions are dropped.
+  // The worker is gone: rows of steps still out will never come.
   void reset();
   // Rows of the given slots (one per position), in order.
   msg::RoutingRows gather(const int32_t* slots, int64_t count, bool with_weights) const;
@@ -63,10 +66,10 @@ class RoutingRowsTracker {
     StagedRouting draft{};
     bool whole() const { return layers_missing == 0 && !draft_missing; }
   };
-  // Stores every whole step at the front, oldest first, each followed by the emissions it unblocks.
+  // Stores every whole step at the front, oldest first, each followed by on_step_stored_.
   void store_whole_steps();
   std::map<uint64_t, OutstandingStep> step_slots_;  // scheduled steps whose rows are still (partly) out
-  std::deque<std::pair<uint64_t, std::function<void()>>> pending_;
+  std::function<void()> on_step_stored_;
 };
 
 }  // namespace moe

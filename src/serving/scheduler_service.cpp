@@ -20,7 +20,7 @@ SchedulerService::SchedulerService(const SchedulerServiceOptions& options, const
   // request's prefix-cache hit must find real rows for slots computed on behalf of anyone.
   if (options.enable_routed_experts) {
     tracker_.emplace(scheduler_.kv_cache_slots(), model.num_moe_layers, model.top_k, options.enable_router_weights,
-                     options.draft_routing);
+                     options.draft_routing, [this] { release_stored(); });
     load_.emplace(model.num_moe_layers, model.num_experts);
   }
 }
@@ -208,24 +208,25 @@ void SchedulerService::emit(std::vector<CompletionRecord> records, uint64_t step
       output_.items.push_back(std::move(record));
       continue;
     }
-    // Held records are released in the order they were held, as the tracker runs its emissions.
-    held_.push_back({std::move(record)});
-    tracker_->after_rows_of(step, [this] { release_held(); });
+    held_.push_back({std::move(record), step});
+    release_stored();
   }
 }
 
-void SchedulerService::release_held() {
-  HeldRecord held = std::move(held_.front());
-  held_.pop_front();
-  if (held.dropped) return;
-  CompletionRecord& record = held.record;
-  if (!record.row_slots.empty()) {
-    const auto count = static_cast<int64_t>(record.row_slots.size());
-    record.routed_experts = tracker_->gather(record.row_slots.data(), count, record.routing.return_router_weights);
-    if (record.routing.return_draft_routed_experts)
-      record.draft_routed_experts = tracker_->gather_draft(record.row_slots.data(), count);
+void SchedulerService::release_stored() {
+  while (!held_.empty() && tracker_->rows_stored_through(held_.front().step)) {
+    HeldRecord held = std::move(held_.front());
+    held_.pop_front();
+    if (held.dropped) continue;
+    CompletionRecord& record = held.record;
+    if (!record.row_slots.empty()) {
+      const auto count = static_cast<int64_t>(record.row_slots.size());
+      record.routed_experts = tracker_->gather(record.row_slots.data(), count, record.routing.return_router_weights);
+      if (record.routing.return_draft_routed_experts)
+        record.draft_routed_experts = tracker_->gather_draft(record.row_slots.data(), count);
+    }
+    output_.items.push_back(std::move(record));
   }
-  output_.items.push_back(std::move(record));
 }
 
 bool SchedulerService::in_use(const std::string& rid) const {

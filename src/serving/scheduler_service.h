@@ -44,6 +44,9 @@ struct SchedulerServiceOptions {
 class SchedulerService {
  public:
   SchedulerService(const SchedulerServiceOptions& options, const ServingModelInfo& model);
+  // The tracker calls back into the service that made it: never copied or moved.
+  SchedulerService(const SchedulerService&) = delete;
+  SchedulerService& operator=(const SchedulerService&) = delete;
 
   // Queues a request the front door validated, or refuses it (409) when its rid still names a live
   // request: a client may reuse a rid as soon as its reply ended, which can reach the front before
@@ -163,8 +166,9 @@ class SchedulerService {
   // that asked for routing, holds it until the rows of `step` (and so of every position it reports)
   // have arrived.
   void emit(std::vector<CompletionRecord> records, uint64_t step);
-  // Sends the oldest held record on with the rows of its row_slots (unless it was dropped).
-  void release_held();
+  // Sends the held records at the front of the queue whose step's rows are stored on, each with the
+  // rows of its row_slots (unless it was dropped); the tracker calls it after each step it stores.
+  void release_stored();
   // Whether rid's reply may still get records: a live request, or records held for their rows.
   bool in_use(const std::string& rid) const;
   // A new worker's KV cache is empty: when steps went to the last one, every live request fails
@@ -189,12 +193,13 @@ class SchedulerService {
   };
   std::vector<StageWorker> stages_;  // one per pipeline stage
   bool steps_sent_ = false;  // since the last worker was accepted: the KV cache holds their work
-  // Records of requests that asked for routing, oldest first, each waiting for the rows of its step:
-  // the tracker runs one emission per record, in this order. The scheduler forgets a request when it
+  // Records of requests that asked for routing, oldest first, each waiting for the rows of its step
+  // (and of every step before it): the one queue of them; they go out in this order. The scheduler forgets a request when it
   // finishes; its rid stays in use until its held records are out. A record of a completion the
   // detokenizer ended meanwhile (a stop string) is dropped instead.
   struct HeldRecord {
     CompletionRecord record;
+    uint64_t step = 0;  // its rows are in once the tracker has stored every step up to this one
     bool dropped = false;
   };
   std::deque<HeldRecord> held_;

@@ -20,7 +20,7 @@ void add_newest_layer(ForwardBatch& forward, const GrowingTree& tree) {
   std::vector<int32_t> slots = tree.prefix_slots;
   slots.insert(slots.end(), tree.node_slots.begin(), tree.node_slots.begin() + static_cast<int64_t>(tree.tokens.size()));
   forward.sequences.push_back(
-      {static_cast<int32_t>(tree.tokens.size() - tree.fed), std::move(slots), true, tree.parents});
+      {static_cast<int32_t>(tree.tokens.size() - tree.fed), forward.keep_slots(std::move(slots)), true, tree.parents});
 }
 
 }  // namespace
@@ -34,8 +34,10 @@ DraftModel::DraftModel(std::unique_ptr<Model> model, const ModelConfig& target, 
 }
 
 msg::RoutingRows DraftModel::shadow(const ForwardBatch& batch, bool capture_routing) {
-  ForwardBatch quiet = batch;
-  quiet.max_tree_experts = 0;
+  ForwardBatch quiet;
+  quiet.token_ids = batch.token_ids;
+  quiet.positions = batch.positions;
+  quiet.sequences = batch.sequences;  // viewing the slots `batch` keeps, which outlives `quiet`
   for (BatchSequence& s : quiet.sequences) {
     s.needs_logits = false;
     s.prompt_logit_rows = 0;
@@ -50,9 +52,10 @@ msg::RoutingRows DraftModel::shadow(const ForwardBatch& batch, bool capture_rout
   return rows.take();
 }
 
-void DraftModel::draft_trees(msg::WorkerBatch& batch, std::vector<int32_t>& tokens, std::vector<int32_t>& parents) {
+void DraftModel::draft_trees(msg::WorkerBatch& batch, const SequenceTables& tables, std::vector<int32_t>& tokens,
+                             std::vector<int32_t>& parents) {
   grow_draft_trees(
-      batch, model_->config().vocab_size,
+      batch, tables, model_->config().vocab_size,
       [&](const std::vector<GrowingTree*>& growing) {
         ForwardBatch forward;
         for (const GrowingTree* tree : growing) add_newest_layer(forward, *tree);

@@ -11,6 +11,7 @@
 
 #include "model/model.h"
 #include "moe/messages.h"
+#include "worker/sequence_tables.h"
 
 namespace moe {
 
@@ -31,7 +32,8 @@ class DraftModel {
   // probable children of every node of the layer above, one draft forward per layer. The chosen
   // tokens and parents are written into the batch (positions and slots stay: depths do not change)
   // and appended, in batch order, to tokens and parents.
-  void draft_trees(msg::WorkerBatch& batch, std::vector<int32_t>& tokens, std::vector<int32_t>& parents);
+  void draft_trees(msg::WorkerBatch& batch, const SequenceTables& tables, std::vector<int32_t>& tokens,
+                   std::vector<int32_t>& parents);
 
  private:
   std::unique_ptr<Model> model_;

@@ -9,16 +9,17 @@
 namespace moe {
 namespace {
 
-GrowingTree start_tree(const msg::WorkerBatch& batch, size_t i, int64_t first_token) {
+GrowingTree start_tree(const msg::WorkerBatch& batch, const SequenceTables& tables, size_t i, int64_t first_token) {
   const msg::WorkerSequence& s = batch.sequences[i];
+  const std::span<const int32_t> slots = tables.table(s.id);
   const auto nodes = static_cast<size_t>(s.num_new_tokens);
-  if (s.tree_parents.size() != nodes || nodes < 2 || s.kv_slots.size() < nodes || s.draft_topk < 1 || !s.needs_logits)
+  if (s.tree_parents.size() != nodes || nodes < 2 || slots.size() < nodes || s.draft_topk < 1 || !s.needs_logits)
     throw Error("a draft-then-verify sequence needs a tree shape of at least two nodes, a slot for each, and logits");
   GrowingTree tree;
   tree.sequence = i;
   tree.first_token = first_token;
-  tree.prefix_slots.assign(s.kv_slots.begin(), s.kv_slots.end() - static_cast<int64_t>(nodes));
-  tree.node_slots.assign(s.kv_slots.end() - static_cast<int64_t>(nodes), s.kv_slots.end());
+  tree.prefix_slots.assign(slots.begin(), slots.end() - static_cast<int64_t>(nodes));
+  tree.node_slots.assign(slots.end() - static_cast<int64_t>(nodes), slots.end());
   tree.depths = tree_depths(s.tree_parents);
   for (size_t n = 1; n < nodes; ++n)
     if (tree.depths[n] < tree.depths[n - 1] || tree.depths[n] > tree.depths[n - 1] + 1)
@@ -69,12 +70,12 @@ size_t GrowingTree::next_layer_size() const {
   return static_cast<size_t>(std::count(depths.begin() + static_cast<int64_t>(tokens.size()), depths.end(), depth));
 }
 
-void grow_draft_trees(msg::WorkerBatch& batch, int64_t vocab, const DraftLayerForward& forward,
+void grow_draft_trees(msg::WorkerBatch& batch, const SequenceTables& tables, int64_t vocab, const DraftLayerForward& forward,
                       std::vector<int32_t>& tokens, std::vector<int32_t>& parents) {
   std::vector<GrowingTree> trees;
   int64_t first_token = 0;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
-    if (batch.sequences[i].draft_topk > 0) trees.push_back(start_tree(batch, i, first_token));
+    if (batch.sequences[i].draft_topk > 0) trees.push_back(start_tree(batch, tables, i, first_token));
     first_token += batch.sequences[i].num_new_tokens;
   }
   // One draft forward per layer, over every tree that still has nodes to fill.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "moe/messages.h"
+#include "worker/sequence_tables.h"
 
 namespace moe {
 
@@ -33,12 +34,12 @@ struct GrowingTree {
 using DraftLayerForward = std::function<const float*(const std::vector<GrowingTree*>& growing)>;
 
 // The trees of the sequences with draft_topk > 0: their first token (the root) is given, the other
-// nodes are placeholders whose depths (tree_parents) fix the tree's shape. Each layer is filled
+// nodes are placeholders whose depths (tree_parents) fix the tree's shape; their KV slots are in `tables`. Each layer is filled
 // with that many tokens, the best by cumulative draft log-probability among the draft_topk most
 // probable children of every node of the layer above. The chosen tokens and parents are written
 // into the batch (positions and slots stay: depths do not change) and appended, in batch order, to
 // tokens and parents.
-void grow_draft_trees(msg::WorkerBatch& batch, int64_t vocab, const DraftLayerForward& forward,
+void grow_draft_trees(msg::WorkerBatch& batch, const SequenceTables& tables, int64_t vocab, const DraftLayerForward& forward,
                       std::vector<int32_t>& tokens, std::vector<int32_t>& parents);
 
 }  // namespace moe

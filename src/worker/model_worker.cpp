@@ -41,14 +41,14 @@ uint64_t draw_instance() {
 
 }  // namespace
 
-ForwardBatch to_forward_batch(const msg::WorkerBatch& batch) {
+ForwardBatch to_forward_batch(const msg::WorkerBatch& batch, const SequenceTables& tables) {
   ForwardBatch forward;
   forward.token_ids = batch.token_ids;
   forward.positions = batch.positions;
   forward.max_tree_experts = batch.max_tree_experts;
   forward.sequences.reserve(batch.sequences.size());
   for (const auto& s : batch.sequences)
-    forward.sequences.push_back({s.num_new_tokens, s.kv_slots, s.needs_logits, s.tree_parents,
+    forward.sequences.push_back({s.num_new_tokens, tables.table(s.id), s.needs_logits, s.tree_parents,
                                  static_cast<int32_t>(s.prompt_logprob_ids.size())});
   return forward;
 }
@@ -98,7 +98,7 @@ std::unique_ptr<RoutedExpertsCapturer> ModelWorker::make_capturer() const {
 
 ModelWorker::ForwardRun ModelWorker::run_forward(
     const msg::WorkerBatch& batch, const std::function<void(const ForwardBatch&, RoutingCapture*)>& run) {
-  ForwardRun done{to_forward_batch(batch), {}};
+  ForwardRun done{to_forward_batch(batch, tables_), {}};
   recent_samples_.fill(done.forward.token_ids, batch.future_tokens);
   const ForwardBatch& forward = done.forward;
   const bool capture = batch.capture_routing;
@@ -126,6 +126,7 @@ ModelWorker::ForwardRun ModelWorker::run_forward(
 }
 
 msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
+  tables_.apply(batch);
   if (!model_) throw Error("a step reached a worker whose weights are released (release_memory_occupation)");
   const bool drafts = std::any_of(batch.sequences.begin(), batch.sequences.end(),
                                   [](const msg::WorkerSequence& s) { return s.draft_topk > 0; });
@@ -138,9 +139,9 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
   if (drafts) {
     drafted = batch;
     if (draft_)
-      draft_->draft_trees(drafted, drafted_tokens, drafted_parents);
+      draft_->draft_trees(drafted, tables_, drafted_tokens, drafted_parents);
     else
-      nextn_->draft_trees(drafted, drafted_tokens, drafted_parents);
+      nextn_->draft_trees(drafted, tables_, drafted_tokens, drafted_parents);
   }
   const msg::WorkerBatch& verified = drafts ? drafted : batch;
   const bool greedy_picks = !nextn_ && model_picks(verified);
@@ -165,6 +166,7 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
 }
 
 std::optional<msg::WorkerResult> ModelWorker::execute_stage(const msg::WorkerBatch& batch, float* hidden) {
+  tables_.apply(batch);
   if (!model_) throw Error("a step reached a worker whose weights are released (release_memory_occupation)");
   ForwardRun done = run_forward(batch, [&](const ForwardBatch& forward, RoutingCapture* capture) {
     model_->forward_stage(forward, kv_, hidden, logits_, capture);

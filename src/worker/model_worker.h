@@ -1,7 +1,8 @@
 #pragma once
 // The model worker's logic (no sockets): runs a WorkerBatch through the model, samples the
 // sequences that need it and, when the batch asks, captures routing through the double-buffered
-// capturer. It keeps no per-request state beyond KV contents addressed by slot.
+// capturer. Per request it keeps only each live sequence's KV slot table (SequenceTables, changed by
+// every step it runs) beside KV contents addressed by slot.
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,12 +16,14 @@
 #include "worker/draft_model.h"
 #include "worker/nextn_drafter.h"
 #include "worker/recent_samples.h"
+#include "worker/sequence_tables.h"
 #include "worker/weight_group_link.h"
 
 namespace moe {
 
-// The model's view of a worker batch: its tokens, positions and sequences.
-ForwardBatch to_forward_batch(const msg::WorkerBatch& batch);
+// The model's view of a worker batch: its tokens, positions and sequences, each viewing its KV slot
+// table in `tables` (to which the batch was applied).
+ForwardBatch to_forward_batch(const msg::WorkerBatch& batch, const SequenceTables& tables);
 
 // Loads a checkpoint the way the serving model was loaded (device, MoE backend, expert placement,
 // quantization), its projections quantized by `quantization` instead of the serving model's setting
@@ -148,6 +151,7 @@ class ModelWorker {
   std::vector<float> logits_;
   GreedyPicks picks_;
   RecentSamples recent_samples_;  // what the latest steps sampled, for steps that feed it unseen
+  SequenceTables tables_;         // every live sequence's KV slots, as the steps so far left them
   int first_moe_layer_ = 0;  // the first of this worker's MoE layers among the model's
   mutable std::mutex settings_mutex_;  // the fingerprint changes with the weights
   msg::WorkerSettings settings_;

@@ -26,7 +26,7 @@ msg::RoutingRows NextnDrafter::shadow(const ForwardBatch& batch, const std::vect
     const int64_t prefix = seq.prefix_len();
     const int64_t first_node = seq.is_tree() ? static_cast<int64_t>(seq.tree_parents.size()) - seq.num_new_tokens : 0;
     // Position 0's slot holds no entry of the layer: the positions run one lower.
-    BatchSequence out{0, {seq.kv_slots.begin() + 1, seq.kv_slots.end()}, false, seq.tree_parents, 0};
+    BatchSequence out{0, seq.kv_slots.subspan(1), false, seq.tree_parents, 0};
     for (int32_t i = 0; i < seq.num_new_tokens; ++i, ++t) {
       if (batch.positions[t] == 0) continue;  // the first prompt token follows nothing
       // The target's hidden state at the position before: of this forward, or kept by slot.
@@ -66,11 +66,12 @@ msg::RoutingRows NextnDrafter::shadow(const ForwardBatch& batch, const std::vect
   return all;
 }
 
-void NextnDrafter::draft_trees(msg::WorkerBatch& batch, std::vector<int32_t>& tokens, std::vector<int32_t>& parents) {
+void NextnDrafter::draft_trees(msg::WorkerBatch& batch, const SequenceTables& tables, std::vector<int32_t>& tokens,
+                               std::vector<int32_t>& parents) {
   const int64_t H = hidden_;
   node_hidden_.clear();
   grow_draft_trees(
-      batch, vocab_,
+      batch, tables, vocab_,
       [&](const std::vector<GrowingTree*>& growing) {
         ForwardBatch forward;
         prev_.clear();
@@ -91,7 +92,8 @@ void NextnDrafter::draft_trees(msg::WorkerBatch& batch, std::vector<int32_t>& to
           slots.insert(slots.end(), tree->node_slots.begin(),
                        tree->node_slots.begin() + static_cast<int64_t>(tree->tokens.size()));
           forward.sequences.push_back(
-              {static_cast<int32_t>(tree->tokens.size() - tree->fed), std::move(slots), true, tree->parents, 0});
+              {static_cast<int32_t>(tree->tokens.size() - tree->fed), forward.keep_slots(std::move(slots)), true,
+               tree->parents, 0});
         }
         layer_.forward(forward, prev_.data(), kv_, out_, logits_, nullptr);
         int64_t row = 0;

@@ -19,6 +19,7 @@
 #include "model/kv_cache.h"
 #include "model/nextn_layer.h"
 #include "moe/messages.h"
+#include "worker/sequence_tables.h"
 
 namespace moe {
 
@@ -33,7 +34,8 @@ class NextnDrafter {
 
   // Fills the tree shapes of the batch's draft-then-verify sequences (grow_draft_trees), one layer
   // forward per tree layer.
-  void draft_trees(msg::WorkerBatch& batch, std::vector<int32_t>& tokens, std::vector<int32_t>& parents);
+  void draft_trees(msg::WorkerBatch& batch, const SequenceTables& tables, std::vector<int32_t>& tokens,
+                   std::vector<int32_t>& parents);
 
  private:
   const float* stored_hidden(int32_t slot) const { return slot_hidden_.data() + static_cast<int64_t>(slot) * hidden_; }

@@ -69,10 +69,11 @@ msg::WorkerBatch prefill(uint64_t step, const std::vector<int32_t>& prompt, int3
   batch.step = step;
   batch.token_ids = prompt;
   msg::WorkerSequence sequence;
+  sequence.id = step;  // a new sequence each time
   sequence.num_new_tokens = static_cast<int32_t>(prompt.size());
   for (size_t i = 0; i < prompt.size(); ++i) {
     batch.positions.push_back(static_cast<int32_t>(i));
-    sequence.kv_slots.push_back(first_slot + static_cast<int32_t>(i));
+    sequence.new_slots.push_back(first_slot + static_cast<int32_t>(i));
   }
   sequence.needs_logits = true;
   sequence.sampling.temperature = 0.0f;

@@ -20,15 +20,17 @@ int32_t fake_next_token(const std::vector<int32_t>& sequence, uint64_t seed, int
 FakeWorker::FakeWorker(int64_t num_slots) : slot_token_(num_slots, -1), slot_position_(num_slots, -1) {}
 
 std::vector<int32_t> FakeWorker::run(const ScheduledBatch& batch) {
+  tables_.apply(batch);
   std::vector<int32_t> token_ids = batch.token_ids;
   recent_samples_.fill(token_ids, batch.future_tokens);
   std::vector<int32_t> sampled;
   size_t row = 0;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const msg::WorkerSequence& seq = batch.sequences[i];
-    const auto first = static_cast<int32_t>(seq.kv_slots.size()) - seq.num_new_tokens;
+    const std::span<const int32_t> table = tables_.table(seq.id);
+    const auto first = static_cast<int32_t>(table.size()) - seq.num_new_tokens;
     for (int32_t t = 0; t < seq.num_new_tokens; ++t, ++row) {
-      const int32_t slot = seq.kv_slots[first + t];
+      const int32_t slot = table[first + t];
       if (slot == KvSlotPool::kPaddingSlot) throw std::runtime_error("a request token was written to the padding slot");
       if (batch.positions[row] != first + t) throw std::runtime_error("wrong position in batch");
       slot_token_[slot] = token_ids[row];
@@ -36,8 +38,8 @@ std::vector<int32_t> FakeWorker::run(const ScheduledBatch& batch) {
     }
     if (!seq.needs_logits) continue;
     std::vector<int32_t> sequence;
-    for (int32_t pos = 0; pos < static_cast<int32_t>(seq.kv_slots.size()); ++pos) {
-      const int32_t slot = seq.kv_slots[pos];
+    for (int32_t pos = 0; pos < static_cast<int32_t>(table.size()); ++pos) {
+      const int32_t slot = table[pos];
       if (slot_position_[slot] != pos)
         throw std::runtime_error("slot " + std::to_string(slot) + " does not hold position " + std::to_string(pos));
       sequence.push_back(slot_token_[slot]);

@@ -1,7 +1,8 @@
 #pragma once
 // A stand-in model worker for scheduler tests. Its "KV cache" stores, per slot, the token and
 // position written there; its "model" samples a hash of the whole sequence read back through the
-// batch's kv_slots, the request's seed and the step. So any wrong, stale or reused slot, any wrong
+// sequence's KV slot table (kept as the real worker keeps it: SequenceTables, changed by each batch),
+// the request's seed and the step. So any wrong, stale or reused slot, any wrong
 // position or seed changes the output and the test sees it against reference_output(). Future
 // tokens (overlapped scheduling) come from the steps it ran, as in the real worker.
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "scheduler/request.h"
 #include "worker/recent_samples.h"
+#include "worker/sequence_tables.h"
 
 namespace moe::test {
 
@@ -23,6 +25,7 @@ class FakeWorker {
   std::vector<int32_t> slot_token_;
   std::vector<int32_t> slot_position_;
   RecentSamples recent_samples_;
+  SequenceTables tables_;
 };
 
 // What the fake model generates for a prompt when nothing goes wrong.

@@ -54,12 +54,14 @@ TEST(PromptLogprobRows, EachChunkAsksForTheRowsBeforeThePromptTokensFromTheStart
   std::vector<std::vector<int32_t>> targets;
   std::vector<int32_t> rows;
   std::vector<CompletionRecord> last;
+  SequenceTables tables;
   for (int step = 0; step < 3; ++step) {
     auto batch = scheduler.schedule_step();
     ASSERT_TRUE(batch);
+    tables.apply(*batch);
     targets.push_back(batch->sequences[0].prompt_logprob_ids);
     rows.push_back(static_cast<int32_t>(batch->sequences[0].prompt_logprob_ids.size()));
-    EXPECT_EQ(to_forward_batch(*batch).num_logit_rows(), rows.back() + (batch->sequences[0].needs_logits ? 1 : 0));
+    EXPECT_EQ(to_forward_batch(*batch, tables).num_logit_rows(), rows.back() + (batch->sequences[0].needs_logits ? 1 : 0));
     last = answer(scheduler, *batch, sent, true);
   }
   // Chunks [0, 4), [4, 8), [8, 10): rows at positions 2..8 give tokens 3..9.
@@ -92,7 +94,9 @@ TEST(PromptLogprobRows, StartZeroHasANullFirstEntryAndRequestsWithoutThemHaveNoR
   ASSERT_TRUE(batch);
   EXPECT_EQ(batch->sequences[0].prompt_logprob_ids, (std::vector<int32_t>{11, 12, 13, 14}));
   EXPECT_TRUE(batch->sequences[1].prompt_logprob_ids.empty());
-  EXPECT_EQ(to_forward_batch(*batch).num_logit_rows(), 4 + 2);
+  SequenceTables tables;
+  tables.apply(*batch);
+  EXPECT_EQ(to_forward_batch(*batch, tables).num_logit_rows(), 4 + 2);
   std::vector<float> sent;
   const std::vector<CompletionRecord> records = answer(scheduler, *batch, sent, true);
   ASSERT_EQ(records.size(), 2u);

@@ -53,7 +53,9 @@ TEST(SchedulerBatching, LongPromptsArePrefilledInChunksThatSampleOnlyAtTheEnd) {
     chunk_sizes.push_back(seq.num_new_tokens);
     samples.push_back(seq.needs_logits);
     EXPECT_EQ(batch->positions.front(), 16 * step);
-    EXPECT_EQ(static_cast<int32_t>(seq.kv_slots.size()), 16 * step + seq.num_new_tokens);
+    // The worker holds the earlier chunks' slots: the step sends the new chunk's only.
+    EXPECT_EQ(seq.kept_slots, 16 * step);
+    EXPECT_EQ(std::ssize(seq.new_slots), seq.num_new_tokens);
     std::vector<int32_t> sampled(static_cast<size_t>(batch->num_samplers()), 5);
     scheduler.process_result(*batch, sampled, {});
   }
@@ -142,7 +144,8 @@ TEST(SchedulerBatching, CaptureHooksNameTheSlotsOfTheTokensRunThisStep) {
   scheduler.process_result(*batch, std::vector<int32_t>{3, 4}, {});
   auto decode = scheduler.schedule_step();
   ASSERT_EQ(decode->new_token_slots(0).size(), 1u);
-  EXPECT_EQ(decode->new_token_slots(0)[0], decode->sequences[0].kv_slots[6]);
+  EXPECT_EQ(decode->sequences[0].kept_slots, 6);  // the 6 positions the prefill sent stay on the worker
+  EXPECT_EQ(decode->sequences[0].new_slots.size(), 1u);
 }
 
 TEST(SchedulerBatching, ResultsMustMatchTheBatchInFlight) {

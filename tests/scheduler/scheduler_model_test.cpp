@@ -54,8 +54,10 @@ class SchedulerWithModel : public ::testing::Test {
   RunLog run(Scheduler& scheduler, KvCache& kv) const {
     const int64_t vocab = model_->config().vocab_size;
     std::vector<float> logits;
+    SequenceTables tables;
     return run_to_completion(scheduler, [&](const ScheduledBatch& batch) {
-      model_->forward(to_forward_batch(batch), kv, logits);
+      tables.apply(batch);
+      model_->forward(to_forward_batch(batch, tables), kv, logits);
       std::vector<int32_t> sampled;
       for (size_t i = 0; i < batch.sequences.size(); ++i) {
         if (!batch.sequences[i].needs_logits) continue;

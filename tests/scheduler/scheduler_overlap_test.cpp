@@ -65,8 +65,9 @@ TEST(SchedulerOverlap, PlansTheNextStepBeforeTheResultWithTheSampledTokenAsAFutu
   EXPECT_EQ(next->future_tokens[0].sample, 0);
   EXPECT_EQ(next->future_tokens[0].token_index, 0);
   EXPECT_EQ(next->sequences[0].sampling.step, 1u);  // the second output token's draw
-  // Its slots: the prompt's and one for the future token.
-  EXPECT_EQ(next->sequences[0].kv_slots.size(), 6u);
+  // Its slots: the prompt's, which the worker holds from the prefill, and one for the future token.
+  EXPECT_EQ(next->sequences[0].kept_slots, 5);
+  EXPECT_EQ(next->sequences[0].new_slots.size(), 1u);
 }
 
 TEST(SchedulerOverlap, EveryOutputMatchesTheReferenceBatchedAndChunked) {

@@ -32,9 +32,9 @@ PipelinedRun run_pipelined(Scheduler& scheduler, FakeWorker& worker, int max_in_
       if (!batch) break;
       std::set<uint64_t> in_flight;
       for (const auto& [b, ids] : out)
-        for (const SequenceOwner& s : b.owners) in_flight.insert(s.uid);
-      for (const SequenceOwner& s : batch->owners)
-        EXPECT_FALSE(in_flight.count(s.uid)) << s.rid << " is in two steps in flight";
+        for (const msg::WorkerSequence& s : b.sequences) in_flight.insert(s.id);
+      for (size_t i = 0; i < batch->sequences.size(); ++i)
+        EXPECT_FALSE(in_flight.count(batch->sequences[i].id)) << batch->owners[i].rid << " is in two steps in flight";
       std::vector<int32_t> ids = worker.run(*batch);
       out.emplace_back(std::move(*batch), std::move(ids));
     }

@@ -33,9 +33,11 @@ struct Prefilled {
     request.routing.include_last = include_last;
     scheduler.add_request(std::move(request));
     const ScheduledBatch prefill = *scheduler.schedule_step();
+    tables.apply(prefill);
     join(scheduler.process_result(prefill, std::vector<int32_t>{3}, {}), replies);
   }
   Replies replies;  // the prefill's record: token 3, the prompt's 8 rows
+  SequenceTables tables;  // as the worker holds them after the prefill
   const Reply& reply() const { return replies.at({"r", 0}); }
 };
 
@@ -47,15 +49,18 @@ TEST(SchedulerSpeculation, ADecodeCarriesItsDraftTree) {
   EXPECT_EQ(verify.token_ids, (std::vector<int32_t>{3, 1, 2, 3}));
   EXPECT_EQ(seq.tree_parents, (std::vector<int32_t>{-1, 0, 1, 2}));
   EXPECT_EQ(verify.positions, (std::vector<int32_t>{8, 9, 10, 11}));
-  EXPECT_EQ(to_forward_batch(verify).num_logit_rows(), 4);  // every node's, as the model sees the tree
+  EXPECT_EQ(seq.kept_slots, 8);  // the prompt's slots stay on the worker; the tree's 4 are sent
+  EXPECT_EQ(seq.new_slots.size(), 4u);
+  p.tables.apply(verify);
+  EXPECT_EQ(to_forward_batch(verify, p.tables).num_logit_rows(), 4);  // every node's, as the model sees the tree
   EXPECT_EQ(p.scheduler.stats().kv_slots_used, 8 + 4);
 }
 
 TEST(SchedulerSpeculation, AcceptedDraftsKeepTheirSlotsAndRejectedOnesAreFreed) {
   Prefilled p;
   const ScheduledBatch verify = *p.scheduler.schedule_step();
-  const std::vector<int32_t> tree_slots(verify.sequences[0].kv_slots.begin() + 8,
-                                        verify.sequences[0].kv_slots.end());
+  ASSERT_EQ(verify.sequences[0].kept_slots, 8);
+  const std::vector<int32_t> tree_slots = verify.sequences[0].new_slots;
   // Drafts 1 and 2 accepted, then 9 drawn instead of the draft 3.
   const std::vector<CompletionRecord> records =
       p.scheduler.process_result(verify, std::vector<int32_t>{1, 2, 9}, {}, std::vector<int32_t>{3});
@@ -69,6 +74,10 @@ TEST(SchedulerSpeculation, AcceptedDraftsKeepTheirSlotsAndRejectedOnesAreFreed) 
   EXPECT_EQ(p.scheduler.stats().kv_slots_used, 11);  // the rejected draft's slot went back
   EXPECT_EQ(p.scheduler.stats().accepted_drafts, 2);
   EXPECT_EQ(p.scheduler.stats().draft_tokens, 3);
+  // The kept nodes took their own places: the worker's table stands up to them, the rejected node
+  // (position 11) is cut, and the next tree's slots go after them.
+  const ScheduledBatch next = *p.scheduler.schedule_step();
+  EXPECT_EQ(next.sequences[0].kept_slots, 11);
 }
 
 TEST(SchedulerSpeculation, AVerifyNeverYieldsMoreThanMaxNewTokensAllows) {

@@ -62,7 +62,8 @@ TEST(StandaloneScheduling, TheTreeIsCutByTokensLeftAndFreeSlots) {
 TEST(StandaloneScheduling, TheDraftedTreeIsCommittedAndItsRejectedSlotsFreed) {
   Prefilled p;
   ScheduledBatch verify = *p.scheduler.schedule_step();
-  const std::vector<int32_t> slots = verify.sequences[0].kv_slots;
+  ASSERT_EQ(verify.sequences[0].kept_slots, 4);  // the prompt's; the tree's 7 nodes' slots are sent
+  const std::vector<int32_t> nodes = verify.sequences[0].new_slots;
   // The draft chose 6 and 7 below the root, 8 and 9 below 7, 10 and 11 below 9.
   const std::vector<int32_t> tokens = {5, 6, 7, 8, 9, 10, 11};
   const std::vector<int32_t> parents = {-1, 0, 0, 2, 2, 4, 4};
@@ -74,10 +75,15 @@ TEST(StandaloneScheduling, TheDraftedTreeIsCommittedAndItsRejectedSlotsFreed) {
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].output_ids, (std::vector<int32_t>{7, 9, 12}));
   // The rows after the prompt's (which the prefill's record reported): the root's, 7's and 9's.
-  EXPECT_EQ(records[0].row_slots, (std::vector<int32_t>{slots[4], slots[4 + 2], slots[4 + 4]}));
+  EXPECT_EQ(records[0].row_slots, (std::vector<int32_t>{nodes[0], nodes[2], nodes[4]}));
   EXPECT_EQ(p.scheduler.stats().kv_slots_used, 7);
   EXPECT_EQ(p.scheduler.stats().accepted_drafts, 2);
   EXPECT_EQ(p.scheduler.stats().draft_tokens, 6);
+  // Positions 5 and 6 now hold nodes 2 and 4, not the nodes the worker's table has there: it is
+  // cut after the root, and the next step sends the rest.
+  const ScheduledBatch next = *p.scheduler.schedule_step();
+  EXPECT_EQ(next.sequences[0].kept_slots, 5);
+  EXPECT_EQ(next.sequences[0].new_slots.front(), nodes[2]);
 }
 
 TEST(StandaloneScheduling, DraftedTreesThatDoNotFitAreRefusedAndChangeNothing) {

@@ -25,26 +25,24 @@ msg::StepRouting slice(uint64_t step, int first, int layers, int tokens) {
 TEST(RoutingSlices, ARowIsReleasedOnlyWhenEveryStagesSliceHasArrived) {
   RoutingRowsTracker tracker(8, 4, 2, false);
   tracker.step_scheduled(1, {5, 2});
-  bool released = false;
-  tracker.after_rows_of(1, [&] { released = true; });
   tracker.rows_arrived(slice(1, 3, 1, 2));  // the last stage's layer first
-  EXPECT_FALSE(released);
+  EXPECT_FALSE(tracker.rows_stored_through(1));
   tracker.rows_arrived(slice(1, 0, 2, 2));
-  EXPECT_FALSE(released);
+  EXPECT_FALSE(tracker.rows_stored_through(1));
   tracker.rows_arrived(slice(1, 2, 1, 2));
-  EXPECT_TRUE(released);
+  EXPECT_TRUE(tracker.rows_stored_through(1));
   const int32_t slots[] = {5, 2};
   const msg::RoutingRows rows = tracker.gather(slots, 2, false);
   EXPECT_EQ(rows.expert_ids, (std::vector<int16_t>{0, 0, 10, 10, 20, 20, 30, 30, 1, 1, 11, 11, 21, 21, 31, 31}));
 }
 
 TEST(RoutingSlices, LaterStepsWaitForEarlierStepsMissingSlices) {
-  RoutingRowsTracker tracker(8, 2, 2, false);
+  std::vector<int> order;  // the steps through which rows are stored, after each step stored
+  RoutingRowsTracker* stored = nullptr;
+  RoutingRowsTracker tracker(8, 2, 2, false, {}, [&] { order.push_back(stored->rows_stored_through(2) ? 2 : 1); });
+  stored = &tracker;
   tracker.step_scheduled(1, {0});
   tracker.step_scheduled(2, {1});
-  std::vector<int> order;
-  tracker.after_rows_of(1, [&] { order.push_back(1); });
-  tracker.after_rows_of(2, [&] { order.push_back(2); });
   tracker.rows_arrived(slice(2, 0, 2, 1));  // step 2 whole (a single-stage worker), step 1 half
   tracker.rows_arrived(slice(1, 1, 1, 1));
   EXPECT_TRUE(order.empty());
@@ -55,14 +53,15 @@ TEST(RoutingSlices, LaterStepsWaitForEarlierStepsMissingSlices) {
 // A request finished in step 1 freed slot 0, step 2 reuses it, and stage 0 answers step 2 before the
 // last stage answers step 1: step 1's reply must still gather step 1's rows.
 TEST(RoutingSlices, ALaterStepsSliceDoesNotOverwriteASlotBeforeTheEarlierStepsReplyGathered) {
-  RoutingRowsTracker tracker(8, 2, 2, false);
+  std::vector<int16_t> gathered;
+  RoutingRowsTracker* stored = nullptr;
+  RoutingRowsTracker tracker(8, 2, 2, false, {}, [&] {
+    const int32_t slot = 0;
+    if (gathered.empty()) gathered = stored->gather(&slot, 1, false).expert_ids;  // once step 1 is stored
+  });
+  stored = &tracker;
   tracker.step_scheduled(1, {0});
   tracker.step_scheduled(2, {0});
-  std::vector<int16_t> gathered;
-  tracker.after_rows_of(1, [&] {
-    const int32_t slot = 0;
-    gathered = tracker.gather(&slot, 1, false).expert_ids;
-  });
   tracker.rows_arrived(slice(1, 0, 1, 1));
   msg::StepRouting later = slice(2, 0, 1, 1);
   for (int16_t& id : later.rows.expert_ids) id = 99;
@@ -93,12 +92,10 @@ msg::RoutingRows draft_rows(int tokens) {
 TEST(DraftRoutingRows, AStepWaitsForTheDraftsRowsWhichGoToTheirOwnCache) {
   RoutingRowsTracker tracker(8, 2, 2, false, DraftRowShape{3, 1});
   tracker.step_scheduled(1, {4, 6});
-  bool released = false;
-  tracker.after_rows_of(1, [&] { released = true; });
   tracker.rows_arrived(slice(1, 0, 2, 2));
-  EXPECT_FALSE(released);
+  EXPECT_FALSE(tracker.rows_stored_through(1));
   tracker.draft_rows_arrived(1, draft_rows(2));
-  EXPECT_TRUE(released);
+  EXPECT_TRUE(tracker.rows_stored_through(1));
   const int32_t slots[] = {6, 4};
   EXPECT_EQ(tracker.gather(slots, 2, false).expert_ids, (std::vector<int16_t>{1, 1, 11, 11, 0, 0, 10, 10}));
   const msg::RoutingRows draft = tracker.gather_draft(slots, 2);
@@ -110,22 +107,18 @@ TEST(DraftRoutingRows, AStepWaitsForTheDraftsRowsWhichGoToTheirOwnCache) {
 TEST(DraftRoutingRows, DraftRowsFirstThenTheTargetsReleaseTheStepToo) {
   RoutingRowsTracker tracker(8, 2, 2, false, DraftRowShape{3, 1});
   tracker.step_scheduled(1, {0});
-  bool released = false;
-  tracker.after_rows_of(1, [&] { released = true; });
   tracker.draft_rows_arrived(1, draft_rows(1));
-  EXPECT_FALSE(released);
+  EXPECT_FALSE(tracker.rows_stored_through(1));
   tracker.rows_arrived(slice(1, 0, 2, 1));
-  EXPECT_TRUE(released);
+  EXPECT_TRUE(tracker.rows_stored_through(1));
 }
 
 TEST(DraftRoutingRows, WithoutADraftShapeDraftRowsAreIgnoredAndNoneCanBeGathered) {
   RoutingRowsTracker tracker(8, 2, 2, false);
   tracker.step_scheduled(1, {0});
-  bool released = false;
-  tracker.after_rows_of(1, [&] { released = true; });
   tracker.draft_rows_arrived(1, {});
   tracker.rows_arrived(slice(1, 0, 2, 1));
-  EXPECT_TRUE(released);
+  EXPECT_TRUE(tracker.rows_stored_through(1));
   const int32_t slot = 0;
   EXPECT_THROW(tracker.gather_draft(&slot, 1), Error);
 }

@@ -79,12 +79,15 @@ std::vector<msg::Message> sample_messages() {
                          .capture_routing = true,
                          .capture_router_weights = true,
                          .stage_instances = {0x1234567890abcdefull, 7}};
-  batch.sequences.push_back({.num_new_tokens = 3,
-                             .kv_slots = {10, 11, 12},
+  batch.sequences.push_back({.id = (1ull << 50) + 3,
+                             .num_new_tokens = 3,
+                             .new_slots = {10, 11, 12},
                              .needs_logits = true,
                              .sampling = {{0.5f, 0.8f, 20, 0.1f}, 42, 0, true}});
-  batch.sequences.push_back({.num_new_tokens = 1,
-                             .kv_slots = {1, 2, 3, 4, 5, 6, 7, 8, 9, 99},
+  batch.sequences.push_back({.id = 17,
+                             .num_new_tokens = 1,
+                             .kept_slots = 9,
+                             .new_slots = {99},
                              .needs_logits = false,
                              .sampling = {{0.0f, 1.0f, -1, 0.0f}, 7, 9, false}});
   batch.sequences.back().sampling.top_logprobs = 5;
@@ -97,6 +100,7 @@ std::vector<msg::Message> sample_messages() {
   batch.sequences.front().draft_topk = 2;             // drafted by the worker's draft model first
   batch.max_tree_experts = 6;
   batch.future_tokens = {{.token_index = 3, .step = (1ull << 40) - 1, .sample = 2}};
+  batch.ended_sequences = {16, (1ull << 50) + 1};
   messages.emplace_back(batch);
 
   msg::WorkerResult result{
