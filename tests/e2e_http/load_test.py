@@ -94,17 +94,16 @@ class DisconnectMidStream(hh.ServerTest):
 
     def test_disconnect_aborts_and_frees_the_request(self):
         max_new = 3000  # far more than can be generated before the abort takes effect
-        prompt_tokens = len(self.golden["cases"][1]["prompt_ids"])
-        longest = 0
         for attempt in range(4):
             generated_before = self.server.metrics()["moe_generation_tokens_total"]
             self.open_stream_and_hang_up(max_new)
             metrics = self.wait_until_idle()
             generated = metrics["moe_generation_tokens_total"] - generated_before
             self.assertLess(generated, max_new // 2, f"attempt {attempt}: the request ran on after the disconnect")
-            # Only this prompt was ever served: the prefix cache may keep it and the longest output, no more.
-            longest = max(longest, generated)
-            self.assertLessEqual(metrics["moe_kv_slots_used"], prompt_tokens + longest, f"attempt {attempt}")
+            # The prefix cache may keep the aborted sequence (including tokens made after the hang-up, which the
+            # front never counted); once it is flushed, a slot still in use would be one the abort leaked.
+            self.server.post("/flush_cache", {}).raise_for_status()
+            self.assertEqual(self.server.metrics()["moe_kv_slots_used"], 0, f"attempt {attempt}")
         case = self.golden["cases"][1]
         reply = self.server.post("/generate", hh.golden_generate(case, 4))
         self.assertEqual(reply.status_code, 200, reply.text)
