@@ -8,7 +8,7 @@
 #   bench/tools/build_llama_cpp.sh /work/llama.cpp      # -> /work/llama.cpp/{src,build}
 #
 # Leaves: <out>/src (git checkout, also holds gguf-py for bench/tools/gguf_from_checkpoint.py)
-#         <out>/build/bin/{llama-server,llama-bench,llama-quantize}
+#         <out>/build/bin/{llama-server,llama-bench,llama-quantize,llama-perplexity}
 # Env: NODE_LLAMA_CPP_VERSION (default 3.22.1), JOBS (default 2), NICE (default 15).
 set -euo pipefail
 out=${1:?usage: build_llama_cpp.sh OUTPUT_DIR (outside the repository)}
@@ -30,5 +30,6 @@ git -C "$out/src" log -1 --format='llama.cpp source: %H %s'
 cmake -S "$out/src" -B "$out/build" -DCMAKE_BUILD_TYPE=Release \
   -DGGML_NATIVE=ON -DGGML_CCACHE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON
-nice -n "${NICE:-15}" cmake --build "$out/build" -j"$jobs" --target llama-server llama-bench llama-quantize
-ls -l "$out/build/bin/llama-server" "$out/build/bin/llama-bench" "$out/build/bin/llama-quantize"
+nice -n "${NICE:-15}" cmake --build "$out/build" -j"$jobs" --target llama-server llama-bench llama-quantize llama-perplexity
+ls -l "$out/build/bin/llama-server" "$out/build/bin/llama-bench" "$out/build/bin/llama-quantize" \
+  "$out/build/bin/llama-perplexity"

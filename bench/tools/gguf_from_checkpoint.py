@@ -17,11 +17,12 @@ usage: /usr/bin/python3 bench/tools/gguf_from_checkpoint.py --gguf-py LLAMA_CPP/
 """
 import argparse
 import json
-import struct
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from safetensors_numpy import open_checkpoint, to_bf16_bits, to_f32
 
 # Hugging Face tensor name (after "model.layers.N.") -> GGUF name (after "blk.N.").
 LAYER_TENSORS = {
@@ -50,55 +51,9 @@ F32_SUFFIXES = ("_norm.weight", "ffn_gate_inp.weight")
 NORMAL, UNUSED, CONTROL, USER_DEFINED = 1, 5, 3, 4
 
 
-class SafetensorsFile:
-    """The tensors of one .safetensors file, memory-mapped; values are read as stored."""
-
-    DTYPES = {"BF16": np.uint16, "F16": np.float16, "F32": np.float32}
-
-    def __init__(self, path):
-        with open(path, "rb") as f:
-            (header_len,) = struct.unpack("<Q", f.read(8))
-            self.header = json.loads(f.read(header_len))
-        self.header.pop("__metadata__", None)
-        self.data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + header_len)
-        self.path = path
-
-    def names(self):
-        return self.header.keys()
-
-    def read(self, name):
-        info = self.header[name]
-        if info["dtype"] not in self.DTYPES:
-            raise SystemExit(f"{self.path}: tensor {name} has dtype {info['dtype']}; only BF16, F16, F32 are read")
-        begin, end = info["data_offsets"]
-        return info["dtype"], self.data[begin:end].view(self.DTYPES[info["dtype"]]).reshape(info["shape"])
-
-
-def open_checkpoint(model_dir):
-    """name -> SafetensorsFile holding it, over every shard."""
-    owner = {}
-    for path in sorted(model_dir.glob("*.safetensors")):
-        shard = SafetensorsFile(path)
-        for name in shard.names():
-            owner[name] = shard
-    if not owner:
-        raise SystemExit(f"no .safetensors files in {model_dir}")
-    return owner
-
-
-def to_f32(dtype, values):
-    if dtype == "BF16":
-        return (values.astype(np.uint32) << 16).view(np.float32)
-    return values.astype(np.float32)
-
-
-def to_bf16_bits(dtype, values):
-    """bf16 bit patterns (uint16); f16/f32 are rounded to nearest even, as torch's .to(bfloat16)."""
-    if dtype == "BF16":
-        return values
-    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return rounded.astype(np.uint16)
+def num_experts(config):
+    """Both spellings found on the hub (the code model's config has num_local_experts)."""
+    return config.get("num_experts") or config["num_local_experts"]
 
 
 def gguf_tensor_plan(config, owner):
@@ -110,7 +65,7 @@ def gguf_tensor_plan(config, owner):
             if prefix + hf in owner:
                 plan.append((f"blk.{layer}.{gguf_name}", [prefix + hf]))
         for hf, gguf_name in EXPERT_TENSORS.items():
-            names = [f"{prefix}mlp.experts.{e}.{hf}.weight" for e in range(config["num_experts"])]
+            names = [f"{prefix}mlp.experts.{e}.{hf}.weight" for e in range(num_experts(config))]
             plan.append((f"blk.{layer}.{gguf_name}", names))
     plan.append((GLOBAL_TENSORS["model.norm.weight"], ["model.norm.weight"]))
     if "lm_head.weight" in owner:
@@ -146,9 +101,9 @@ def write_hparams(writer, config):
     writer.add_head_count_kv(config["num_key_value_heads"])
     writer.add_key_length(head_dim)
     writer.add_value_length(head_dim)
-    writer.add_rope_freq_base(config["rope_theta"])
+    writer.add_rope_freq_base(config.get("rope_theta") or config["rope_parameters"]["rope_theta"])
     writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
-    writer.add_expert_count(config["num_experts"])
+    writer.add_expert_count(num_experts(config))
     writer.add_expert_used_count(config["num_experts_per_tok"])
     if not config.get("norm_topk_prob", True):
         raise SystemExit("norm_topk_prob false: llama.cpp's qwen3moe always renormalizes the top-k weights")
