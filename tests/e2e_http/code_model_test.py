@@ -20,13 +20,7 @@ GREEDY = {"temperature": 0, "max_new_tokens": NEW_TOKENS, "ignore_eos": True, "s
 
 class CodeModelTest(unittest.TestCase):
     def serve(self, *flags):
-        server = h.Server(model_path=MODEL, tokenizer_path=None, extra_flags=flags)
-
-        def stop():
-            code, log = server.stop()
-            self.assertEqual(code, 0, log)
-        self.addCleanup(stop)
-        return server
+        return h.serve_for(self, MODEL, *flags)
 
     def test_text_prompts_give_the_golden_tokens_text_and_routing(self):
         server = self.serve()

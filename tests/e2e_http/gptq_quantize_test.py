@@ -86,15 +86,6 @@ class GptqQuantizeTest(unittest.TestCase):
     def mean_nll(cls, server):
         return -np.mean(np.concatenate([chunk_logprobs(server, chunk) for chunk in cls.chunks]))
 
-    def serve(self, model, *flags):
-        server = h.Server(model_path=model, tokenizer_path=None, extra_flags=flags)
-
-        def stop():
-            code, log = server.stop()
-            self.assertEqual(code, 0, log)
-        self.addCleanup(stop)
-        return server
-
     def dequantized(self, method):
         """module -> (float weights, dequantized weights, scales [groups, out]) of every quantized module."""
         float_owner = open_checkpoint(Path(MODEL))
@@ -130,13 +121,13 @@ class GptqQuantizeTest(unittest.TestCase):
         self.assertLess(np.mean(errors), 1.5 * np.mean(rtn))
 
     def test_rtn_checkpoint_computes_what_int4_at_load_computes(self):
-        at_load = self.serve(MODEL, "--quantization", "int4", "--quantization-group-size", str(GROUP))
-        rtn = self.serve(self.out["rtn"])
+        at_load = h.serve_for(self, MODEL, "--quantization", "int4", "--quantization-group-size", str(GROUP))
+        rtn = h.serve_for(self, self.out["rtn"])
         for chunk in self.chunks[:2]:
             np.testing.assert_allclose(chunk_logprobs(rtn, chunk), chunk_logprobs(at_load, chunk), atol=1e-5)
 
     def test_gptq_loss_is_below_rtn_and_near_float(self):
-        gptq, rtn = self.mean_nll(self.serve(self.out["gptq"])), self.mean_nll(self.serve(self.out["rtn"]))
+        gptq, rtn = self.mean_nll(h.serve_for(self, self.out["gptq"])), self.mean_nll(h.serve_for(self, self.out["rtn"]))
         print(f"held-out nll: float {self.float_nll:.4f}, gptq {gptq:.4f}, rtn {rtn:.4f}")
         self.assertLess(gptq, rtn)
         self.assertLess(gptq - self.float_nll, 0.1)

@@ -74,6 +74,17 @@ class Server:
         return requests.post(self.url + path, json=body, timeout=kwargs.pop("timeout", 120), **kwargs)
 
 
+def serve_for(test, model_path, *flags):
+    """A server on the model directory (its own tokenizer) that stops when the test ends, exiting with 0."""
+    server = Server(model_path=model_path, tokenizer_path=None, extra_flags=flags)
+
+    def stop():
+        code, log = server.stop()
+        test.assertEqual(code, 0, log)
+    test.addCleanup(stop)
+    return server
+
+
 class ServerTest(unittest.TestCase):
     """A test class sharing one server; tearDown of the class fails when moe-serve does not exit with 0."""
     routed_experts = True
