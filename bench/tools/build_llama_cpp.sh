@@ -8,8 +8,9 @@
 #   bench/tools/build_llama_cpp.sh /work/llama.cpp      # -> /work/llama.cpp/{src,build}
 #
 # Leaves: <out>/src (git checkout, also holds gguf-py for bench/tools/gguf_from_checkpoint.py)
-#         <out>/build/bin/{llama-server,llama-bench,llama-quantize,llama-perplexity}
-# Env: NODE_LLAMA_CPP_VERSION (default 3.22.1), JOBS (default 2), NICE (default 15).
+#         <out>/build/bin/{llama-server,llama-bench,llama-quantize,llama-perplexity,llama-tokenize}
+# Env: NODE_LLAMA_CPP_VERSION (default 3.22.1), JOBS (default 2), NICE (default 15), TARGETS (default
+#      the five above; llama-server takes the longest to build).
 set -euo pipefail
 out=${1:?usage: build_llama_cpp.sh OUTPUT_DIR (outside the repository)}
 version=${NODE_LLAMA_CPP_VERSION:-3.22.1}
@@ -30,6 +31,7 @@ git -C "$out/src" log -1 --format='llama.cpp source: %H %s'
 cmake -S "$out/src" -B "$out/build" -DCMAKE_BUILD_TYPE=Release \
   -DGGML_NATIVE=ON -DGGML_CCACHE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON
-nice -n "${NICE:-15}" cmake --build "$out/build" -j"$jobs" --target llama-server llama-bench llama-quantize llama-perplexity
-ls -l "$out/build/bin/llama-server" "$out/build/bin/llama-bench" "$out/build/bin/llama-quantize" \
-  "$out/build/bin/llama-perplexity"
+targets=${TARGETS:-llama-server llama-bench llama-quantize llama-perplexity llama-tokenize}
+# shellcheck disable=SC2086  # the targets are words
+nice -n "${NICE:-15}" cmake --build "$out/build" -j"$jobs" --target $targets
+for target in $targets; do ls -l "$out/build/bin/$target"; done
