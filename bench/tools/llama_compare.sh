@@ -37,14 +37,8 @@ for q in q8_0 q4_0; do
   [ -f "$(gguf_file $q)" ] || "$llama/build/bin/llama-quantize" "$(gguf_file bf16)" "$(gguf_file $q)" "${q^^}" "$threads"
 done
 
-server_pid=
-stop_server() {
-  [ -n "$server_pid" ] || return 0
-  kill "$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
-  server_pid=
-}
-trap stop_server EXIT
+# shellcheck source=bench/tools/server_process.sh
+. "$tools/server_process.sh"
 
 # start_server CONFIG [PORT]: starts one configuration's server (on $port unless given) and waits
 # for /health. moe:FLAGS runs moe-serve with FLAGS; llama:TYPE runs llama-server on the TYPE GGUF
@@ -69,10 +63,7 @@ start_server() {
       ;;
   esac
   server_pid=$!
-  until curl -sf "http://127.0.0.1:$port/health" >/dev/null; do
-    kill -0 "$server_pid" 2>/dev/null || { tail -20 "$log"; exit 1; }
-    sleep 0.5
-  done
+  wait_for_health "http://127.0.0.1:$port" "$log"
   echo "# $config ready after $((($(date +%s%N) - started) / 1000000)) ms, $(grep VmRSS /proc/$server_pid/status)"
 }
 

@@ -36,14 +36,8 @@ ours=(
 ggufs=(bf16 q8_0 q4_0)
 gguf() { echo "$work/code-moe-$1.gguf"; }
 
-server_pid=
-stop_server() {
-  [ -n "$server_pid" ] || return 0
-  kill "$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
-  server_pid=
-}
-trap stop_server EXIT
+# shellcheck source=bench/tools/server_process.sh
+. "$tools/server_process.sh"
 
 # serve DIR FLAGS: moe-serve on $port, routed experts on (for /expert_load), until stop_server.
 serve() {
@@ -51,10 +45,7 @@ serve() {
   "$build/actors/moe-serve" --model-path "$1" --port "$port" --enable-return-routed-experts $2 \
     >"$out/server.log" 2>&1 &
   server_pid=$!
-  until curl -sf "$url/health" >/dev/null; do
-    kill -0 "$server_pid" 2>/dev/null || { tail -20 "$out/server.log"; exit 1; }
-    sleep 0.3
-  done
+  wait_for_health "$url" "$out/server.log"
 }
 
 prepare() {
