@@ -67,8 +67,6 @@ start_server() {
   echo "# $config ready after $((($(date +%s%N) - started) / 1000000)) ms, $(grep VmRSS /proc/$server_pid/status)"
 }
 
-server_cpu_seconds() { awk '{printf "%.2f", ($14 + $15) / '"$(getconf CLK_TCK)"'}' "/proc/$server_pid/stat"; }
-
 # measure SECTION.ROUND CONFIG CONCURRENCY: one moe-bench run against the running server, one line to $tsv.
 measure() {
   local round=$1 config=$2 c=$3 prompts before row

@@ -9,9 +9,12 @@
 #              bench,tokenize})
 #   WORK_DIR   held-out and calibration text (bench/tools/code_corpus.py), the GPTQ and RTN checkpoints
 #              (bench/tools/gptq_quantize.py), the GGUFs, each made when absent; results in WORK_DIR/out:
-#              quality.jsonl (one line per variant), speed.tsv (one line per run), expert_load.json and .png
+#              quality.jsonl (one line per variant), speed.tsv (one line per run: round, variant, output
+#              tok/s, CPU seconds per 1000 tokens), expert_load.json and .png
 # Env: SECTIONS (default "prepare quality llama-quality speed"), ROUNDS (3: speed rounds, the variants alternated in
-#      each), PROMPTS (8), BUILD (build), PORT (18720), MODEL (tests/data/code-moe), CALIBRATION_SEQS (128).
+#      each), PROMPTS (8), BUILD (build), PORT (18720), MODEL (tests/data/code-moe), CALIBRATION_SEQS (128),
+#      LLAMA_CHUNKS (all: llama-perplexity's --chunks; it takes a few times our time a chunk on this
+#      model, so the first N chunks may be compared with perplexity.py score --max-chunks N).
 set -euo pipefail
 llama=$1 work=$2
 build=${BUILD:-build} port=${PORT:-18720} rounds=${ROUNDS:-3} prompts=${PROMPTS:-8}
@@ -95,8 +98,9 @@ quality() {
 llama_quality() {
   local q
   make_ggufs
-  # llama.cpp tokenizes the same text to the same ids (its whole-file tokenization, --ids).
-  "$llama/build/bin/llama-tokenize" -m "$(gguf bf16)" -f "$work/heldout.txt" --ids --log-disable --no-bos \
+  # llama.cpp tokenizes the same text to the same ids (its whole-file tokenization, --ids). Its tools
+  # turn "\\" and "\n" in a -f file into escapes by default: --no-escape keeps the text as it is.
+  "$llama/build/bin/llama-tokenize" -m "$(gguf bf16)" -f "$work/heldout.txt" --ids --log-disable --no-bos --no-escape \
     >"$out/llama-heldout.ids" 2>/dev/null
   /usr/bin/python3 - "$work/heldout.ids" "$out/llama-heldout.ids" <<'EOF' | tee "$out/tokens-agree.txt"
 import json, sys
@@ -106,17 +110,32 @@ theirs = json.loads(open(sys.argv[2]).read())
 print(f"held-out ids: ours {len(ours)}, llama.cpp {len(theirs)}, identical: {ours == theirs}")
 EOF
   for q in "${ggufs[@]}"; do
-    "$llama/build/bin/llama-perplexity" -m "$(gguf "$q")" -f "$work/heldout.txt" -c 512 -b 512 -t 2 \
+    "$llama/build/bin/llama-perplexity" -m "$(gguf "$q")" -f "$work/heldout.txt" -c 512 -b 512 -t 2 --no-escape \
+      --chunks "${LLAMA_CHUNKS:--1}" \
       >"$out/llama-perplexity-$q.log" 2>&1
     grep -o "Final estimate: PPL = [0-9.]* +/- [0-9.]*" "$out/llama-perplexity-$q.log" | sed "s/^/llama $q: /" \
       | tee -a "$out/llama-perplexity.txt"
   done
 }
 
-# One moe-bench run (c = 1) against the running server: its output tok/s.
-moe_bench_tok_s() {
-  "$build/bench/moe-bench" --endpoint "$url" --num-prompts "$prompts" --warmup-prompts 2 --input-len 16 \
-    --output-len 128 --vocab-size 4095 --concurrency 1 --seed "$1" | grep "^| c=" | awk -F'|' '{gsub(/ /, "", $5); print $5}'
+# One moe-bench run (c = 1) against the running server: "output tok/s<TAB>server CPU s per 1000 tokens"
+# (warm-up requests counted in the CPU time's tokens).
+moe_bench_run() {
+  local before tok_s
+  before=$(server_cpu_seconds)
+  tok_s=$("$build/bench/moe-bench" --endpoint "$url" --num-prompts "$prompts" --warmup-prompts 2 --input-len 16 \
+    --output-len 128 --vocab-size 4095 --concurrency 1 --seed "$1" | grep "^| c=" | awk -F'|' '{gsub(/ /, "", $5); print $5}')
+  awk -v t="$tok_s" -v a="$before" -v b="$(server_cpu_seconds)" -v n=$(((prompts + 2) * 128)) \
+    'BEGIN {printf "%s\t%.2f", t, 1000 * (b - a) / n}'
+}
+
+# One llama-bench run (batch 1, 128 tokens, 3 repetitions after a 1-token warm-up) of a GGUF: the same two
+# figures, its CPU time the whole process's.
+llama_bench_run() {
+  local tok_s
+  tok_s=$(/usr/bin/time -f "%U %S" -o "$out/time.txt" "$llama/build/bin/llama-bench" -m "$(gguf "$1")" -t 2 -p 0 \
+    -n 128 -r 3 -o csv 2>/dev/null | tail -1 | awk -F, '{gsub(/"/, "", $(NF-1)); print $(NF-1)}')
+  awk -v t="$tok_s" '{printf "%.2f\t%.2f", t, 1000 * ($1 + $2) / (3 * 128 + 1)}' "$out/time.txt"
 }
 
 speed() {
@@ -126,12 +145,11 @@ speed() {
     for entry in "${ours[@]}"; do
       IFS='|' read -r name dir flags <<<"$entry"
       serve "$dir" "$flags"
-      printf '%s\tmoe-serve %s\t%s\n' "$round" "$name" "$(moe_bench_tok_s $((1000 + round)))" | tee -a "$out/speed.tsv"
+      printf '%s\tmoe-serve %s\t%s\n' "$round" "$name" "$(moe_bench_run $((1000 + round)))" | tee -a "$out/speed.tsv"
       stop_server
     done
     for q in "${ggufs[@]}"; do
-      printf '%s\tllama-bench %s\t%s\n' "$round" "$q" "$("$llama/build/bin/llama-bench" -m "$(gguf "$q")" -t 2 -p 0 \
-        -n 128 -r 3 -o csv 2>/dev/null | tail -1 | awk -F, '{gsub(/"/, "", $(NF-1)); print $(NF-1)}')" | tee -a "$out/speed.tsv"
+      printf '%s\tllama-bench %s\t%s\n' "$round" "$q" "$(llama_bench_run "$q")" | tee -a "$out/speed.tsv"
     done
   done
 }

@@ -1,5 +1,6 @@
+# shellcheck shell=bash
 # Sourced by the bench scripts that run one server at a time in the background: its pid, stop_server
-# (also run on exit) and wait_for_health.
+# (also run on exit), wait_for_health and server_cpu_seconds.
 server_pid=
 stop_server() {
   [ -n "$server_pid" ] || return 0
@@ -16,3 +17,6 @@ wait_for_health() {
     sleep 0.3
   done
 }
+
+# The server's CPU seconds so far (user + system): on a shared machine, steadier than wall time.
+server_cpu_seconds() { awk '{printf "%.2f", ($14 + $15) / '"$(getconf CLK_TCK)"'}' "/proc/$server_pid/stat"; }
