@@ -24,10 +24,12 @@ column is reached (the engine's --quantization int4 uses the same rule on the fl
 --method rtn --scale-dtype F32 writes exactly what the engine quantizes at load). Values are clamped
 to [-2^(bits-1), 2^(bits-1) - 1] and stored with the symmetric zero point 2^(bits-1) ("gptq" format:
 zero - 1 in qzeros). Routers, norms and embeddings stay as they are; a tied lm_head is written as an
-untied quantized lm_head (as the engine's --quantization quantizes a copy of a tied embedding).
+untied quantized lm_head (as the engine's --quantization quantizes a copy of a tied embedding), or
+left as it is with --float-lm-head.
 
 usage: gptq_quantize.py --model-path DIR --out DIR [--method gptq|rtn] [--bits 4|8] [--group-size 32]
          [--calibration-ids IDS --calibration-seqs 128 --seq-len 512] [--damp 0.01] [--scale-dtype F16|F32]
+         [--float-lm-head]
   IDS: int32 token ids (bench/tools/perplexity.py tokenize writes them), cut into --calibration-seqs
   windows of --seq-len tokens. Prints one JSON line per quantized kind of matrix: the layer-output
   error tr((W - Q) H (W - Q)ᵀ) of GPTQ's weights beside RTN's, summed (gptq only).
@@ -261,6 +263,8 @@ class Quantizer:
             started = time.time()
             x = self.layer(layer, x)
             print(f"layer {layer} quantized in {time.time() - started:.1f} s", file=sys.stderr)
+        if self.args.float_lm_head:
+            return
         xn = rms_norm(x, m.weight("model.norm.weight"), m.eps)
         head = m.weight("model.embed_tokens.weight" if m.tied else "lm_head.weight")
         self.matrix("lm_head", head, hessian(xn))
@@ -310,10 +314,12 @@ def write_checkpoint(model, quantizer, args):
             tensors[name] = shard.read(name)
     write_safetensors(out / "model.safetensors", tensors)
     config = dict(model.config)
-    config["tie_word_embeddings"] = False  # lm_head has tensors of its own now
+    if not args.float_lm_head:
+        config["tie_word_embeddings"] = False  # lm_head has tensors of its own now
     config["quantization_config"] = {"quant_method": "gptq", "bits": args.bits, "group_size": args.group_size,
                                      "sym": True, "desc_act": False, "checkpoint_format": "gptq",
-                                     "damp_percent": args.damp, "true_sequential": True, "lm_head": True,
+                                     "damp_percent": args.damp, "true_sequential": True,
+                                     "lm_head": not args.float_lm_head,
                                      "method": args.method}
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     for extra in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
@@ -333,6 +339,7 @@ def main():
     p.add_argument("--seq-len", type=int, default=512)
     p.add_argument("--damp", type=float, default=0.01)
     p.add_argument("--scale-dtype", choices=("F16", "F32"), default="F16")
+    p.add_argument("--float-lm-head", action="store_true", help="leave lm_head (or the tied embedding) as it is")
     args = p.parse_args()
     if args.group_size % 32 or BLOCK % args.group_size:
         raise SystemExit(f"--group-size {args.group_size}: a multiple of 32 (the engine's) that divides {BLOCK}")

@@ -35,6 +35,7 @@ ours=(
   "RTN int4 g32 (GPTQ format)|$work/rtn-int4-g32|"
   "GPTQ int4 g32|$work/gptq-int4-g32|"
   "GPTQ int4 g32, int8 products|$work/gptq-int4-g32|--kernel-dtype int8"
+  "GPTQ int4 g32, float lm_head|$work/gptq-int4-g32-float-head|"
 )
 ggufs=(bf16 q8_0 q4_0)
 gguf() { echo "$work/code-moe-$1.gguf"; }
@@ -66,6 +67,10 @@ prepare() {
   [ -d "$work/gptq-int4-g32" ] || /usr/bin/python3 "$tools/gptq_quantize.py" --model-path "$model" \
     --out "$work/gptq-int4-g32" --method gptq --group-size 32 --calibration-ids "$work/calibration.ids" \
     --calibration-seqs "${CALIBRATION_SEQS:-128}" --seq-len 512 | tee "$out/gptq_errors.jsonl"
+  # As llama.cpp's Q4_0 keeps the tied embedding (lm_head) in Q8_0: this one leaves it in bf16.
+  [ -d "$work/gptq-int4-g32-float-head" ] || /usr/bin/python3 "$tools/gptq_quantize.py" --model-path "$model" \
+    --out "$work/gptq-int4-g32-float-head" --method gptq --group-size 32 --calibration-ids "$work/calibration.ids" \
+    --calibration-seqs "${CALIBRATION_SEQS:-128}" --seq-len 512 --float-lm-head >/dev/null
 }
 
 make_ggufs() {
