@@ -153,6 +153,12 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
       ("speculative-num-draft-tokens",
        po::value(&o.speculative_num_draft_tokens)->default_value(o.speculative_num_draft_tokens),
        "tokens one verify pass checks, the last accepted token included")
+      ("speculative-ngram-min-match-window-size",
+       po::value(&o.speculative_ngram_min_match_window_size)->default_value(o.speculative_ngram_min_match_window_size),
+       "NGRAM: the shortest suffix of a request's tokens matched against its earlier tokens")
+      ("speculative-ngram-max-match-window-size",
+       po::value(&o.speculative_ngram_max_match_window_size)->default_value(o.speculative_ngram_max_match_window_size),
+       "NGRAM: the longest suffix matched (the longest that occurred before wins)")
       ("speculative-draft-model-path", po::value(&o.speculative_draft_model_path),
        "STANDALONE's draft checkpoint (same tokenizer and vocabulary as --model-path)")
       ("speculative-draft-model-quantization", po::value(&o.speculative_draft_model_quantization),

@@ -1,16 +1,18 @@
-"""Batch-1 code completion against a running moe-serve (HTTP): greedy, one request at a time, each
-prompt the 20 lines of a Python standard-library file that end with its first function signature
-(this machine's /usr/bin/python3 library, files in sorted order, every --stride-th). Prints output
-tokens per second over the measured requests and the server's speculative counters (/metrics), and
-with --save / --compare the output ids, so runs with and without speculation can be checked to give
-the same tokens (greedy speculation is lossless).
-Usage: code_completion_bench.py URL [--prompts 16] [--new-tokens 128] [--save FILE] [--compare FILE]"""
+"""Code completion against a running moe-serve (HTTP): greedy, --concurrency requests at a time (default
+1: batch 1), each prompt the 20 lines of a Python standard-library file that end with its first
+function signature (this machine's /usr/bin/python3 library, files in sorted order, every --stride-th).
+Prints output tokens per second over the measured requests and the server's speculative counters
+(/metrics), and with --save / --compare the output ids, so runs with and without speculation can be
+checked to give the same tokens (greedy speculation is lossless).
+Usage: code_completion_bench.py URL [--prompts 16] [--new-tokens 128] [--concurrency 1] [--save FILE]
+                                [--compare FILE]"""
 import argparse
 import json
 import os
 import sysconfig
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 
 def code_prompts(count, stride):
@@ -43,6 +45,7 @@ def main():
     p.add_argument("--prompts", type=int, default=16)
     p.add_argument("--stride", type=int, default=7)
     p.add_argument("--new-tokens", type=int, default=128)
+    p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--save")
     p.add_argument("--compare")
     args = p.parse_args()
@@ -54,11 +57,11 @@ def main():
 
     prompts = code_prompts(args.prompts, args.stride)
     generate(prompts[0])  # untimed: faults in pages and buffers
-    outputs, tokens, start = [], 0, time.time()
-    for prompt in prompts:
-        outputs.append(generate(prompt))
-        tokens += len(outputs[-1])
+    start = time.time()
+    with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+        outputs = list(pool.map(generate, prompts))  # in prompt order
     elapsed = time.time() - start
+    tokens = sum(len(output) for output in outputs)
     print(f"{len(prompts)} prompts, {tokens} tokens in {elapsed:.2f} s: {tokens / elapsed:.1f} tokens/s")
     for line in post(args.url, "/metrics").decode().splitlines():
         if line.startswith("moe_spec_") and not line.startswith("#"):

@@ -36,6 +36,9 @@ struct EngineSettings {
   int speculative_num_steps = 4;         // deepest draft token after the root
   int speculative_eagle_topk = 2;        // most children of one draft-tree node
   int speculative_num_draft_tokens = 8;  // tokens per verify, the root included
+  // NGRAM: the shortest and longest suffix of a request's tokens matched against its earlier ones.
+  int speculative_ngram_min_match_window_size = 1;
+  int speculative_ngram_max_match_window_size = 4;
   std::string speculative_draft_model_path;
   // The STANDALONE draft's quantization: "" = the target's (--quantization), "unquant" = its
   // checkpoint's dtype, "int8" | "int4" = quantized at load (the target's group size).

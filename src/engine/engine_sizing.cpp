@@ -87,7 +87,9 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
                                 settings.speculative_num_draft_tokens,
                                 settings.max_tree_experts,
                                 settings.speculative_draft_model_path,
-                                parse_draft_quantization(settings.speculative_draft_model_quantization)};
+                                parse_draft_quantization(settings.speculative_draft_model_quantization),
+                                settings.speculative_ngram_min_match_window_size,
+                                settings.speculative_ngram_max_match_window_size};
   const std::vector<LayerRange> stages =
       identity.stages.empty() ? std::vector<LayerRange>{{0, model.num_hidden_layers}} : identity.stages;
   validate(speculative, model.num_experts_per_tok, static_cast<int>(stages.size()));

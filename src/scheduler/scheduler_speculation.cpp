@@ -60,7 +60,8 @@ bool Scheduler::add_speculative(ScheduledBatch& batch, Request& request, int64_t
     tokens.resize(parents.size(), root);  // placeholders
   } else {
     const DraftTree tree = ngram_draft(request.tokens(0, request.total_len()), static_cast<int>(room),
-                                       static_cast<int>(max_depth), spec.eagle_topk);
+                                       static_cast<int>(max_depth), spec.eagle_topk,
+                                       {spec.ngram_min_match, spec.ngram_max_match});
     if (tree.size() == 0) return false;
     // Draft i is node i + 1.
     for (size_t i = 0; i < tree.size(); ++i) {

@@ -9,9 +9,6 @@
 namespace moe {
 namespace {
 
-// Longest n-gram matched against the context's suffix.
-constexpr int kMaxNgram = 4;
-
 // The child of `node` (-1: the root) carrying token, or -1.
 int32_t find_child(const DraftTree& tree, int32_t node, int32_t token) {
   for (size_t i = 0; i < tree.size(); ++i)
@@ -57,6 +54,10 @@ void validate(const SpeculativeConfig& config, int top_k, int pp_size) {
   if (config.eagle_topk < 1) throw Error("--speculative-eagle-topk must be at least 1");
   if (config.num_draft_tokens < 2)
     throw Error("--speculative-num-draft-tokens must be at least 2 (the root and one draft token)");
+  if (config.ngram_min_match < 1 || config.ngram_max_match < config.ngram_min_match)
+    throw Error("--speculative-ngram-min-match-window-size must be at least 1 and at most "
+                "--speculative-ngram-max-match-window-size, got " + std::to_string(config.ngram_min_match) + " and " +
+                std::to_string(config.ngram_max_match));
   if (config.max_tree_experts < 0 || (config.max_tree_experts > 0 && config.max_tree_experts < top_k))
     throw Error("--max-tree-experts must be 0 (off) or at least the model's top_k (" + std::to_string(top_k) +
                 "), got " + std::to_string(config.max_tree_experts));
@@ -90,11 +91,12 @@ std::vector<int32_t> standalone_tree_shape(int num_nodes, int width) {
   return parents;
 }
 
-DraftTree ngram_draft(std::span<const int32_t> context, int max_nodes, int max_depth, int max_children) {
+DraftTree ngram_draft(std::span<const int32_t> context, int max_nodes, int max_depth, int max_children,
+                      NgramMatchWindow window) {
   DraftTree tree;
   const auto n = static_cast<int64_t>(context.size());
   if (max_nodes < 1 || max_depth < 1 || n < 2) return tree;
-  for (int64_t g = std::min<int64_t>(kMaxNgram, n - 1); g >= 1 && tree.size() == 0; --g) {
+  for (int64_t g = std::min<int64_t>(window.max, n - 1); g >= std::max(window.min, 1) && tree.size() == 0; --g) {
     const std::span<const int32_t> suffix = context.last(static_cast<size_t>(g));
     // Earlier occurrences end at `end` (exclusive) < n, the most recent first.
     for (int64_t end = n - 1; end >= g && static_cast<int>(tree.size()) < max_nodes; --end) {

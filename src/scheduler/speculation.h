@@ -34,6 +34,10 @@ struct SpeculativeConfig {
   std::string draft_model_path;  // --speculative-draft-model-path (STANDALONE)
   // --speculative-draft-model-quantization (STANDALONE): the draft's own; none: the target's
   std::optional<Quantization> draft_quantization;
+  // NGRAM: the shortest and longest suffix of a request's tokens matched against its earlier tokens
+  // (--speculative-ngram-min-match-window-size / --speculative-ngram-max-match-window-size).
+  int ngram_min_match = 1;
+  int ngram_max_match = 4;
 
   bool enabled() const { return algorithm != SpeculativeAlgorithm::None; }
   // Whether the worker fills the tree shapes the scheduler reserves (STANDALONE's draft model, NEXTN's
@@ -62,10 +66,17 @@ struct DraftTree {
 // depths count: the worker's draft model chooses every node's token and real parent.
 std::vector<int32_t> standalone_tree_shape(int num_nodes, int width);
 
+// The suffix lengths prompt lookup tries, longest first.
+struct NgramMatchWindow {
+  int min = 1;
+  int max = 4;
+};
+
 // Prompt lookup over `context` (prompt then output; its last token is the root, the next one to be
-// fed): the longest suffix of 1 .. kMaxNgram tokens that occurred before is matched, and what
-// followed each earlier occurrence (the most recent first) is merged into a tree of at most
+// fed): the longest suffix of window.min .. window.max tokens that occurred before is matched, and
+// what followed each earlier occurrence (the most recent first) is merged into a tree of at most
 // max_nodes nodes, max_depth deep, at most max_children per node. Empty when nothing matches.
-DraftTree ngram_draft(std::span<const int32_t> context, int max_nodes, int max_depth, int max_children);
+DraftTree ngram_draft(std::span<const int32_t> context, int max_nodes, int max_depth, int max_children,
+                      NgramMatchWindow window = {});
 
 }  // namespace moe

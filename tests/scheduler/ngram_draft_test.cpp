@@ -36,6 +36,18 @@ TEST(NgramDraft, LimitsOnNodesDepthAndChildrenHold) {
   EXPECT_EQ(few.tokens, (std::vector<int32_t>{6, 7, 4}));
 }
 
+TEST(NgramDraft, TheMatchWindowBoundsTheSuffixesTried) {
+  // Only "3" occurred before (followed by 4 5, later by 6 7): a one-token match, refused from 2 up.
+  const std::vector<int32_t> single = {3, 4, 5, 1, 3, 6, 7, 2, 3};
+  EXPECT_EQ(ngram_draft(single, 8, 2, 2, {1, 4}).size(), 4u);
+  EXPECT_EQ(ngram_draft(single, 8, 2, 2, {2, 4}).size(), 0u);
+  // "1 2 3" was followed by 9, the shorter "2 3" last by 8: the longest suffix within the window wins.
+  const std::vector<int32_t> nested = {1, 2, 3, 9, 0, 2, 3, 8, 1, 2, 3};
+  EXPECT_EQ(ngram_draft(nested, 8, 1, 1, {2, 3}).tokens, (std::vector<int32_t>{9}));
+  EXPECT_EQ(ngram_draft(nested, 8, 1, 1, {2, 2}).tokens, (std::vector<int32_t>{8}));
+  EXPECT_EQ(ngram_draft(nested, 8, 1, 1, {4, 8}).size(), 0u);
+}
+
 TEST(NgramDraft, NothingMatchesNothingIsProposed) {
   EXPECT_EQ(ngram_draft(std::vector<int32_t>{1, 2, 3, 4}, 8, 4, 2).size(), 0u);
   EXPECT_EQ(ngram_draft(std::vector<int32_t>{1}, 8, 4, 2).size(), 0u);
@@ -54,6 +66,16 @@ TEST(SpeculativeConfig, AlgorithmNamesAndBadSettings) {
   EXPECT_NO_THROW(validate(config, 4, 1));
   config.max_tree_experts = 2;
   EXPECT_THROW(validate(config, 4, 1), Error);
+  config.max_tree_experts = 0;
+  config.ngram_min_match = 0;
+  EXPECT_THROW(validate(config, 4, 1), Error);
+  config.ngram_min_match = 5;  // above the longest window
+  try {
+    validate(config, 4, 1);
+    ADD_FAILURE() << "a minimum window above the maximum was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--speculative-ngram-min-match-window-size"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SpeculativeConfig, RefusesPipelineStagesNamingBothFlags) {
