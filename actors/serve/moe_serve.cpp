@@ -144,8 +144,9 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        "speculative decoding)")
       ("speculative-algorithm", po::value(&o.speculative_algorithm),
        "speculative decoding: NGRAM (drafts from n-gram matches in the request's own prompt and output), "
-       "STANDALONE (drafts from --speculative-draft-model-path) or NEXTN (EAGLE is the same: drafts from the "
-       "next-token-prediction layer of a DeepSeek-V3 or GLM-4.5 --model-path; CPU only)")
+       "STANDALONE (drafts from --speculative-draft-model-path), NEXTN (EAGLE is the same: drafts from the "
+       "next-token-prediction layer of a DeepSeek-V3 or GLM-4.5 --model-path; CPU only) or EAGLE3 (drafts from "
+       "the EAGLE-3 head at --speculative-draft-model-path, SGLang's layout; CPU only)")
       ("speculative-num-steps", po::value(&o.speculative_num_steps)->default_value(o.speculative_num_steps),
        "deepest draft token after the last accepted one")
       ("speculative-eagle-topk", po::value(&o.speculative_eagle_topk)->default_value(o.speculative_eagle_topk),
@@ -160,7 +161,7 @@ bool parse_flags(int argc, char** argv, ServeOptions& o, std::string& role, std:
        po::value(&o.speculative_ngram_max_match_window_size)->default_value(o.speculative_ngram_max_match_window_size),
        "NGRAM: the longest suffix matched (the longest that occurred before wins)")
       ("speculative-draft-model-path", po::value(&o.speculative_draft_model_path),
-       "STANDALONE's draft checkpoint (same tokenizer and vocabulary as --model-path)")
+       "STANDALONE's draft checkpoint (same tokenizer and vocabulary as --model-path), or EAGLE3's head")
       ("speculative-draft-model-quantization", po::value(&o.speculative_draft_model_quantization),
        "the draft's own quantization: unquant (its checkpoint's dtype) | int8 | int4 (--quantization-group-size); "
        "default: as the target (--quantization)")

@@ -16,6 +16,7 @@ const char* algorithm_name(SpeculativeAlgorithm algorithm) {
     case SpeculativeAlgorithm::Ngram: return "NGRAM";
     case SpeculativeAlgorithm::Standalone: return "STANDALONE";
     case SpeculativeAlgorithm::Nextn: return "NEXTN";
+    case SpeculativeAlgorithm::Eagle3: return "EAGLE3";
   }
   return "?";
 }

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "moe/enum_names.h"
+#include "model/eagle3_config.h"
 #include "model/kv_row_width.h"
 #include "model/model_fingerprint.h"
 #include "model/tensor_shard.h"
@@ -48,6 +49,19 @@ DraftIdentity draft_identity(const std::string& path) {
   }
 }
 
+// EAGLE3's head: its config and fingerprint, as draft_identity's.
+struct Eagle3Identity {
+  Eagle3Config config;
+  uint64_t fingerprint = 0;
+};
+Eagle3Identity eagle3_identity(const std::string& path) {
+  try {
+    return {load_eagle3_config(path), model_fingerprint(path)};
+  } catch (const std::exception& e) {
+    throw Error("--speculative-draft-model-path " + path + " (an EAGLE-3 head): " + e.what());
+  }
+}
+
 // What the draft of --speculative-algorithm keeps per token slot beside the model's KV rows, in the
 // pool's element size where it is a model's KV cache.
 int64_t draft_bytes_per_token(const EngineSettings& settings, const ModelConfig& model, int element_bytes) {
@@ -55,6 +69,7 @@ int64_t draft_bytes_per_token(const EngineSettings& settings, const ModelConfig&
     case SpeculativeAlgorithm::Nextn: return nextn_bytes_per_token(model);
     case SpeculativeAlgorithm::Standalone:
       return kv_bytes_per_token(draft_identity(settings.speculative_draft_model_path).config, element_bytes);
+    case SpeculativeAlgorithm::Eagle3: return eagle3_bytes_per_token(eagle3_identity(settings.speculative_draft_model_path).config.layer);
     case SpeculativeAlgorithm::None:
     case SpeculativeAlgorithm::Ngram: return 0;
   }
@@ -103,6 +118,12 @@ EngineSizing size_engine(const EngineSettings& settings, const ModelConfig& mode
       service.draft_routing = {draft.num_moe_layers(), draft.num_experts_per_tok};
       sizing.draft_num_experts = draft.num_experts;
     }
+  }
+  // The head has no routing: no draft rows.
+  if (speculative.algorithm == SpeculativeAlgorithm::Eagle3) {
+    sizing.worker.draft_model_path = speculative.draft_model_path;
+    sizing.worker.eagle3 = true;
+    draft_fingerprint = eagle3_identity(speculative.draft_model_path).fingerprint;
   }
   // NEXTN's layer is one MoE layer of the target's experts and top_k.
   if (speculative.algorithm == SpeculativeAlgorithm::Nextn && settings.captures_routing()) {

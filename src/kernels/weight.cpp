@@ -18,6 +18,8 @@ const char* dtype_name(DType dtype) {
     case DType::I32: return "I32";
     case DType::Q8: return "Q8";
     case DType::Q4: return "Q4";
+    case DType::I64: return "I64";
+    case DType::Bool: return "BOOL";
   }
   return "?";
 }
@@ -26,6 +28,8 @@ size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::F32:
     case DType::I32: return 4;
+    case DType::I64: return 8;
+    case DType::Bool: return 1;
     case DType::BF16:
     case DType::F16: return 2;
     case DType::Q8: return 1;

@@ -13,7 +13,8 @@
 namespace moe {
 
 // I32 is only a checkpoint tensor's element type (GPTQ's packed integers), never a matrix's.
-enum class DType : uint8_t { F32, BF16, F16, I32, Q8, Q4 };
+// I64 and Bool are read only as integer tables (an EAGLE-3 head's d2t and t2d), never as weights.
+enum class DType : uint8_t { F32, BF16, F16, I32, Q8, Q4, I64, Bool };
 
 // RowMajor: row r's columns one after another, rows one after another (as in a checkpoint).
 // Tiled: see kernels/weight_tiling.h; half-precision and quantized matrices are tiled.

@@ -11,7 +11,7 @@
 namespace moe {
 
 AttentionLayer::AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names,
-                               int kv_layer, const TensorShard& shard)
+                               int kv_layer, const TensorShard& shard, int64_t input_width)
     : kv_layer_(kv_layer),
       shape_{static_cast<int>(shard.query_heads(config.num_attention_heads).count),
              static_cast<int>(shard.kv_heads(config.num_attention_heads, config.num_key_value_heads).count),
@@ -23,7 +23,8 @@ AttentionLayer::AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config
           [&](const std::string& name, int64_t rows, int64_t cols, IndexRange row_part, IndexRange col_part) {
             return ckpt.projection_block(name, rows, cols, row_part, col_part);
           },
-          [&](const std::string& name, int64_t n, IndexRange part) { return ckpt.vector_part(name, n, part); }, shard)) {}
+          [&](const std::string& name, int64_t n, IndexRange part) { return ckpt.vector_part(name, n, part); }, shard,
+          input_width)) {}
 
 void AttentionLayer::forward(const float* x, const ForwardBatch& batch, KvCache& kv, float* out) const {
   const int64_t T = batch.num_tokens();

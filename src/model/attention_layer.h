@@ -20,10 +20,11 @@ class Checkpoint;
 class AttentionLayer {
  public:
   // `kv_layer` is the layer's index in its KV cache (a pipeline stage's cache holds only its layers).
-  // `shard`: the heads this tensor-parallel rank computes (all of them by default).
+  // `shard`: the heads this tensor-parallel rank computes (all of them by default). `input_width`: the
+  // columns of x (0: hidden_size).
   AttentionLayer(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names, int kv_layer,
-                 const TensorShard& shard = {});
-  // out[T, H] = attention(x[T, H]) for the whole batch (for a tensor-parallel rank: its heads' share,
+                 const TensorShard& shard = {}, int64_t input_width = 0);
+  // out[T, H] = attention(x[T, input width]) for the whole batch (for a tensor-parallel rank: its heads' share,
   // which the group's all-reduce completes); writes this layer's K/V of every new token.
   void forward(const float* x, const ForwardBatch& batch, KvCache& kv, float* out) const;
 

@@ -20,19 +20,21 @@ struct AttentionWeights {
 
   // matrix(name, rows, cols, row_part, col_part) -> Matrix and vector(name, n, part) -> Vector read
   // one tensor each: of the whole tensor's shape, the part `shard` holds (all of it for one rank).
+  // q/k/v read `input_width` columns (0: hidden_size; an EAGLE-3 head's read 2 · hidden_size).
   template <typename LoadMatrix, typename LoadVector>
   static AttentionWeights load(const ModelConfig& config, const AttentionTensorNames& names, LoadMatrix matrix,
-                               LoadVector vector, const TensorShard& shard = {}) {
+                               LoadVector vector, const TensorShard& shard = {}, int64_t input_width = 0) {
     const int64_t hidden = config.hidden_size, hd = config.head_dim;
+    const int64_t input = input_width > 0 ? input_width : hidden;
     const int64_t q_width = config.num_attention_heads * hd, kv_width = config.num_key_value_heads * hd;
     const IndexRange q_heads = shard.query_heads(config.num_attention_heads);
     const IndexRange kv_heads = shard.kv_heads(config.num_attention_heads, config.num_key_value_heads);
     const IndexRange q_part{q_heads.begin * hd, q_heads.count * hd}, kv_part{kv_heads.begin * hd, kv_heads.count * hd};
-    const IndexRange all_hidden{0, hidden}, all_head{0, hd};
+    const IndexRange all_hidden{0, hidden}, all_input{0, input}, all_head{0, hd};
     AttentionWeights w;
-    w.q_weight = matrix(names.q_weight, q_width, hidden, q_part, all_hidden);
-    w.k_weight = matrix(names.k_weight, kv_width, hidden, kv_part, all_hidden);
-    w.v_weight = matrix(names.v_weight, kv_width, hidden, kv_part, all_hidden);
+    w.q_weight = matrix(names.q_weight, q_width, input, q_part, all_input);
+    w.k_weight = matrix(names.k_weight, kv_width, input, kv_part, all_input);
+    w.v_weight = matrix(names.v_weight, kv_width, input, kv_part, all_input);
     w.o_weight = matrix(names.o_weight, hidden, q_width, all_hidden, q_part);
     if (!names.q_bias.empty()) {
       w.q_bias = vector(names.q_bias, q_width, q_part);

@@ -1,5 +1,7 @@
 // The decoder-only MoE language model shared by every supported architecture: embedding, layers of
 // attention + (MoE or dense) MLP with pre-RMSNorm residuals, final norm and lm_head.
+#include <algorithm>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -123,10 +125,46 @@ class CausalLm final : public Model {
              hidden.data());
   }
 
+  void forward_with_layer_inputs(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
+                                 RoutingCapture* capture, const std::vector<int>& layers,
+                                 std::vector<float>& states) override {
+    if (!is_first_stage() || !is_last_stage())
+      throw Error("a pipeline stage does not return the states entering its layers");
+    const int64_t T = batch.num_tokens(), H = config_.hidden_size;
+    for (int layer : layers)
+      if (layer < 0 || layer >= config_.num_hidden_layers)
+        throw Error("the model has no decoder layer " + std::to_string(layer) + " whose input to return");
+    states.resize(static_cast<size_t>(T * H) * layers.size());
+    scratch_.hidden.resize(static_cast<size_t>(T * H));
+    const LayerTap tap = [&](int layer, const float* x) {
+      const auto width = static_cast<int64_t>(layers.size()) * H;
+      for (size_t i = 0; i < layers.size(); ++i)
+        if (layers[i] == layer)
+          for (int64_t t = 0; t < T; ++t)
+            std::copy_n(x + t * H, H, states.data() + t * width + static_cast<int64_t>(i) * H);
+    };
+    run_stage(batch, kv, scratch_.hidden.data(), logits, capture, tap);
+  }
+
+  void embedding_row(int32_t token, float* out) const override {
+    if (!is_first_stage()) throw Error("only the first pipeline stage holds the embedding");
+    if (token < 0 || token >= config_.vocab_size) throw Error("token id " + std::to_string(token) + " out of range");
+    embed_.row_to_float(token, out);
+  }
+
   NextnLayer* nextn() override { return nextn_ ? &*nextn_ : nullptr; }
 
   void forward_stage(const ForwardBatch& batch, KvCache& kv, float* x, std::vector<float>& logits,
                      RoutingCapture* capture) override {
+    run_stage(batch, kv, x, logits, capture, nullptr);
+  }
+
+ private:
+  // Called with each decoder layer's (model-wide) index and the residual stream [T, H] entering it.
+  using LayerTap = std::function<void(int layer, const float* x)>;
+
+  void run_stage(const ForwardBatch& batch, KvCache& kv, float* x, std::vector<float>& logits,
+                 RoutingCapture* capture, const LayerTap& tap) {
     validate_forward_batch(batch, config_.vocab_size, kv.num_slots());
     const int64_t T = batch.num_tokens(), H = config_.hidden_size;
     const size_t n = static_cast<size_t>(T * H);
@@ -138,12 +176,13 @@ class CausalLm final : public Model {
     // Read from the batch on every forward: the limit is part of each step's plan, never cached.
     const std::vector<uint8_t> tree_tokens = batch.tree_token_mask();
     const ExpertLimit limit{batch.max_tree_experts, tree_tokens};
-    for (const DecoderLayer& layer : layers_)
-      layer.forward(x, batch, kv, *runner_, capture, limit, normed.data(), branch.data());
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      if (tap) tap(layers_range_.begin + static_cast<int>(l), x);
+      layers_[l].forward(x, batch, kv, *runner_, capture, limit, normed.data(), branch.data());
+    }
     if (is_last_stage()) compute_logits(batch, x, logits);
   }
 
- private:
   // Only the tokens that need logits (the last new token of each sequence that samples, and the rows
   // of prompt logprobs) go through the final norm and lm_head.
   void compute_logits(const ForwardBatch& batch, const float* x, std::vector<float>& logits) {
@@ -213,6 +252,15 @@ void Model::forward_stage(const ForwardBatch&, KvCache&, float*, std::vector<flo
 void Model::forward_with_hidden(const ForwardBatch&, KvCache&, std::vector<float>&, RoutingCapture*,
                                 std::vector<float>&) {
   throw Error("this model does not return its hidden states (the CPU model with a next-token-prediction layer does)");
+}
+
+void Model::forward_with_layer_inputs(const ForwardBatch&, KvCache&, std::vector<float>&, RoutingCapture*,
+                                      const std::vector<int>&, std::vector<float>&) {
+  throw Error("this model does not return its layers' hidden states (the CPU model does, whole)");
+}
+
+void Model::embedding_row(int32_t, float*) const {
+  throw Error("this model does not hand out its embedding rows (the CPU model does)");
 }
 
 void Model::forward_greedy(const ForwardBatch&, KvCache&, GreedyPicks&, RoutingCapture*) {

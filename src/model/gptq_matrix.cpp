@@ -13,7 +13,8 @@ namespace {
 const TensorInfo& tensor_of(const Checkpoint& ckpt, const std::string& name, const std::vector<int64_t>& shape,
                             bool integers) {
   const TensorInfo& t = ckpt.tensor_of_shape(name, shape);
-  if ((t.dtype == DType::I32) != integers)
+  const bool is_float = t.dtype == DType::F32 || t.dtype == DType::BF16 || t.dtype == DType::F16;
+  if (integers ? t.dtype != DType::I32 : !is_float)
     throw Error(*t.file + ": tensor '" + name + "' has dtype " + dtype_name(t.dtype) + "; expected " +
                 (integers ? "I32" : "F16, BF16 or F32"));
   return t;

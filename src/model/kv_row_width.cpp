@@ -31,4 +31,8 @@ int64_t nextn_bytes_per_token(const ModelConfig& config) {
   return (kv_row_floats(config, nextn->layer.attention) + config.hidden_size) * int64_t{sizeof(float)};
 }
 
+int64_t eagle3_bytes_per_token(const ModelConfig& head_layer) {
+  return (kv_row_floats(head_layer, AttentionKind::Gqa) + head_layer.hidden_size) * int64_t{sizeof(float)};
+}
+
 }  // namespace moe

@@ -20,8 +20,12 @@ std::vector<int64_t> kv_row_floats(const ModelConfig& config, LayerRange layers)
 // told: model.h's kv_cache_element_bytes).
 int64_t kv_bytes_per_token(const ModelConfig& config, int element_bytes = 4);
 
-// What a NEXTN draft keeps per token slot beside the model's rows (worker/nextn_drafter.h): its own
+// What a NEXTN draft keeps per token slot beside the model's rows (worker/hidden_state_drafter.h): its own
 // layer's KV row and the target's final hidden state, both float32; 0 for a config without the module.
 int64_t nextn_bytes_per_token(const ModelConfig& config);
+
+// What an EAGLE-3 head of decoder layer `head_layer` (model/eagle3_config.h) keeps per token slot: its
+// layer's KV row and the hidden state it reads, both float32.
+int64_t eagle3_bytes_per_token(const ModelConfig& head_layer);
 
 }  // namespace moe

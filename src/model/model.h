@@ -119,6 +119,14 @@ class Model {
   // hidden [T, H]: what a next-token-prediction layer drafts from. Models with nextn() only.
   virtual void forward_with_hidden(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
                                    RoutingCapture* capture, std::vector<float>& hidden);
+  // forward, also writing the residual stream entering each of `layers` (decoder layer indices, in that
+  // order) for every token into states [T, layers.size() · H], each token's row the layers' states one
+  // after the other: what an EAGLE-3 head drafts from. The CPU model, whole, only.
+  virtual void forward_with_layer_inputs(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits,
+                                         RoutingCapture* capture, const std::vector<int>& layers,
+                                         std::vector<float>& states);
+  // The embedding row of `token` as H floats (the CPU model's first stage only).
+  virtual void embedding_row(int32_t token, float* out) const;
   // The checkpoint's next-token-prediction layer, loaded with ModelOptions::nextn; null otherwise.
   virtual NextnLayer* nextn() { return nullptr; }
   // Whether forward_greedy is implemented: a GPU model picks greedy tokens on the device and copies

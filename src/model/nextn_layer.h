@@ -11,6 +11,7 @@
 #include "kernels/weight.h"
 #include "model/decoder_layer.h"
 #include "model/forward_batch.h"
+#include "model/hidden_draft_head.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
 #include "model/model_plan.h"
@@ -21,7 +22,7 @@ namespace moe {
 
 class Checkpoint;
 
-class NextnLayer {
+class NextnLayer final : public HiddenDraftHead {
  public:
   // Reads the module `config`'s plan names from ckpt; its embedding and head are the model's
   // (`model_embedding`, `model_head`) where the checkpoint lacks its own. Its experts all run here,
@@ -30,15 +31,15 @@ class NextnLayer {
   NextnLayer(const Checkpoint& ckpt, const ModelConfig& config, const std::string& model_embedding,
              const std::string& model_head, MoeBackend backend);
 
-  // Its own KV cache: one layer's rows for num_slots slots.
-  KvCache make_kv_cache(int64_t num_slots) const;
+  int64_t hidden_size() const override { return config_.hidden_size; }
+  int routing_top_k() const override { return config_.num_experts_per_tok; }
+  KvCache make_kv_cache(int64_t num_slots) const override;
 
-  // Token t of `batch` follows the position whose final hidden state (what the model's lm_head reads,
-  // or this module's own output when chained) is prev_hidden[t] ([T, H]), and runs at that position.
-  // Writes every token's hidden state into hidden [T, H] and logits for the batch's logit rows; the
-  // MoE block's routing goes to `capture` as MoE layer 0.
+  // The previous hidden state is the target's final-normed one (what the model's lm_head reads), or
+  // this module's own output (after shared_head.norm) when chained. The MoE block's routing goes to
+  // `capture` as MoE layer 0.
   void forward(const ForwardBatch& batch, const float* prev_hidden, KvCache& kv, std::vector<float>& hidden,
-               std::vector<float>& logits, RoutingCapture* capture);
+               std::vector<float>& logits, RoutingCapture* capture) override;
 
  private:
   const ModelConfig& config_;

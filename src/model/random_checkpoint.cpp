@@ -201,6 +201,19 @@ void write_checkpoint_index(const std::string& out_dir, const nlohmann::json& we
       << nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", weight_map}}.dump(2) << "\n";
 }
 
+TensorToWrite make_integer_tensor(std::string name, DType dtype, const std::vector<int64_t>& values) {
+  if (dtype != DType::I64 && dtype != DType::Bool) throw Error("make_integer_tensor: I64 or Bool only");
+  TensorToWrite t{std::move(name), dtype, {static_cast<int64_t>(values.size())}, {}};
+  t.bytes.resize(values.size() * dtype_size(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::I64)
+      std::memcpy(t.bytes.data() + 8 * i, &values[i], 8);  // little-endian, as safetensors
+    else
+      t.bytes[i] = values[i] != 0 ? 1 : 0;
+  }
+  return t;
+}
+
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors) {
   nlohmann::json header = nlohmann::json::object();
   header["__metadata__"] = {{"format", "pt"}};
@@ -303,8 +316,13 @@ std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
 }
 
 std::vector<TensorToWrite> random_tensors(const ModelConfig& config, const RandomCheckpointOptions& options) {
+  return random_tensors_of(checkpoint_manifest(config), options);
+}
+
+std::vector<TensorToWrite> random_tensors_of(const std::vector<TensorSpec>& manifest,
+                                             const RandomCheckpointOptions& options) {
   if (options.gptq_bits != 0) throw Error("random_tensors: float tensors only");
-  const std::vector<PlannedTensor> planned = plan(checkpoint_manifest(config), options);
+  const std::vector<PlannedTensor> planned = plan(manifest, options);
   std::vector<TensorToWrite> tensors;
   std::vector<size_t> members;
   for (size_t i = 0; i < planned.size(); ++i) {

@@ -24,6 +24,9 @@ struct TensorToWrite {
 // Float values stored as `dtype` (bf16 rounds to nearest even).
 TensorToWrite make_tensor(std::string name, DType dtype, std::vector<int64_t> shape, const std::vector<float>& values);
 
+// Integers stored as `dtype` (I64, or Bool: 1 for non-zero), one-dimensional.
+TensorToWrite make_integer_tensor(std::string name, DType dtype, const std::vector<int64_t>& values);
+
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors);
 
 // Sharding in the hub layout: tensors of these byte sizes, in order, grouped into shards of at most
@@ -64,5 +67,8 @@ void write_random_checkpoint(const nlohmann::json& config, const std::string& ou
 // In memory, the float tensors write_random_checkpoint would write for `config` (the same bytes for the
 // same seed and dtype; gptq_bits must be 0): the weights of --load-format dummy.
 std::vector<TensorToWrite> random_tensors(const ModelConfig& config, const RandomCheckpointOptions& options);
+// The same for the tensors of any manifest (tensor i's bytes depend on the seed, i and its spec).
+std::vector<TensorToWrite> random_tensors_of(const std::vector<TensorSpec>& manifest,
+                                             const RandomCheckpointOptions& options);
 
 }  // namespace moe

@@ -31,7 +31,9 @@ DType parse_dtype(const std::string& name, const std::string& file, const std::s
   if (name == "F16") return DType::F16;
   if (name == "F32") return DType::F32;
   if (name == "I32") return DType::I32;  // GPTQ's packed integers
-  throw Error(file + ": tensor '" + tensor + "' has dtype " + name + "; supported: BF16, F16, F32, I32");
+  if (name == "I64") return DType::I64;    // an EAGLE-3 head's d2t
+  if (name == "BOOL") return DType::Bool;  // an EAGLE-3 head's t2d
+  throw Error(file + ": tensor '" + tensor + "' has dtype " + name + "; supported: BF16, F16, F32, I32, I64, BOOL");
 }
 
 std::string shape_string(const std::vector<int64_t>& shape) {
@@ -239,8 +241,8 @@ const TensorInfo& Checkpoint::tensor_of_shape(const std::string& name, const std
 
 const TensorInfo& Checkpoint::float_tensor(const std::string& name, const std::vector<int64_t>& shape) const {
   const TensorInfo& t = tensor_of_shape(name, shape);
-  if (t.dtype == DType::I32)
-    throw Error(*t.file + ": tensor '" + name + "' has dtype I32; expected BF16, F16 or F32");
+  if (t.dtype == DType::I32 || t.dtype == DType::I64 || t.dtype == DType::Bool)
+    throw Error(*t.file + ": tensor '" + name + "' has dtype " + dtype_name(t.dtype) + "; expected BF16, F16 or F32");
   return t;
 }
 
@@ -284,6 +286,15 @@ WeightView Checkpoint::tiled_copy(const std::string& key, const WeightView& row_
 }
 
 VectorParam Checkpoint::vector(const std::string& name, int64_t n) const { return floats(name, {n}); }
+
+std::vector<int64_t> Checkpoint::int64s(const std::string& name, int64_t count) const {
+  const TensorInfo& t = tensor_of_shape(name, {count});
+  if (t.dtype != DType::I64)
+    throw Error(*t.file + ": tensor '" + name + "' has dtype " + dtype_name(t.dtype) + "; expected I64");
+  std::vector<int64_t> out(static_cast<size_t>(count));
+  std::memcpy(out.data(), t.data, out.size() * sizeof(int64_t));  // safetensors are little-endian, as the host
+  return out;
+}
 
 std::vector<float> Checkpoint::floats(const std::string& name, const std::vector<int64_t>& shape) const {
   const TensorInfo& t = float_tensor(name, shape);

@@ -121,6 +121,9 @@ class Checkpoint {
   // Any tensor of exactly `shape`, widened to float32 in its row-major order (what a device
   // upload copies: no tiling).
   std::vector<float> floats(const std::string& name, const std::vector<int64_t>& shape) const;
+  // A one-dimensional I64 tensor of `count` elements (an EAGLE-3 head's d2t); another dtype or shape is
+  // a moe::Error naming the tensor.
+  std::vector<int64_t> int64s(const std::string& name, int64_t count) const;
   // The tensor `name`, which must have exactly `shape`; anything else is an error naming file and tensor.
   const TensorInfo& tensor_of_shape(const std::string& name, const std::vector<int64_t>& shape) const;
   // Same, and its elements must be floats (BF16, F16, F32), not GPTQ's packed I32.

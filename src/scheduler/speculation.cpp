@@ -29,7 +29,9 @@ SpeculativeAlgorithm parse_speculative_algorithm(const std::string& name) {
   if (upper == "NGRAM") return SpeculativeAlgorithm::Ngram;
   if (upper == "STANDALONE") return SpeculativeAlgorithm::Standalone;
   if (upper == "NEXTN" || upper == "EAGLE") return SpeculativeAlgorithm::Nextn;
-  throw Error("unknown --speculative-algorithm '" + name + "'; choose NGRAM, STANDALONE or NEXTN (EAGLE: NEXTN)");
+  if (upper == "EAGLE3") return SpeculativeAlgorithm::Eagle3;
+  throw Error("unknown --speculative-algorithm '" + name +
+              "'; choose NGRAM, STANDALONE, NEXTN (EAGLE: NEXTN) or EAGLE3");
 }
 
 std::optional<Quantization> parse_draft_quantization(const std::string& name) {
@@ -45,7 +47,7 @@ void validate(const SpeculativeConfig& config, int top_k, int pp_size) {
   if (!config.enabled()) {
     if (config.max_tree_experts != 0) throw Error("--max-tree-experts needs --speculative-algorithm");
     if (!config.draft_model_path.empty())
-      throw Error("--speculative-draft-model-path needs --speculative-algorithm STANDALONE");
+      throw Error("--speculative-draft-model-path needs --speculative-algorithm STANDALONE or EAGLE3");
     if (config.draft_quantization)
       throw Error("--speculative-draft-model-quantization needs --speculative-algorithm STANDALONE");
     return;
@@ -64,18 +66,20 @@ void validate(const SpeculativeConfig& config, int top_k, int pp_size) {
   const bool standalone = config.algorithm == SpeculativeAlgorithm::Standalone;
   if (standalone && config.draft_model_path.empty())
     throw Error("--speculative-algorithm STANDALONE needs --speculative-draft-model-path (the draft checkpoint)");
-  if (!standalone && !config.draft_model_path.empty())
+  if (config.algorithm == SpeculativeAlgorithm::Eagle3 && config.draft_model_path.empty())
+    throw Error("--speculative-algorithm EAGLE3 needs --speculative-draft-model-path (the EAGLE-3 head's directory)");
+  if (!config.takes_draft_path() && !config.draft_model_path.empty())
     throw Error(config.algorithm == SpeculativeAlgorithm::Nextn
                     ? "--speculative-algorithm NEXTN (or EAGLE) drafts with --model-path's own next-token-prediction "
-                      "layer: leave out --speculative-draft-model-path (EAGLE draft heads of their own are not "
-                      "supported)"
-                    : "--speculative-draft-model-path is for --speculative-algorithm STANDALONE only");
+                      "layer: leave out --speculative-draft-model-path (an EAGLE-3 head is --speculative-algorithm "
+                      "EAGLE3)"
+                    : "--speculative-draft-model-path is for --speculative-algorithm STANDALONE or EAGLE3 only");
   if (!standalone && config.draft_quantization)
     throw Error("--speculative-draft-model-quantization is for --speculative-algorithm STANDALONE only");
   // The worker's drafter ranks each node's children with the sampler's top alternatives.
   if (config.worker_drafts() && config.eagle_topk > kMaxTopLogprobs)
     throw Error("--speculative-eagle-topk must be at most " + std::to_string(kMaxTopLogprobs) +
-                " with STANDALONE or NEXTN, got " + std::to_string(config.eagle_topk));
+                " with STANDALONE, NEXTN or EAGLE3, got " + std::to_string(config.eagle_topk));
   if (pp_size > 1)
     throw Error("--speculative-algorithm cannot be combined with --pp-size " + std::to_string(pp_size) +
                 " yet (draft trees are verified only by a whole model in one stage); use --pp-size 1 "

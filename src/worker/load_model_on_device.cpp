@@ -47,7 +47,11 @@ ModelOptions model_options(const EngineOptions& options) {
   mo.quantization = parse_quantization(options.quantization);
   mo.quantization_group_size = options.quantization_group_size;
   mo.kernel_dtype = parse_kernel_dtype(options.kernel_dtype);
-  mo.nextn = parse_speculative_algorithm(options.speculative_algorithm) == SpeculativeAlgorithm::Nextn;
+  const SpeculativeAlgorithm algorithm = parse_speculative_algorithm(options.speculative_algorithm);
+  mo.nextn = algorithm == SpeculativeAlgorithm::Nextn;
+  if (algorithm == SpeculativeAlgorithm::Eagle3 && mo.device != Device::Cpu)
+    throw Error("--speculative-algorithm EAGLE3 runs on the CPU model only (--device cpu): the GPU model does not "
+                "return its layers' hidden states yet; serve with --device cuda and NGRAM or STANDALONE, or on the CPU");
   if (options.load_format == "dummy")
     mo.dummy_weights_seed = options.dummy_seed;
   else if (options.load_format != "auto")

@@ -41,7 +41,7 @@ std::string ModelWorker::release_memory(const msg::UpdateWeights& update) {
     // Read before the weights go, to tell at resume whether the files still hold them.
     released_fingerprint_ = model_fingerprint(update.model_path);
     drop_capturer();
-    nextn_.reset();  // it runs the model's next-token-prediction layer
+    hidden_drafter_.reset();  // it may run the model's next-token-prediction layer (an EAGLE-3 head stays)
     model_.reset();
     // Freed blocks below malloc's mmap threshold stay in its heap; hand their pages back too.
     malloc_trim(0);

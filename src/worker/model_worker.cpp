@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "kernels/thread_pool.h"
 #include "model/model_fingerprint.h"
+#include "model/nextn_layer.h"
 #include "sampling/logit_adjustments.h"
 #include "sampling/sampler.h"
 #include "sampling/tree_acceptance.h"
@@ -65,8 +66,29 @@ ModelWorker::ModelWorker(std::unique_ptr<Model> model, const ModelWorkerOptions&
   model_->reserve_step_workspace(settings_.max_batch_tokens);
   first_moe_layer_ = moe_layers_of(model_->config().moe_layer_ids, model_->layers()).begin;
   if (settings_.capture_routing) capturer_ = make_capturer();
-  if (!options.draft_model_path.empty()) draft_ = load_draft(options.draft_model_path, options.draft_quantization);
-  if (NextnLayer* layer = model_->nextn()) nextn_ = std::make_unique<NextnDrafter>(*layer, model_->config(), settings_.kv_slots);
+  if (options.eagle3)
+    eagle3_ = load_eagle3_head(options.draft_model_path);
+  else if (!options.draft_model_path.empty())
+    draft_ = load_draft(options.draft_model_path, options.draft_quantization);
+  hidden_drafter_ = make_hidden_drafter();
+}
+
+std::unique_ptr<Eagle3Head> ModelWorker::load_eagle3_head(const std::string& path) {
+  try {
+    // The model in place when a token is embedded: a weight update's embedding is the head's from then on.
+    return std::make_unique<Eagle3Head>(path, model_->config(),
+                                        [this](int32_t token, float* out) { model_->embedding_row(token, out); });
+  } catch (const std::exception& e) {
+    throw Error("--speculative-draft-model-path " + path + " (an EAGLE-3 head, --speculative-algorithm EAGLE3): " +
+                e.what());
+  }
+}
+
+std::unique_ptr<HiddenStateDrafter> ModelWorker::make_hidden_drafter() {
+  const int64_t vocab = model_->config().vocab_size;
+  if (eagle3_) return std::make_unique<HiddenStateDrafter>(*eagle3_, vocab, settings_.kv_slots);
+  if (NextnLayer* layer = model_->nextn()) return std::make_unique<HiddenStateDrafter>(*layer, vocab, settings_.kv_slots);
+  return nullptr;
 }
 
 std::unique_ptr<DraftModel> ModelWorker::load_draft(const std::string& path,
@@ -130,9 +152,9 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
   if (!model_) throw Error("a step reached a worker whose weights are released (release_memory_occupation)");
   const bool drafts = std::any_of(batch.sequences.begin(), batch.sequences.end(),
                                   [](const msg::WorkerSequence& s) { return s.draft_topk > 0; });
-  if (drafts && !draft_ && !nextn_)
-    throw Error("a draft-then-verify step reached a worker without a draft model (--speculative-draft-model-path) "
-                "or next-token-prediction layer (--speculative-algorithm NEXTN)");
+  if (drafts && !draft_ && !hidden_drafter_)
+    throw Error("a draft-then-verify step reached a worker without a draft model (--speculative-draft-model-path), "
+                "next-token-prediction layer (--speculative-algorithm NEXTN) or EAGLE-3 head (EAGLE3)");
   // The batch as verified: the drafter's trees in place of the placeholders.
   msg::WorkerBatch drafted;
   std::vector<int32_t> drafted_tokens, drafted_parents;
@@ -141,15 +163,19 @@ msg::WorkerResult ModelWorker::execute(const msg::WorkerBatch& batch) {
     if (draft_)
       draft_->draft_trees(drafted, tables_, drafted_tokens, drafted_parents);
     else
-      nextn_->draft_trees(drafted, tables_, drafted_tokens, drafted_parents);
+      hidden_drafter_->draft_trees(drafted, tables_, drafted_tokens, drafted_parents);
   }
   const msg::WorkerBatch& verified = drafts ? drafted : batch;
-  const bool greedy_picks = !nextn_ && model_picks(verified);
+  const bool greedy_picks = !hidden_drafter_ && model_picks(verified);
   msg::RoutingRows draft_routing;
   ForwardRun done = run_forward(verified, [&](const ForwardBatch& forward, RoutingCapture* capture) {
-    if (nextn_) {
+    if (eagle3_) {
+      model_->forward_with_layer_inputs(forward, kv_, logits_, capture, eagle3_->captured_layers(), layer_inputs_);
+      eagle3_->project(layer_inputs_.data(), forward.num_tokens(), hidden_);
+      hidden_drafter_->shadow(forward, hidden_, false);  // the head has no routing
+    } else if (hidden_drafter_) {
       model_->forward_with_hidden(forward, kv_, logits_, capture, hidden_);
-      draft_routing = nextn_->shadow(forward, hidden_, batch.capture_routing);
+      draft_routing = hidden_drafter_->shadow(forward, hidden_, batch.capture_routing);
     } else if (greedy_picks) {
       model_->forward_greedy(forward, kv_, picks_, capture);
     } else {
@@ -291,13 +317,12 @@ void ModelWorker::install(std::unique_ptr<Model> model) {
   KvCache kv = model->make_kv_cache(settings_.kv_slots);
   model->reserve_step_workspace(settings_.max_batch_tokens);
   drop_capturer();
-  nextn_.reset();  // it runs the old model's next-token-prediction layer
+  hidden_drafter_.reset();  // it may run the old model's next-token-prediction layer
   model_ = std::move(model);  // the old model goes now, before its KV cache
   kv_ = std::move(kv);
   // A new pool is whole: given back again while the KV cache stays released.
   if (kv_released_) model_->release_kv_memory(kv_);
-  if (NextnLayer* layer = model_->nextn())
-    nextn_ = std::make_unique<NextnDrafter>(*layer, model_->config(), settings_.kv_slots);
+  hidden_drafter_ = make_hidden_drafter();
   if (settings_.capture_routing) capturer_ = make_capturer();
 }
 

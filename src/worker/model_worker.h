@@ -14,7 +14,8 @@
 #include "model/model.h"
 #include "moe/messages.h"
 #include "worker/draft_model.h"
-#include "worker/nextn_drafter.h"
+#include "model/eagle3_head.h"
+#include "worker/hidden_state_drafter.h"
 #include "worker/recent_samples.h"
 #include "worker/sequence_tables.h"
 #include "worker/weight_group_link.h"
@@ -47,6 +48,9 @@ struct ModelWorkerOptions {
   std::string draft_model_path;
   // --speculative-draft-model-quantization; none: the draft is quantized as the serving model.
   std::optional<Quantization> draft_quantization;
+  // EAGLE3 speculation: draft_model_path names an EAGLE-3 head (model/eagle3_head.h), read as it is,
+  // not a draft model.
+  bool eagle3 = false;
 };
 
 class ModelWorker {
@@ -110,6 +114,11 @@ class ModelWorker {
   // The draft model at `path`, loaded as weight updates are but quantized by `quantization` when
   // given; a failure names the flags.
   std::unique_ptr<DraftModel> load_draft(const std::string& path, std::optional<Quantization> quantization) const;
+  // The EAGLE-3 head at `path`, over the model's embedding; a failure names the flag.
+  std::unique_ptr<Eagle3Head> load_eagle3_head(const std::string& path);
+  // The drafter over the hidden states of the model in place (EAGLE3's head, or the model's NEXTN
+  // layer), or null.
+  std::unique_ptr<HiddenStateDrafter> make_hidden_drafter();
   // A step's forward as run: the batch the model saw, and per MoE layer of this worker how many
   // distinct experts its draft-tree tokens used (empty without trees).
   struct ForwardRun {
@@ -140,10 +149,12 @@ class ModelWorker {
   uint64_t released_fingerprint_ = 0;  // while the weights are released: their checkpoint's fingerprint then
   std::unique_ptr<RoutedExpertsCapturer> capturer_;  // null without --enable-return-routed-experts
   std::unique_ptr<DraftModel> draft_;  // null without STANDALONE speculation
-  // NEXTN speculation: over the model's next-token-prediction layer (a model loaded with
-  // ModelOptions::nextn), made anew with each model; null otherwise.
-  std::unique_ptr<NextnDrafter> nextn_;
-  std::vector<float> hidden_;  // with nextn_: the target's final hidden states of the step
+  std::unique_ptr<Eagle3Head> eagle3_;  // null without EAGLE3 speculation
+  // NEXTN speculation, over the model's next-token-prediction layer (a model loaded with
+  // ModelOptions::nextn), or EAGLE3's, over eagle3_; made anew with each model; null otherwise.
+  std::unique_ptr<HiddenStateDrafter> hidden_drafter_;
+  std::vector<float> hidden_;  // with hidden_drafter_: the target's hidden states of the step, as its head reads them
+  std::vector<float> layer_inputs_;  // with eagle3_: the states entering the layers it reads, [T, 3H]
   // The capturer's copy engine comes from the model (a GPU model's runs on its stream), so a weight
   // update makes a new one with these; rows the old one still held wait here for take_ready_routing.
   std::function<void()> on_routing_ready_;

@@ -33,22 +33,12 @@ def rows(meta, name):
 
 
 def start(model, *flags):
-    port = sp.free_port()
-    process = subprocess.Popen(
-        [MOE_SERVE, "--model-path", model, "--skip-tokenizer-init", "--enable-return-routed-experts",
-         "--max-total-tokens", "4096", "--port", str(port), "--log-level",
-         os.environ.get("MOE_E2E_LOG_LEVEL", "warn"), *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    sp.wait_until_healthy(process, url, 60, lambda: sp.terminate(process)[1])
-    return process, url
+    return sp.start_ids_http(MOE_SERVE, model, *flags)
 
 
 def start_fails(model, *flags):
     """moe-serve's exit code and output when it is expected to stop at start."""
-    result = subprocess.run([MOE_SERVE, "--model-path", model, "--skip-tokenizer-init", "--max-total-tokens", "4096",
-                             *flags], capture_output=True, text=True, timeout=60)
-    return result.returncode, result.stdout + result.stderr
+    return sp.start_ids_fails(MOE_SERVE, model, *flags)
 
 
 def generate(url, prompts, **fields):

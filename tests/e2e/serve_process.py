@@ -96,6 +96,27 @@ def wait_until_healthy(process, url, timeout_s, log_text):
     raise RuntimeError(f"moe-serve did not answer /health within {timeout_s} s:\n{log_text()}")
 
 
+def start_ids_http(moe_serve, model, *flags):
+    """moe-serve over HTTP on a free port, serving token ids (--skip-tokenizer-init) with routed-experts
+    capture and a pool of 4,096 slots, once healthy: (process, url)."""
+    port = free_port()
+    process = subprocess.Popen(
+        [moe_serve, "--model-path", model, "--skip-tokenizer-init", "--enable-return-routed-experts",
+         "--max-total-tokens", "4096", "--port", str(port), "--log-level",
+         os.environ.get("MOE_E2E_LOG_LEVEL", "warn"), *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    wait_until_healthy(process, url, 60, lambda: terminate(process)[1])
+    return process, url
+
+
+def start_ids_fails(moe_serve, model, *flags):
+    """start_ids_http's server's exit code and output when it is expected to stop at start."""
+    result = subprocess.run([moe_serve, "--model-path", model, "--skip-tokenizer-init", "--max-total-tokens", "4096",
+                             *flags], capture_output=True, text=True, timeout=60)
+    return result.returncode, result.stdout + result.stderr
+
+
 def terminate(process, timeout=30):
     """SIGTERM, then the exit code (or -9 after a SIGKILL when it did not stop in time) and the log."""
     if process.poll() is None:

@@ -57,10 +57,11 @@ TEST(NgramDraft, NothingMatchesNothingIsProposed) {
 TEST(SpeculativeConfig, AlgorithmNamesAndBadSettings) {
   EXPECT_EQ(parse_speculative_algorithm("ngram"), SpeculativeAlgorithm::Ngram);
   EXPECT_EQ(parse_speculative_algorithm(""), SpeculativeAlgorithm::None);
-  // EAGLE is SGLang's other name for drafting with the checkpoint's MTP layer; EAGLE3 heads are not.
+  // EAGLE is SGLang's other name for drafting with the checkpoint's MTP layer; EAGLE3 drafts with a head.
   EXPECT_EQ(parse_speculative_algorithm("nextn"), SpeculativeAlgorithm::Nextn);
   EXPECT_EQ(parse_speculative_algorithm("EAGLE"), SpeculativeAlgorithm::Nextn);
-  EXPECT_THROW(parse_speculative_algorithm("EAGLE3"), Error);
+  EXPECT_EQ(parse_speculative_algorithm("eagle3"), SpeculativeAlgorithm::Eagle3);
+  EXPECT_THROW(parse_speculative_algorithm("EAGLE2"), Error);
   SpeculativeConfig config;
   config.algorithm = SpeculativeAlgorithm::Ngram;
   EXPECT_NO_THROW(validate(config, 4, 1));

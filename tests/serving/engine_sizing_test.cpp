@@ -13,6 +13,8 @@
 
 #include "common/error.h"
 #include "model/kv_row_width.h"
+#include "model/model_fingerprint.h"
+#include "support/eagle3_heads.h"
 
 namespace moe {
 namespace {
@@ -196,6 +198,27 @@ TEST(EngineSizing, ABudgetInBytesCountsTheDraftsPartOfEachSlot) {
   const int64_t gib = int64_t{1} << 30;
   size_kv_pool_on_device(settings, kModel, gpu, DeviceMemoryUse{100 * gib, 10 * gib});
   EXPECT_EQ(settings.max_total_tokens, 40 * gib / (2 * 2 * 2 * 8 * 4 + kv_bytes_per_token(draft, 4)));
+}
+
+// An EAGLE-3 head keeps its one layer's K/V row and the hidden state it reads per slot, and the
+// worker is told to load it as a head, with the head's fingerprint for the handshake.
+TEST(EngineSizing, AnEagle3HeadsPartOfEachSlotAndItsWorkerSettings) {
+  const std::string target_dir = std::string(MOE_TEST_DATA_DIR) + "/qwen3-moe-tiny";
+  const ModelConfig target = load_model_config(target_dir);
+  RandomEagle3HeadOptions options;
+  options.draft_vocab_size = 512;
+  const std::string head = testing::random_eagle3_head(target_dir, "sizing", options);
+  EngineSettings settings = with_context(0);
+  settings.max_total_tokens = 0;
+  settings.speculative_algorithm = "EAGLE3";
+  settings.speculative_draft_model_path = head;
+  const EngineSizing sizing = size_engine(settings, target, {}, {}, 1);
+  EXPECT_EQ(sizing.draft_bytes_per_token, (2 * 2 * 16 + 32) * 4);  // 2 KV heads of 16, K and V; H = 32
+  EXPECT_TRUE(sizing.worker.eagle3);
+  EXPECT_EQ(sizing.worker.draft_model_path, head);
+  EXPECT_EQ(sizing.worker.settings.draft_fingerprint, model_fingerprint(head));
+  EXPECT_EQ(sizing.worker.settings.speculative_algorithm, "EAGLE3");
+  EXPECT_EQ(sizing.service.draft_routing.num_moe_layers, 0);  // the head has no routing
 }
 
 }  // namespace

@@ -37,10 +37,6 @@ std::string checkpoint_with_nextn(const std::string& fixture) {
   return dir.string();
 }
 
-bool ends_with(const std::string& name, const std::string& suffix) {
-  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The random checkpoint made predictable, so that most drafts are accepted: every decoder layer's
 // output projections are zero, which leaves the target a bigram model (its hidden state at q is
 // final_norm(embed(x_q))), and the MTP layer passes the embedding through (eh_proj [I | 0], enorm of
@@ -60,7 +56,7 @@ std::string predictable_checkpoint_with_nextn(const std::string& fixture) {
   for (const TensorSpec& spec : checkpoint_manifest(config)) {
     std::vector<float> v = ckpt.floats(spec.name, spec.shape);
     const bool in_nextn = spec.name.rfind(nextn, 0) == 0;
-    const bool output_projection = ends_with(spec.name, "o_proj.weight") || ends_with(spec.name, "down_proj.weight");
+    const bool output_projection = is_output_projection(spec.name);
     if (output_projection)
       for (float& x : v) x = in_nextn ? x / 50 : 0.0f;
     if (spec.name == nextn + "eh_proj.weight")
@@ -120,14 +116,6 @@ std::vector<msg::GenerateRequest> requests(bool draft_rows) {
   return out;
 }
 
-std::vector<JoinedOutput> run(EngineCore& core, const std::vector<msg::GenerateRequest>& reqs) {
-  auto joined = join_outputs(core.run(reqs));
-  for (const msg::ErrorReply& e : core.errors()) ADD_FAILURE() << e.rid << ": " << e.message;
-  std::vector<JoinedOutput> out;
-  for (const msg::GenerateRequest& r : reqs) out.push_back(joined[{r.rid, 0}]);
-  return out;
-}
-
 struct NextnCase {
   std::string fixture;
   bool predictable;  // most drafts accepted; otherwise random MTP weights, whose drafts are rejected
@@ -139,7 +127,7 @@ TEST_P(NextnServing, GreedyIdsAndRowsEqualPlainDecodingAloneBatchedChunkedAndCac
   const NextnCase& param = GetParam();
   const std::string dir =
       param.predictable ? predictable_checkpoint_with_nextn(param.fixture) : checkpoint_with_nextn(param.fixture);
-  const std::vector<JoinedOutput> plain = run(*engine(dir, false), requests(false));
+  const std::vector<JoinedOutput> plain = run_joined(*engine(dir, false), requests(false));
   const auto expect_plain = [&](const std::vector<JoinedOutput>& got, const std::string& how) {
     ASSERT_EQ(got.size(), plain.size());
     for (size_t i = 0; i < got.size(); ++i) {
@@ -150,7 +138,7 @@ TEST_P(NextnServing, GreedyIdsAndRowsEqualPlainDecodingAloneBatchedChunkedAndCac
   };
   // Batched, with the layer's rows asked for.
   auto batched = engine(dir, true);
-  const std::vector<JoinedOutput> speculated = run(*batched, requests(true));
+  const std::vector<JoinedOutput> speculated = run_joined(*batched, requests(true));
   expect_plain(speculated, "batched");
   const SchedulerStats stats = batched->service().stats();
   EXPECT_GT(stats.verify_passes, 0);
@@ -171,7 +159,7 @@ TEST_P(NextnServing, GreedyIdsAndRowsEqualPlainDecodingAloneBatchedChunkedAndCac
   auto chunked = engine(dir, true, 3);
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < plain.size(); ++i) {
-      const std::vector<JoinedOutput> one = run(*chunked, {requests(true)[i]});
+      const std::vector<JoinedOutput> one = run_joined(*chunked, {requests(true)[i]});
       const std::string how = pass == 0 ? "chunked" : "cached";
       EXPECT_EQ(one[0].ids, plain[i].ids) << how << " request " << i;
       EXPECT_EQ(one[0].rows, plain[i].rows) << how << " request " << i;

@@ -2,6 +2,7 @@
 // Builds in-process engines (the engine step without sockets) over the test fixtures.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "support/golden_support.h"
 
@@ -26,5 +27,13 @@ struct HarnessOptions {
 // An engine over tests/data/<fixture> with the Qwen3 tokenizer; a STANDALONE draft loads with the
 // target's model options.
 std::unique_ptr<EngineCore> make_pipeline(const HarnessOptions& options);
+
+// Runs `requests` through `core` and returns each one's joined reply (its first choice), in request
+// order; an error reply fails the test.
+std::vector<JoinedOutput> run_joined(EngineCore& core, const std::vector<msg::GenerateRequest>& requests);
+
+// Whether a tensor is a decoder layer's output projection (attention's o_proj, an MLP's or expert's
+// down_proj): zeroed, the layer adds nothing to the residual stream.
+bool is_output_projection(const std::string& tensor);
 
 }  // namespace moe::testing

@@ -1,7 +1,6 @@
 #include "model/architectures/llama_style.h"
 
 namespace moe::llama_style {
-namespace {
 
 AttentionTensorNames attention_names(const ModelConfig& config, const std::string& layer_prefix) {
   const std::string p = layer_prefix + "self_attn.";
@@ -21,8 +20,6 @@ AttentionTensorNames attention_names(const ModelConfig& config, const std::strin
   }
   return names;
 }
-
-}  // namespace
 
 std::string layer_prefix(int layer) { return "model.layers." + std::to_string(layer) + "."; }
 

@@ -14,6 +14,10 @@ namespace moe::llama_style {
 // "model.layers.<layer>.": what every tensor of decoder layer `layer` is named after.
 std::string layer_prefix(int layer);
 
+// The GQA attention of the layer named by `layer_prefix`, under its "self_attn.": q/k/v/o_proj, their
+// biases with config.attention_bias, q/k_norm with config.qk_norm.
+AttentionTensorNames attention_names(const ModelConfig& config, const std::string& layer_prefix);
+
 // PREFIX + "{gate,up,down}_proj.weight".
 MlpTensorNames mlp_names(const std::string& prefix);
 

@@ -1,4 +1,4 @@
-#include "worker/nextn_drafter.h"
+#include "worker/hidden_state_drafter.h"
 
 #include <algorithm>
 
@@ -7,15 +7,15 @@
 
 namespace moe {
 
-NextnDrafter::NextnDrafter(NextnLayer& layer, const ModelConfig& config, int64_t kv_slots)
-    : layer_(layer),
-      hidden_(config.hidden_size),
-      vocab_(config.vocab_size),
-      top_k_(config.num_experts_per_tok),
-      kv_(layer.make_kv_cache(kv_slots)),
-      slot_hidden_(static_cast<size_t>(kv_slots * config.hidden_size)) {}
+HiddenStateDrafter::HiddenStateDrafter(HiddenDraftHead& head, int64_t target_vocab, int64_t kv_slots)
+    : head_(head),
+      hidden_(head.hidden_size()),
+      vocab_(target_vocab),
+      top_k_(head.routing_top_k()),
+      kv_(head.make_kv_cache(kv_slots)),
+      slot_hidden_(static_cast<size_t>(kv_slots * head.hidden_size())) {}
 
-msg::RoutingRows NextnDrafter::shadow(const ForwardBatch& batch, const std::vector<float>& target_hidden,
+msg::RoutingRows HiddenStateDrafter::shadow(const ForwardBatch& batch, const std::vector<float>& target_hidden,
                                       bool capture_routing) {
   const int64_t H = hidden_;
   ForwardBatch shifted;
@@ -25,7 +25,7 @@ msg::RoutingRows NextnDrafter::shadow(const ForwardBatch& batch, const std::vect
   for (const BatchSequence& seq : batch.sequences) {
     const int64_t prefix = seq.prefix_len();
     const int64_t first_node = seq.is_tree() ? static_cast<int64_t>(seq.tree_parents.size()) - seq.num_new_tokens : 0;
-    // Position 0's slot holds no entry of the layer: the positions run one lower.
+    // Position 0's slot holds no entry of the head: the positions run one lower.
     BatchSequence out{0, seq.kv_slots.subspan(1), false, seq.tree_parents, 0};
     for (int32_t i = 0; i < seq.num_new_tokens; ++i, ++t) {
       if (batch.positions[t] == 0) continue;  // the first prompt token follows nothing
@@ -48,9 +48,9 @@ msg::RoutingRows NextnDrafter::shadow(const ForwardBatch& batch, const std::vect
     if (out.num_new_tokens > 0) shifted.sequences.push_back(std::move(out));
   }
   std::optional<RowsCollector> rows;
-  if (capture_routing) rows.emplace(shifted.num_tokens(), 1, top_k_);
+  if (capture_routing && top_k_ > 0) rows.emplace(shifted.num_tokens(), 1, top_k_);
   if (shifted.num_tokens() > 0)
-    layer_.forward(shifted, prev_.data(), kv_, out_, logits_, rows ? &*rows : nullptr);
+    head_.forward(shifted, prev_.data(), kv_, out_, logits_, rows ? &*rows : nullptr);
   // Every token's hidden state, by its slot, for what a later forward feeds after it.
   t = 0;
   for (const BatchSequence& seq : batch.sequences)
@@ -66,7 +66,7 @@ msg::RoutingRows NextnDrafter::shadow(const ForwardBatch& batch, const std::vect
   return all;
 }
 
-void NextnDrafter::draft_trees(msg::WorkerBatch& batch, const SequenceTables& tables, std::vector<int32_t>& tokens,
+void HiddenStateDrafter::draft_trees(msg::WorkerBatch& batch, const SequenceTables& tables, std::vector<int32_t>& tokens,
                                std::vector<int32_t>& parents) {
   const int64_t H = hidden_;
   node_hidden_.clear();
@@ -95,7 +95,7 @@ void NextnDrafter::draft_trees(msg::WorkerBatch& batch, const SequenceTables& ta
               {static_cast<int32_t>(tree->tokens.size() - tree->fed), forward.keep_slots(std::move(slots)), true,
                tree->parents, 0});
         }
-        layer_.forward(forward, prev_.data(), kv_, out_, logits_, nullptr);
+        head_.forward(forward, prev_.data(), kv_, out_, logits_, nullptr);
         int64_t row = 0;
         for (const GrowingTree* tree : growing) {
           const auto count = static_cast<int64_t>(tree->tokens.size() - tree->fed);
