@@ -92,6 +92,15 @@ void visit_fields(M& m, Visit&& visit) {
   visit_option_fields(m, visit);
 }
 
+template <StructOf<RequestFieldNames> M, class Visit>
+void visit_fields(M& m, Visit&& visit) {
+  visit("sampling", m.sampling);
+  visit("max_new_tokens", m.max_new_tokens);
+  visit("min_new_tokens", m.min_new_tokens);
+  visit("top_logprobs", m.top_logprobs);
+  visit("logprob_start_len", m.logprob_start_len);
+}
+
 template <StructOf<GenerateRequest> M, class Visit>
 void visit_fields(M& m, Visit&& visit) {
   visit("rid", m.rid);
@@ -101,7 +110,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("chat_template_kwargs", m.chat_template_kwargs);
   visit("tools", m.tools);
   visit("continue_final_message", m.continue_final_message);
-  visit("max_new_tokens_field", m.max_new_tokens_field);
+  visit("field_names", m.field_names);
   visit_option_fields(m, visit);
 }
 
@@ -155,6 +164,7 @@ void visit_fields(M& m, Visit&& visit) {
   visit("stage_instances", m.stage_instances);
   visit("future_tokens", m.future_tokens);
   visit("ended_sequences", m.ended_sequences);
+  visit("scheduler_instance", m.scheduler_instance);
 }
 
 template <StructOf<RoutingRows> M, class Visit>

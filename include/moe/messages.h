@@ -17,7 +17,7 @@
 namespace moe::msg {
 
 // Bumped whenever a struct below changes shape; a frame of another version is rejected.
-inline constexpr uint32_t kProtocolVersion = 20;
+inline constexpr uint32_t kProtocolVersion = 21;
 
 // The tag carried by every frame; values are part of the wire format, never reuse one.
 enum class MessageKind : uint8_t {
@@ -135,6 +135,22 @@ struct RequestOptions {
   bool operator==(const RequestOptions&) const = default;
 };
 
+// The names a client gave the fields the front door checks, so that its refusal names a field as
+// that client sent it: `sampling_params[1].top_p` in a /generate batch, `top_p` and `max_tokens` in
+// OpenAI's APIs. The defaults are /generate's and the ZeroMQ protocol's; the transport's parser sets
+// them, the front door (RequestPreparer) alone checks the values.
+struct RequestFieldNames {
+  std::string sampling = "sampling_params.";  // put before each sampling field's own name
+  // The field the client set sampling.max_new_tokens with; empty = not given: the endpoint's default,
+  // which the scheduler clamps to the room the prompt leaves, while a limit the client gave is
+  // refused when the context cannot hold it.
+  std::string max_new_tokens{};
+  std::string min_new_tokens = "sampling_params.min_new_tokens";
+  std::string top_logprobs = "top_logprobs_num";
+  std::string logprob_start_len = "logprob_start_len";
+  bool operator==(const RequestFieldNames&) const = default;
+};
+
 // A client's request as it enters the tokenizer actor: exactly one of text, input_ids, messages.
 struct GenerateRequest : RequestOptions {
   static constexpr MessageKind kind = MessageKind::GenerateRequest;
@@ -150,10 +166,7 @@ struct GenerateRequest : RequestOptions {
   // vLLM's continue_final_message: the prompt ends inside the last (assistant) message, which the
   // model continues, instead of opening a new assistant turn.
   bool continue_final_message{};
-  // The field the client set sampling.max_new_tokens with ("max_tokens", "sampling_params.max_new_tokens",
-  // ...): a limit the client gave is refused when the context cannot hold it; empty = the endpoint's
-  // default, which the scheduler clamps to the room the prompt leaves.
-  std::string max_new_tokens_field{};
+  RequestFieldNames field_names{};
   bool operator==(const GenerateRequest&) const = default;
 };
 
@@ -235,6 +248,9 @@ struct WorkerBatch {
   // Sequences that ended (finished, aborted, preempted) since the previous step: the worker drops
   // their tables before applying this step's sequences.
   std::vector<uint64_t> ended_sequences{};
+  // The scheduler that planned the step (random per scheduler): a worker whose tables another
+  // scheduler made (the front restarted) drops them all, as that scheduler will never end them.
+  uint64_t scheduler_instance = 0;
   bool operator==(const WorkerBatch&) const = default;
 };
 

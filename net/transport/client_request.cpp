@@ -30,14 +30,10 @@ std::string rid_of(const msgpack::object& map) {
 
 msg::GenerateRequest parse_generate(const msgpack::object& map, const FieldPath& path) {
   msg::GenerateRequest request;
-  detail::read_client_map(map, request, path);
-  const int prompts_given = int{request.text.has_value()} + int{request.input_ids.has_value()} +
-                            int{request.messages.has_value()};
-  if (prompts_given == 0) throw Error("request: needs `text` or `input_ids` (or chat `messages`)");
-  if (prompts_given > 1) throw Error("request: give only one of `text`, `input_ids`, `messages`");
+  detail::read_client_map(map, request, path);  // the front door checks the values (one prompt, ranges)
   const msgpack::object* sampling = detail::find_key(map, "sampling_params");
   if (sampling != nullptr && sampling->type == msgpack::type::MAP && detail::find_key(*sampling, "max_new_tokens"))
-    request.max_new_tokens_field = "sampling_params.max_new_tokens";
+    request.field_names.max_new_tokens = "sampling_params.max_new_tokens";
   // SGLang's name for the seed, read beside `seed` (the struct's name, which encoding writes).
   std::optional<uint64_t> sampling_seed;
   if (sampling != nullptr && sampling->type == msgpack::type::MAP)

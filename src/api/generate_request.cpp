@@ -72,7 +72,7 @@ void read_sampling_params(const FieldReader& root, std::vector<msg::GenerateRequ
   for (size_t i = 0; i < requests.size(); ++i) {
     const std::string path = params->is_array() ? element_path("sampling_params", i) : "sampling_params";
     const FieldReader reader(per_prompt(*params, "sampling_params", i, requests.size()), path);
-    requests[i].max_new_tokens_field = read_sampling_fields(reader, SamplingDialect::SGLang, requests[i].sampling);
+    read_sampling_fields(reader, SamplingDialect::SGLang, requests[i].sampling, requests[i].field_names);
     reader.reject_unread(kIgnoredInSampling);
   }
 }
@@ -96,11 +96,8 @@ void read_logprob_start_len(const FieldReader& root, std::vector<msg::GenerateRe
   if (start == nullptr) return;
   for (size_t i = 0; i < requests.size(); ++i) {
     const std::string path = start->is_array() ? element_path("logprob_start_len", i) : "logprob_start_len";
-    int32_t& value = requests[i].logprob_start_len;
-    read_value(per_prompt(*start, "logprob_start_len", i, requests.size()), path, value);
-    if (value < -1)
-      throw ApiError::invalid_field(path, "must be -1 (no prompt logprobs) or a prompt position >= 0, got " +
-                                              std::to_string(value));
+    read_value(per_prompt(*start, "logprob_start_len", i, requests.size()), path, requests[i].logprob_start_len);
+    requests[i].field_names.logprob_start_len = path;
   }
 }
 
@@ -125,8 +122,7 @@ GenerationCall parse_generate(const json& body) {
   msg::GenerateRequest shared;  // the fields every prompt of a batch shares
   root.read("return_logprob", shared.return_logprob);
   root.read("speculative", shared.speculative);
-  if (root.read("top_logprobs_num", shared.top_logprobs_num))
-    check_top_logprobs(root, "top_logprobs_num", shared.top_logprobs_num);
+  root.read("top_logprobs_num", shared.top_logprobs_num);
   root.read("return_text_in_logprobs", call.text_in_logprobs);
   read_routing_fields(root, ApiKind::Generate, shared.routing);
   for (msg::GenerateRequest& request : call.requests) {

@@ -53,6 +53,7 @@ std::string checked_routing_format(const FieldReader& root) {
 struct LogprobsAsk {
   bool wanted = false;
   int32_t top = 0;
+  std::string field;  // the field that asks for the alternatives
 };
 
 // What both endpoints share: model, sampling, stream options, routing; `prompts` are filled in.
@@ -62,7 +63,9 @@ GenerationCall read_common(const FieldReader& root, ApiKind api, const std::stri
   GenerationCall call;
   call.api = api;
   call.model = checked_model(root, served_model);
-  const std::string max_new_tokens_field = read_sampling_fields(root, SamplingDialect::OpenAI, sampling);
+  msg::RequestFieldNames names;
+  read_sampling_fields(root, SamplingDialect::OpenAI, sampling, names);
+  names.top_logprobs = logprobs.field;
   root.read("stream", call.stream);
   if (const json* options = root.find("stream_options")) {
     FieldReader(*options, "stream_options").read("include_usage", call.include_usage);
@@ -73,7 +76,7 @@ GenerationCall read_common(const FieldReader& root, ApiKind api, const std::stri
   root.read("return_tokens_as_token_ids", call.tokens_as_ids);
   for (msg::GenerateRequest& request : prompts) {
     request.sampling = sampling;
-    request.max_new_tokens_field = max_new_tokens_field;
+    request.field_names = names;
     request.stream = call.stream;
     request.return_logprob = logprobs.wanted;
     request.top_logprobs_num = logprobs.top;
@@ -114,9 +117,8 @@ std::vector<msg::GenerateRequest> completion_prompts(const FieldReader& root) {
 
 // `logprobs` (an integer) asks for the sampled tokens' logprobs and that many alternatives.
 LogprobsAsk completion_logprobs(const FieldReader& root) {
-  LogprobsAsk ask;
+  LogprobsAsk ask{.field = "logprobs"};
   if (!root.read("logprobs", ask.top)) return ask;
-  check_top_logprobs(root, "logprobs", ask.top);
   ask.wanted = true;
   return ask;
 }
@@ -245,12 +247,10 @@ bool parses_tool_calls(const FieldReader& root, bool has_tools, const OutputPars
 
 // `logprobs` (a bool) with `top_logprobs`, the alternatives at each token, which needs logprobs.
 LogprobsAsk chat_logprobs(const FieldReader& root) {
-  LogprobsAsk ask;
+  LogprobsAsk ask{.field = "top_logprobs"};
   root.read("logprobs", ask.wanted);
-  if (root.read("top_logprobs", ask.top)) {
-    check_top_logprobs(root, "top_logprobs", ask.top);
-    if (ask.top > 0 && !ask.wanted) throw ApiError::invalid_field("top_logprobs", "needs \"logprobs\": true");
-  }
+  if (root.read("top_logprobs", ask.top) && ask.top > 0 && !ask.wanted)
+    throw ApiError::invalid_field("top_logprobs", "needs \"logprobs\": true");
   return ask;
 }
 
@@ -309,12 +309,8 @@ GenerationCall parse_chat_completion(const ordered_json& body, const std::string
       read_common(root, ApiKind::ChatCompletion, served_model, {std::move(prompt)}, sampling, chat_logprobs(root));
   // The newer name wins over the deprecated max_tokens, as in OpenAI's API.
   msg::GenerateRequest& request = call.requests.front();
-  if (root.read("max_completion_tokens", request.sampling.max_new_tokens)) {
-    if (request.sampling.max_new_tokens < 1)
-      throw ApiError::invalid_field("max_completion_tokens",
-                                    "must be at least 1, got " + std::to_string(request.sampling.max_new_tokens));
-    request.max_new_tokens_field = "max_completion_tokens";
-  }
+  if (root.read("max_completion_tokens", request.sampling.max_new_tokens))
+    request.field_names.max_new_tokens = "max_completion_tokens";
   call.output_parsing = {.reasoning = parsers.qwen3_reasoning, .tool_calls = tool_calls, .continued_text = continued};
   root.reject_unread(kIgnoredInChat);
   return call;

@@ -12,7 +12,6 @@
 #include "common/bounded_json.h"
 #include "moe/enum_names.h"
 #include "moe/message_fields.h"
-#include "sampling/sampler.h"
 
 namespace moe::api {
 namespace {
@@ -50,23 +49,6 @@ T read_integer(const json& value, const std::string& path, T low, T high) {
                                             "], got " + value.dump());
   }
   return value.is_number_float() ? static_cast<T>(value.get<double>()) : value.get<T>();
-}
-
-// Range checks live with the sampler (sampling/sampler.cpp); checking each field alone
-// through them tells which field to name in the error.
-void check_sampler_range(const std::string& path, const msg::DrawSettings& only_this_field) {
-  try {
-    validate(only_this_field);
-  } catch (const Error& e) {
-    throw ApiError(400, e.what(), path);
-  }
-}
-
-void require_at_least(const FieldReader& reader, std::string_view name, int32_t value, int32_t minimum) {
-  if (value < minimum) {
-    throw ApiError::invalid_field(reader.path_of(name),
-                                  "must be at least " + std::to_string(minimum) + ", got " + std::to_string(value));
-  }
 }
 
 template <msg::NamedEnum E>
@@ -241,7 +223,8 @@ std::string_view sampling_field_name(SamplingDialect dialect, std::string_view n
   return name;
 }
 
-std::string read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, msg::SamplingParams& params) {
+void read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, msg::SamplingParams& params,
+                          msg::RequestFieldNames& names) {
   msg::visit_fields(params, [&](std::string_view name, auto& field) {
     reader.read(sampling_field_name(dialect, name), field);
   });
@@ -252,25 +235,10 @@ std::string read_sampling_fields(const FieldReader& reader, SamplingDialect dial
       throw ApiError::invalid_field(reader.path_of("sampling_seed"), "differs from `seed`: give one of the two");
     params.seed = sampling_seed;
   }
-  check_sampler_range(reader.path_of("temperature"), {.temperature = params.temperature});
-  check_sampler_range(reader.path_of("top_p"), {.top_p = params.top_p});
-  check_sampler_range(reader.path_of("top_k"), {.top_k = params.top_k});
-  check_sampler_range(reader.path_of("min_p"), {.min_p = params.min_p});
-  check_sampler_range(reader.path_of("presence_penalty"), {.presence_penalty = params.presence_penalty});
-  check_sampler_range(reader.path_of("frequency_penalty"), {.frequency_penalty = params.frequency_penalty});
-  check_sampler_range(reader.path_of("repetition_penalty"), {.repetition_penalty = params.repetition_penalty});
-  check_sampler_range(reader.path_of("logit_bias"), {.logit_bias = params.logit_bias});
-  require_at_least(reader, sampling_field_name(dialect, "max_new_tokens"), params.max_new_tokens, 1);
-  require_at_least(reader, sampling_field_name(dialect, "min_new_tokens"), params.min_new_tokens, 0);
-  require_at_least(reader, "n", params.n, 1);
+  names.sampling = reader.path_of("");
+  names.min_new_tokens = reader.path_of(sampling_field_name(dialect, "min_new_tokens"));
   const std::string_view max_new_tokens = sampling_field_name(dialect, "max_new_tokens");
-  return reader.find(max_new_tokens) != nullptr ? reader.path_of(max_new_tokens) : std::string();
-}
-
-void check_top_logprobs(const FieldReader& reader, std::string_view name, int32_t value) {
-  if (value < 0 || value > kMaxTopLogprobs)
-    throw ApiError::invalid_field(reader.path_of(name), "must be in [0, " + std::to_string(kMaxTopLogprobs) +
-                                                            "], got " + std::to_string(value));
+  names.max_new_tokens = reader.find(max_new_tokens) != nullptr ? reader.path_of(max_new_tokens) : std::string();
 }
 
 void read_routing_fields(const FieldReader& reader, ApiKind api, msg::RoutingOptions& routing) {
@@ -281,7 +249,6 @@ void read_routing_fields(const FieldReader& reader, ApiKind api, msg::RoutingOpt
   reader.read("routed_experts_layers", routing.layers);
   if (api == ApiKind::Generate) {
     reader.read("routed_experts_start_len", routing.start_len);
-    require_at_least(reader, "routed_experts_start_len", routing.start_len, 0);
     reader.read("return_router_weights", routing.return_router_weights);
     reader.read("router_weights_dtype", routing.weights_dtype);
   }

@@ -69,7 +69,7 @@ class FieldReader {
 
   // The field's value, or null when it is absent or JSON null (clients send null for "not given").
   const nlohmann::json* find(std::string_view name) const;
-  // The path of a field, for error messages: "sampling_params.top_p".
+  // The path of a field, for error messages: "sampling_params.top_p"; of "" the prefix of them all.
   std::string path_of(std::string_view name) const;
   // Refuses (400 naming it) the first non-null field that no find() or read() asked for, unless
   // `ignored` lists it with a value that changes nothing: no field a client sends is dropped silently.
@@ -100,14 +100,11 @@ enum class SamplingDialect { SGLang, OpenAI };
 // The name `dialect` gives to the SamplingParams field `name`.
 std::string_view sampling_field_name(SamplingDialect dialect, std::string_view name);
 
-// Reads every SamplingParams field present in `reader` and checks the values' ranges, naming the
-// field in the ApiError. `params` keeps its values (the endpoint's defaults) for absent fields.
-// Returns the path of the max_new_tokens field (max_tokens in OpenAI's) when the request gave it,
-// else "" (GenerateRequest.max_new_tokens_field).
-std::string read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, msg::SamplingParams& params);
-
-// The most alternatives `top_logprobs` (or top_logprobs_num) may ask for, checked with the field's name.
-void check_top_logprobs(const FieldReader& reader, std::string_view name, int32_t value);
+// Reads every SamplingParams field present in `reader` (the front door checks their values).
+// `params` keeps its values (the endpoint's defaults) for absent fields; `names` gets the paths of
+// the fields as this request names them, max_new_tokens (max_tokens in OpenAI's) only when given.
+void read_sampling_fields(const FieldReader& reader, SamplingDialect dialect, msg::SamplingParams& params,
+                          msg::RequestFieldNames& names);
 
 // Reads the routed-experts request fields at the top level of `reader`: return_routed_experts,
 // routed_experts_dtype, routed_experts_include_last, return_draft_routed_experts, routed_experts_layers; on

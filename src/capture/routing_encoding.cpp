@@ -14,7 +14,7 @@ RoutedExpertsDtype resolve_routed_experts_dtype(RoutedExpertsDtype requested, in
   if (requested == RoutedExpertsDtype::Auto)
     return num_experts <= 256 ? RoutedExpertsDtype::Uint8 : RoutedExpertsDtype::Int16;
   if (requested == RoutedExpertsDtype::Uint8 && num_experts > 256)
-    throw Error("routed_experts_dtype uint8 cannot hold the ids of a model with " + std::to_string(num_experts) +
+    throw Error("uint8 cannot hold the ids of a model with " + std::to_string(num_experts) +
                 " experts; use int16, int32 or auto");
   return requested;
 }

@@ -16,6 +16,10 @@ class Error : public std::runtime_error {
 class FieldError : public Error {
  public:
   FieldError(std::string field, const std::string& what) : Error(what), field_(std::move(field)) {}
+  // The refusal "`field` problem", naming the field as the client sent it.
+  static FieldError about(const std::string& field, const std::string& problem) {
+    return FieldError(field, "`" + field + "` " + problem);
+  }
   const std::string& field() const { return field_; }
 
  private:

@@ -1,32 +1,11 @@
 #include "frontend/request_preparer.h"
 
-#include "capture/routing_encoding.h"
 #include "common/bounded_json.h"
 #include "common/error.h"
 #include "frontend/request_ids.h"
-#include "sampling/sampler.h"
 
 namespace moe {
 namespace {
-
-// Every stop string and stop token is checked against every generated token of the request, so
-// their number is what one request can make the detokenizer and sampler spend per token.
-constexpr size_t kMaxStopStrings = 64;
-constexpr size_t kMaxStopStringBytes = 1024;
-constexpr size_t kMaxStopTokenIds = 1024;
-
-void check_stops(const msg::SamplingParams& s) {
-  if (s.stop.size() > kMaxStopStrings)
-    throw Error("sampling_params.stop has " + std::to_string(s.stop.size()) + " strings; at most " +
-                std::to_string(kMaxStopStrings) + " are allowed");
-  for (const std::string& stop : s.stop)
-    if (stop.size() > kMaxStopStringBytes)
-      throw Error("sampling_params.stop: a stop string of " + std::to_string(stop.size()) + " bytes; at most " +
-                  std::to_string(kMaxStopStringBytes) + " are allowed");
-  if (s.stop_token_ids.size() > kMaxStopTokenIds)
-    throw Error("sampling_params.stop_token_ids has " + std::to_string(s.stop_token_ids.size()) + " ids; at most " +
-                std::to_string(kMaxStopTokenIds) + " are allowed");
-}
 
 // JSON text a request carries for the template (chat_template_kwargs, tools, a message's extra
 // fields), parsed in its key order with its depth bounded; `what` names it when it is too deep or not
@@ -125,29 +104,6 @@ void RequestPreparer::check_token_ids(const std::vector<int32_t>& ids, const std
                   std::to_string(limits_.vocab_size) + ")");
 }
 
-void RequestPreparer::check_routing(const msg::RoutingOptions& routing) const {
-  if (routing.start_len < 0) throw Error("routed_experts_start_len must be >= 0");
-  if (routing.return_routed_experts && !limits_.routed_experts)
-    throw Error("return_routed_experts needs a server started with --enable-return-routed-experts");
-  if (routing.return_draft_routed_experts && !routing.return_routed_experts)
-    throw Error("return_draft_routed_experts needs return_routed_experts: the draft's rows are those of the same positions");
-  if (routing.return_draft_routed_experts && limits_.draft_num_experts == 0)
-    throw Error("return_draft_routed_experts needs a server started with --enable-return-routed-experts and "
-                "--speculative-algorithm NEXTN, or STANDALONE with an MoE --speculative-draft-model-path");
-  if (routing.return_router_weights && !limits_.router_weights)
-    throw Error("return_router_weights needs a server started with --enable-return-router-weights");
-  if (!routing.return_routed_experts) return;
-  // The detokenizer packs the rows in this dtype after the request ran: refused here, before it does.
-  resolve_routed_experts_dtype(routing.dtype, limits_.num_experts);
-  if (routing.return_draft_routed_experts) {
-    try {
-      resolve_routed_experts_dtype(routing.dtype, limits_.draft_num_experts);
-    } catch (const Error& e) {
-      throw Error(std::string(e.what()) + " (the draft's, for return_draft_routed_experts)");
-    }
-  }
-}
-
 std::string RequestPreparer::detokenize(const std::vector<int32_t>& ids, const std::string& field) const {
   require_tokenizer(field);
   check_token_ids(ids, field);
@@ -159,7 +115,7 @@ msg::ErrorReply refusal_reply(const std::string& rid, const Error& error, const 
   return {rid, error.what(), 400, source, field ? field->field() : std::string()};
 }
 
-void RequestPreparer::check_length(const msg::TokenizedRequest& request, const std::string& max_new_tokens_field) const {
+void RequestPreparer::check_length(const msg::TokenizedRequest& request, const msg::RequestFieldNames& names) const {
   const auto prompt = static_cast<int64_t>(request.input_ids.size());
   if (prompt == 0) throw Error("the prompt is empty");
   if (limits_.context_length > 0 && prompt >= limits_.context_length)
@@ -171,49 +127,31 @@ void RequestPreparer::check_length(const msg::TokenizedRequest& request, const s
   // A limit the client gave must fit beside the prompt (vLLM's rule); the endpoints' defaults are
   // clamped by the scheduler instead.
   const int64_t room = limits_.max_sequence_len - prompt;
+  const std::string& max_new_tokens_field = names.max_new_tokens;
   if (!max_new_tokens_field.empty() && request.sampling.max_new_tokens > room)
-    throw FieldError(max_new_tokens_field,
-                     max_new_tokens_field + " is " + std::to_string(request.sampling.max_new_tokens) +
-                         ", but the prompt has " + std::to_string(prompt) + " tokens and the context holds " +
-                         std::to_string(limits_.max_sequence_len) + " (max_model_len): at most " +
-                         std::to_string(room) + " can be generated");
+    throw FieldError::about(max_new_tokens_field,
+                            "is " + std::to_string(request.sampling.max_new_tokens) + ", but the prompt has " +
+                                std::to_string(prompt) + " tokens and the context holds " +
+                                std::to_string(limits_.max_sequence_len) + " (max_model_len): at most " +
+                                std::to_string(room) + " can be generated");
   // The last output token is fed (and needs a position) only when the reply carries its routing.
   if (request.routing.routes_last_token() && prompt >= limits_.max_sequence_len)
     throw Error("the prompt fills the context and KV cache, leaving no room for the last token's routing");
 }
 
 msg::TokenizedRequest RequestPreparer::prepare(const msg::GenerateRequest& request) {
-  const msg::SamplingParams& s = request.sampling;
-  validate(s);
-  if (s.max_new_tokens < 1) throw Error("sampling_params.max_new_tokens must be >= 1");
-  if (s.min_new_tokens < 0) throw Error("sampling_params.min_new_tokens must be >= 0");
-  if (s.n < 1) throw Error("sampling_params.n must be >= 1");
-  if (s.n > limits_.max_n)
-    throw Error("sampling_params.n is " + std::to_string(s.n) + "; this server runs at most " +
-                std::to_string(limits_.max_n) + " completions at once (--max-running-requests)");
-  check_stops(s);
-  for (const msg::TokenBias& bias : s.logit_bias)
-    if (bias.id < 0 || bias.id >= limits_.vocab_size)
-      throw Error("logit_bias: token id " + std::to_string(bias.id) + " is outside the vocabulary [0, " +
-                  std::to_string(limits_.vocab_size) + ")");
-  if (request.top_logprobs_num < 0 || request.top_logprobs_num > kMaxTopLogprobs)
-    throw Error("top_logprobs_num must be in [0, " + std::to_string(kMaxTopLogprobs) + "], got " +
-                std::to_string(request.top_logprobs_num));
-  if (request.logprob_start_len < -1)
-    throw Error("logprob_start_len must be -1 (no prompt logprobs) or a prompt position >= 0, got " +
-                std::to_string(request.logprob_start_len));
-  check_routing(request.routing);
-  if (!request.sampling.stop.empty()) require_tokenizer("sampling_params.stop");
+  check_request_values(request, limits_);
 
   msg::TokenizedRequest out;
   static_cast<msg::RequestOptions&>(out) = request;
   if (!out.routing.layers) out.routing.layers = limits_.routed_experts_layers;
   out.input_ids = prompt_ids(request);
-  check_length(out, request.max_new_tokens_field);
+  check_length(out, request.field_names);
   // SGLang refuses a start at or past the prompt's end the same way.
   if (out.return_logprob && out.logprob_start_len >= static_cast<int64_t>(out.input_ids.size()))
-    throw Error("logprob_start_len is " + std::to_string(out.logprob_start_len) + ", but the prompt has " +
-                std::to_string(out.input_ids.size()) + " tokens: it must be below that");
+    throw FieldError::about(request.field_names.logprob_start_len,
+                            "is " + std::to_string(out.logprob_start_len) + ", but the prompt has " +
+                                std::to_string(out.input_ids.size()) + " tokens: it must be below that");
   out.rid = request.rid.empty() ? new_request_id() : request.rid;
   return out;
 }

@@ -1,12 +1,14 @@
 #pragma once
-// The front door: validates a client's request, applies the chat template, tokenizes, and gives it
-// a request id. Every check a request can fail is made here, once; every refusal is a moe::Error
-// naming the field (an HTTP 400). Stages after it only assert.
+// The front door: validates a client's request (request_checks.h, then the checks that need its
+// prompt), applies the chat template, tokenizes, and gives it a request id. Every check a request can
+// fail is made here, once, whichever transport brought it; every refusal is a moe::Error, naming the
+// field where there is one (an HTTP 400). Stages after it only assert.
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "common/error.h"
+#include "frontend/request_checks.h"
 #include "moe/messages.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -17,26 +19,6 @@ namespace moe {
 struct PromptFormat {
   std::string chat_template;
   std::optional<std::string> bos_token, eos_token;
-};
-
-// What the engine behind the door can take.
-struct RequestLimits {
-  int64_t vocab_size = 0;
-  int64_t context_length = 0;    // the model's context; 0 = no limit of its own
-  int64_t max_sequence_len = 0;  // prompt + output positions the context and the KV pool leave
-  bool routed_experts = false;   // --enable-return-routed-experts
-  bool router_weights = false;   // --enable-return-router-weights
-  // The most completions one request may ask for (n): more than can run at once would only queue
-  // behind themselves and hold every other client back.
-  int32_t max_n = 256;
-  // The STANDALONE draft's experts when capture is on and the draft is an MoE (then
-  // return_draft_routed_experts can be served); 0 = it cannot.
-  int32_t draft_num_experts = 0;
-  int32_t num_experts{};  // the model's: what routed_experts_dtype must hold
-  // The layer axis of rows a request does not choose (--routed-experts-layers).
-  msg::RoutedExpertsLayers routed_experts_layers = msg::RoutedExpertsLayers::All;
-  // --skip-tokenizer-init: no tokenizer was loaded, so prompts are token ids and replies carry no text.
-  bool skip_tokenizer = false;
 };
 
 // The 400 of a request prepare() refused: the error's message and, for a moe::FieldError, the field.
@@ -73,11 +55,9 @@ class RequestPreparer {
   // The chat's text (its messages, tools and template kwargs) within max_prompt_bytes(), checked before
   // it is parsed and rendered.
   void check_chat_bytes(const msg::GenerateRequest& request) const;
-  // What the request asks of routing against what the server captures and the models' expert counts.
-  void check_routing(const msg::RoutingOptions& routing) const;
   std::vector<int32_t> prompt_ids(const msg::GenerateRequest& request) const;
-  // The checks that need the prompt's length; `max_new_tokens_field` names a limit the client gave.
-  void check_length(const msg::TokenizedRequest& request, const std::string& max_new_tokens_field) const;
+  // The checks that need the prompt's length; `names.max_new_tokens` names a limit the client gave.
+  void check_length(const msg::TokenizedRequest& request, const msg::RequestFieldNames& names) const;
 
   tokenizer::Tokenizer tokenizer_;
   std::optional<tokenizer::ChatTemplate> chat_template_;

@@ -38,6 +38,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, uint64_t seed_source)
     : config_(config),
       kv_(config.max_total_tokens, config.enable_radix_cache),
       seed_rng_(seed_source),
+      instance_(random_start()),
       next_uid_(random_start()),
       last_step_id_(random_start()) {
   if (config.max_running_requests < 1)

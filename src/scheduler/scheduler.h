@@ -210,8 +210,9 @@ class Scheduler {
   std::unordered_map<std::string, std::vector<std::unique_ptr<Request>>> groups_;
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;  // in admission order: the last admitted is preempted first
-  // Request uids (the worker's sequence ids) and step ids count from a random start, never from 0:
-  // see scheduler.cpp.
+  // This scheduler's id on its steps (WorkerBatch::scheduler_instance); request uids (the worker's
+  // sequence ids) and step ids count from a random start, never from 0: see scheduler.cpp.
+  uint64_t instance_;
   uint64_t next_uid_;
   uint64_t last_step_id_;
   // Sequences whose worker-side slot tables the next step tells the worker to drop.

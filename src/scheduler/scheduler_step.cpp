@@ -19,6 +19,7 @@ std::optional<ScheduledBatch> Scheduler::schedule_step() {
   step_sequence_cap_ = config_.max_in_flight > 1 ? std::max<int64_t>(1, (live + config_.max_in_flight - 1) / config_.max_in_flight)
                                                  : std::numeric_limits<int64_t>::max();
   batch.step = ++last_step_id_;
+  batch.scheduler_instance = instance_;
   batch.max_tree_experts = config_.speculative.max_tree_experts;
   int64_t budget = config_.chunked_prefill_size > 0 ? config_.chunked_prefill_size
                                                     : std::numeric_limits<int64_t>::max();

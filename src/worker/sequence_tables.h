@@ -14,7 +14,9 @@ namespace moe {
 
 class SequenceTables {
  public:
-  // Applies `batch`'s changes: drops the ended sequences' tables, then for each sequence keeps the
+  // Applies `batch`'s changes: drops every table when another scheduler than the last planned it
+  // (the front restarted: its predecessor's sequences will never be ended) and the ended sequences'
+  // tables, then for each sequence keeps the
   // first kept_slots entries of its table (none: a new table) and appends new_slots. A sequence whose
   // kept_slots this worker does not hold (a sequence it never saw: it restarted, or a step was lost)
   // or that appears twice is a moe::Error naming it, and then nothing changes: the worker must fail
@@ -26,6 +28,7 @@ class SequenceTables {
 
  private:
   std::unordered_map<uint64_t, std::vector<int32_t>> tables_;
+  uint64_t scheduler_instance_ = 0;  // the scheduler whose steps made the tables
 };
 
 }  // namespace moe

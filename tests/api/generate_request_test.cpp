@@ -54,7 +54,7 @@ TEST(GenerateRequest, ReadsEveryField) {
   expected.rid = "r1";
   expected.text = "Hello";
   expected.sampling.max_new_tokens = 32;
-  expected.max_new_tokens_field = "sampling_params.max_new_tokens";
+  expected.field_names.max_new_tokens = "sampling_params.max_new_tokens";
   expected.sampling.temperature = 0.0f;
   expected.sampling.top_p = 0.5f;
   expected.sampling.top_k = 4;
@@ -119,8 +119,9 @@ TEST(GenerateRequest, ListsOfPromptsBecomeOneRequestEach) {
   EXPECT_EQ(texts.requests[0].sampling.n, 2);
   EXPECT_EQ(texts.requests[1].sampling.n, 1);
   EXPECT_EQ(texts.requests[1].sampling.max_new_tokens, 4);
-  EXPECT_EQ(texts.requests[0].max_new_tokens_field, "");
-  EXPECT_EQ(texts.requests[1].max_new_tokens_field, "sampling_params[1].max_new_tokens");
+  EXPECT_EQ(texts.requests[0].field_names.max_new_tokens, "");
+  EXPECT_EQ(texts.requests[1].field_names.max_new_tokens, "sampling_params[1].max_new_tokens");
+  EXPECT_EQ(texts.requests[1].field_names.sampling, "sampling_params[1].");
 
   const GenerationCall ids = parse_generate({{"input_ids", {{1, 2}, {3}}}, {"return_routed_experts", true}});
   EXPECT_TRUE(ids.batched);
@@ -157,16 +158,8 @@ TEST(GenerateRequest, RefusesBadPrompts) {
   expect_api_error([] { parse_generate({{"input_ids", {{1}, json::array()}}}); }, 400, "input_ids[1]", "empty");
 }
 
-TEST(GenerateRequest, RefusesOutOfRangeSamplingNamingTheField) {
+TEST(GenerateRequest, RefusesWrongTypesNamingTheField) {
   const auto with = [](json params) { return json{{"text", "x"}, {"sampling_params", std::move(params)}}; };
-  expect_api_error([&] { parse_generate(with({{"temperature", -0.5}})); }, 400, "sampling_params.temperature", ">= 0");
-  expect_api_error([&] { parse_generate(with({{"top_p", 0}})); }, 400, "sampling_params.top_p", "(0, 1]");
-  expect_api_error([&] { parse_generate(with({{"top_p", 1.5}})); }, 400, "sampling_params.top_p", "(0, 1]");
-  expect_api_error([&] { parse_generate(with({{"top_k", -2}})); }, 400, "sampling_params.top_k", "top_k");
-  expect_api_error([&] { parse_generate(with({{"min_p", 2}})); }, 400, "sampling_params.min_p", "[0, 1]");
-  expect_api_error([&] { parse_generate(with({{"max_new_tokens", 0}})); }, 400, "sampling_params.max_new_tokens",
-                   "at least 1");
-  expect_api_error([&] { parse_generate(with({{"n", 0}})); }, 400, "sampling_params.n", "at least 1");
   expect_api_error([&] { parse_generate(with({{"seed", -1}})); }, 400, "sampling_params.seed", "got -1");
   expect_api_error([&] { parse_generate(with({{"stop", {"a", 3}}})); }, 400, "sampling_params.stop[1]", "string");
   expect_api_error([&] { parse_generate(with({{"ignore_eos", "yes"}})); }, 400, "sampling_params.ignore_eos",
@@ -174,24 +167,16 @@ TEST(GenerateRequest, RefusesOutOfRangeSamplingNamingTheField) {
   expect_api_error([&] { parse_generate(with({{"max_new_tokens", 1e10}})); }, 400, "sampling_params.max_new_tokens",
                    "integer");
   expect_api_error([&] { parse_generate(with("greedy")); }, 400, "sampling_params", "must be an object");
-  expect_api_error([&] { parse_generate(with({{"repetition_penalty", 3}})); }, 400,
-                   "sampling_params.repetition_penalty", "(0, 2]");
   expect_api_error([&] { parse_generate(with({{"frequency_penalty", "x"}})); }, 400,
                    "sampling_params.frequency_penalty", "number");
   expect_api_error([&] { parse_generate(with({{"logit_bias", {{"-4", 1}}}})); }, 400, "sampling_params.logit_bias",
                    "token ids");
-  expect_api_error([&] { parse_generate({{"text", "x"}, {"top_logprobs_num", 21}}); }, 400, "top_logprobs_num",
-                   "[0, 20]");
-  expect_api_error([&] { parse_generate({{"text", "x"}, {"logprob_start_len", -2}}); }, 400, "logprob_start_len",
-                   "must be -1 (no prompt logprobs) or a prompt position >= 0, got -2");
   expect_api_error([&] { parse_generate({{"text", "x"}, {"logprob_start_len", 1.5}}); }, 400, "logprob_start_len",
                    "integer");
   expect_api_error([&] { parse_generate({{"text", "x"}, {"logprob_start_len", "3"}}); }, 400, "logprob_start_len",
                    "integer");
   expect_api_error([&] { parse_generate({{"text", {"a", "b"}}, {"logprob_start_len", {0}}}); }, 400,
                    "logprob_start_len", "1 entries for 2 prompts");
-  expect_api_error([&] { parse_generate({{"text", {"a", "b"}}, {"logprob_start_len", {0, -3}}}); }, 400,
-                   "logprob_start_len[1]", "got -3");
   expect_api_error([&] { parse_generate({{"text", "x"}, {"stream_routed_experts", "rows"}}); }, 400,
                    "stream_routed_experts", "\"cumulative\" or \"delta\"");
 }
@@ -201,8 +186,6 @@ TEST(GenerateRequest, RefusesBadBatchShapes) {
   expect_api_error([] { parse_generate({{"text", {"a", "b"}}, {"rid", {"r"}}}); }, 400, "rid", "1 entries for 2");
   expect_api_error([] { parse_generate({{"text", {"a", "b"}}, {"sampling_params", {json::object()}}}); }, 400,
                    "sampling_params", "1 entries for 2");
-  expect_api_error([] { parse_generate({{"text", {"a", "b"}}, {"sampling_params", {{{"n", 1}}, {{"n", -1}}}}}); },
-                   400, "sampling_params[1].n", "at least 1");
 }
 
 TEST(GenerateRequest, RefusesBadRoutingOptions) {
@@ -210,8 +193,6 @@ TEST(GenerateRequest, RefusesBadRoutingOptions) {
                    "routed_experts_dtype", "int32, int16, uint8, auto");
   expect_api_error([] { parse_generate({{"text", "x"}, {"router_weights_dtype", "bf16"}}); }, 400,
                    "router_weights_dtype", "float32, float16");
-  expect_api_error([] { parse_generate({{"text", "x"}, {"routed_experts_start_len", -1}}); }, 400,
-                   "routed_experts_start_len", "at least 0");
   expect_api_error([] { parse_generate({{"text", "x"}, {"return_routed_experts", 1}}); }, 400,
                    "return_routed_experts", "true or false");
 }

@@ -52,16 +52,24 @@ class RequestPreparerTest : public ::testing::Test {
   }
 };
 
+TEST_F(RequestPreparerTest, NeedsExactlyOnePrompt) {
+  msg::GenerateRequest none;
+  EXPECT_NE(refusal(none, make()).find("exactly one of text, input_ids and messages"), std::string::npos);
+  msg::GenerateRequest two = with_ids({1, 2});
+  two.text = "a";
+  EXPECT_NE(refusal(two, make()).find("exactly one of text, input_ids and messages"), std::string::npos);
+}
+
 TEST_F(RequestPreparerTest, RejectsBadRequestsWithAClearError) {
   EXPECT_NE(refusal(with_ids({}), make()).find("empty"), std::string::npos);
   EXPECT_NE(refusal(with_ids(std::vector<int32_t>(49, 5)), make()).find("49 tokens"), std::string::npos);
   EXPECT_NE(refusal(with_ids({1, 2, 3}, 0), make()).find("max_new_tokens"), std::string::npos);
   msg::GenerateRequest negative_min = with_ids({1, 2, 3});
   negative_min.sampling.min_new_tokens = -1;
-  EXPECT_NE(refusal(negative_min, make()).find("min_new_tokens must be >= 0"), std::string::npos);
+  EXPECT_NE(refusal(negative_min, make()).find("`sampling_params.min_new_tokens` must be at least 0"), std::string::npos);
   msg::GenerateRequest no_n = with_ids({1, 2, 3});
   no_n.sampling.n = 0;
-  EXPECT_NE(refusal(no_n, make()).find("n must be"), std::string::npos);
+  EXPECT_NE(refusal(no_n, make()).find("`sampling_params.n` must be at least 1"), std::string::npos);
   msg::GenerateRequest huge_n = with_ids({1, 2, 3});
   huge_n.sampling.n = 300000;
   EXPECT_NE(refusal(huge_n, make()).find("--max-running-requests"), std::string::npos);
@@ -75,14 +83,14 @@ TEST_F(RequestPreparerTest, RejectsBadRequestsWithAClearError) {
 // endpoint's default, named by no field, is left for the scheduler to clamp.
 TEST_F(RequestPreparerTest, AGivenLimitBeyondTheContextIsRefusedWithItsNumbers) {
   msg::GenerateRequest request = with_ids({1, 2, 3}, 46);
-  request.max_new_tokens_field = "max_tokens";
+  request.field_names.max_new_tokens = "max_tokens";
   EXPECT_EQ(refusal(request, make()),
-            "max_tokens is 46, but the prompt has 3 tokens and the context holds 48 (max_model_len): at most 45 can be "
+            "`max_tokens` is 46, but the prompt has 3 tokens and the context holds 48 (max_model_len): at most 45 can be "
             "generated");
   request.sampling.max_new_tokens = 45;
   EXPECT_NO_THROW(make().prepare(request));
   request.sampling.max_new_tokens = 100000;
-  request.max_new_tokens_field.clear();
+  request.field_names.max_new_tokens.clear();
   EXPECT_NO_THROW(make().prepare(request));
 }
 
@@ -92,9 +100,9 @@ TEST_F(RequestPreparerTest, PromptLogprobsMustStartInsideThePrompt) {
   msg::GenerateRequest request = with_ids({1, 2, 3});
   request.return_logprob = true;
   request.logprob_start_len = 3;
-  EXPECT_EQ(refusal(request, make()), "logprob_start_len is 3, but the prompt has 3 tokens: it must be below that");
+  EXPECT_EQ(refusal(request, make()), "`logprob_start_len` is 3, but the prompt has 3 tokens: it must be below that");
   request.logprob_start_len = -2;
-  EXPECT_EQ(refusal(request, make()), "logprob_start_len must be -1 (no prompt logprobs) or a prompt position >= 0, got -2");
+  EXPECT_EQ(refusal(request, make()), "`logprob_start_len` must be -1 (no prompt logprobs) or a prompt position >= 0, got -2");
   for (const int32_t start : {-1, 0, 2}) {
     request.logprob_start_len = start;
     EXPECT_EQ(make().prepare(request).logprob_start_len, start);
@@ -110,13 +118,13 @@ TEST_F(RequestPreparerTest, StopListsAreBounded) {
   many.sampling.stop.assign(64, "x");
   EXPECT_NO_THROW(make().prepare(many));
   many.sampling.stop.push_back("y");
-  EXPECT_NE(refusal(many, make()).find("sampling_params.stop has 65 strings; at most 64"), std::string::npos);
+  EXPECT_NE(refusal(many, make()).find("`sampling_params.stop` has 65 strings; at most 64"), std::string::npos);
   msg::GenerateRequest long_stop = with_ids({1, 2, 3});
   long_stop.sampling.stop = {std::string(1025, 'z')};
   EXPECT_NE(refusal(long_stop, make()).find("1025 bytes"), std::string::npos);
   msg::GenerateRequest ids = with_ids({1, 2, 3});
   ids.sampling.stop_token_ids.assign(1025, 7);
-  EXPECT_NE(refusal(ids, make()).find("stop_token_ids has 1025 ids"), std::string::npos);
+  EXPECT_NE(refusal(ids, make()).find("`sampling_params.stop_token_ids` has 1025 ids"), std::string::npos);
 }
 
 TEST_F(RequestPreparerTest, RoutingNeedsTheServerFlags) {
@@ -135,7 +143,7 @@ TEST_F(RequestPreparerTest, Uint8ForAModelOfMoreThan256ExpertsIsRefusedBeforeItR
   routed.routing.return_routed_experts = true;
   routed.routing.dtype = msg::RoutedExpertsDtype::Uint8;
   const std::string why = refusal(routed, with_experts(512));
-  EXPECT_NE(why.find("routed_experts_dtype uint8"), std::string::npos) << why;
+  EXPECT_NE(why.find("`routed_experts_dtype` uint8"), std::string::npos) << why;
   EXPECT_NE(why.find("512 experts"), std::string::npos) << why;
   EXPECT_NO_THROW(with_experts(256).prepare(routed));
   routed.routing.return_routed_experts = false;  // nothing to pack

@@ -38,7 +38,7 @@ TEST(ManyExperts, Uint8IsRefusedBeforeTheRequestRunsAndAutoServesInt16) {
     const auto* error = std::get_if<msg::ErrorReply>(&*reply);
     ASSERT_NE(error, nullptr) << "a uint8 request on 512 experts was served";
     EXPECT_EQ(error->code, 400);
-    EXPECT_NE(error->message.find("routed_experts_dtype uint8"), std::string::npos) << error->message;
+    EXPECT_NE(error->message.find("`routed_experts_dtype` uint8"), std::string::npos) << error->message;
     EXPECT_NE(error->message.find("512 experts"), std::string::npos) << error->message;
     const SchedulerStats untouched = wait_until_idle(runtime);
     EXPECT_EQ(untouched.radix_cached_tokens, 0) << "the refused prompt ran";

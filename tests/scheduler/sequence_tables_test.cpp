@@ -76,5 +76,25 @@ TEST(SequenceTables, AStepNamingATableTheWorkerLacksIsRefusedAndChangesNothing) 
   EXPECT_EQ(held(tables, 13), std::vector<int32_t>{20});
 }
 
+// A front that restarts has a new scheduler, which never ends its predecessor's sequences: the
+// worker drops their tables at that scheduler's first step, and keeps none of them for it.
+TEST(SequenceTables, AnotherSchedulersStepDropsThePreviousSchedulersTables) {
+  SequenceTables tables;
+  tables.apply(step(1, {change(7, 0, {1, 2}), change(8, 0, {3})}));
+  msg::WorkerBatch continued = step(2, {change(7, 2, {4})});
+  continued.scheduler_instance = 42;
+  EXPECT_THROW(tables.apply(continued), Error);  // the old table is not the new scheduler's
+  EXPECT_EQ(held(tables, 7), (std::vector<int32_t>{1, 2}));
+  msg::WorkerBatch fresh = step(2, {change(9, 0, {5})});
+  fresh.scheduler_instance = 42;
+  tables.apply(fresh);
+  EXPECT_EQ(tables.size(), 1u);
+  EXPECT_EQ(held(tables, 9), std::vector<int32_t>{5});
+  msg::WorkerBatch next = step(3, {change(9, 1, {6})});
+  next.scheduler_instance = 42;
+  tables.apply(next);
+  EXPECT_EQ(held(tables, 9), (std::vector<int32_t>{5, 6}));
+}
+
 }  // namespace
 }  // namespace moe
