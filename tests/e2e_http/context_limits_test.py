@@ -30,7 +30,7 @@ class ContextLimits(hh.ServerTest):
         error = reply.json()["error"]
         self.assertEqual(error["param"], field)  # like every other field's 400
         self.assertEqual(error["message"],
-                         f"{field} is {asked}, but the prompt has {len(PROMPT)} tokens and the context holds "
+                         f"`{field}` is {asked}, but the prompt has {len(PROMPT)} tokens and the context holds "
                          f"{CONTEXT} (max_model_len): at most {CONTEXT - len(PROMPT)} can be generated")
 
     def test_models_report_the_max_model_len_in_effect(self):
@@ -61,7 +61,7 @@ class ContextLimits(hh.ServerTest):
                 self.assertEqual(reply.status_code, 400, reply.text)
                 self.assertEqual(reply.json()["error"]["param"], field)
                 self.assertEqual(reply.json()["error"]["message"],
-                                 f"{field} is {CONTEXT}, but the prompt has {prompt_tokens} tokens and the context "
+                                 f"`{field}` is {CONTEXT}, but the prompt has {prompt_tokens} tokens and the context "
                                  f"holds {CONTEXT} (max_model_len): at most {CONTEXT - prompt_tokens} can be generated")
 
     def test_defaults_stay_clamped(self):
@@ -83,7 +83,7 @@ class ContextLimits(hh.ServerTest):
             reply = sp.wait_for_reply(self, sock, 30)
             self.assertEqual(reply["error"]["code"], 400, reply)
             self.assertEqual(reply["error"]["message"],
-                             "sampling_params.max_new_tokens is 61, but the prompt has 4 tokens and the context holds "
+                             "`sampling_params.max_new_tokens` is 61, but the prompt has 4 tokens and the context holds "
                              "64 (max_model_len): at most 60 can be generated")
             sock.send(msgpack.packb({"rid": "default", "input_ids": PROMPT, "sampling_params": {"ignore_eos": True}}))
             reply = sp.wait_for_reply(self, sock, 60)

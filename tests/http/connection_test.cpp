@@ -69,7 +69,7 @@ TEST_F(ServerTest, MalformedJsonIs400AndTheNextRequestSucceeds) {
   EXPECT_EQ(error["type"], "invalid_request_error");
   EXPECT_NE(error["message"].get<std::string>().find("not valid JSON"), std::string::npos);
   EXPECT_EQ(c.request("POST", "/generate", kGoodRequest).status, 200);
-  const TestResponse invalid = c.request("POST", "/v1/completions", R"({"prompt": "x", "temperature": -1})");
+  const TestResponse invalid = c.request("POST", "/v1/completions", R"({"prompt": "x", "temperature": "hot"})");
   EXPECT_EQ(invalid.status, 400);
   EXPECT_EQ(json::parse(invalid.body)["error"]["param"], "temperature");
   EXPECT_EQ(c.request("POST", "/v1/completions", R"({"prompt": "x"})").status, 200);

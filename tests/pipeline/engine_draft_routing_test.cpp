@@ -149,7 +149,7 @@ TEST_F(EngineDraftRouting, RequestsTheEngineCannotServeFailNamingTheField) {
   uncaptured.enable_return_routed_experts = false;
   Engine without_capture(uncaptured);
   refused(without_capture, asking(0, "c"), "an engine without routing capture",
-          "return_routed_experts needs a server started with --enable-return-routed-experts");
+          "`return_routed_experts` needs a server started with --enable-return-routed-experts");
 }
 
 // A draft is quantized as the target unless speculative_draft_model_quantization says otherwise
