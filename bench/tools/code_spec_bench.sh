@@ -7,7 +7,7 @@
 # fairer figure than wall time). The server runs its kernels on MOE_NUM_THREADS threads (default here 1).
 # MAX_TREE_EXPERTS (a list, e.g. "4 8 12") adds NGRAM and STANDALONE-chain runs whose verify passes read
 # at most that many experts a layer. ONLY (an extended regex) keeps the configurations whose names match
-# it, e.g. ONLY='plain|NGRAM'.
+# it, e.g. ONLY='plain|NGRAM'. SERVE_FLAGS go to every server (SERVE_FLAGS='--device cuda' on a GPU).
 # usage: bench/tools/code_spec_bench.sh [PORT]   (ROUNDS, default 2; PROMPTS, default 16; NEW_TOKENS, default 128)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,7 +32,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     [[ -z ${ONLY:-} || $name =~ ${ONLY} ]] || continue
     log="$out/server.log"
     # shellcheck disable=SC2086
-    MOE_NUM_THREADS=${MOE_NUM_THREADS:-1} build/actors/moe-serve --model-path tests/data/code-moe --port "$port" $flags >"$log" 2>&1 &
+    MOE_NUM_THREADS=${MOE_NUM_THREADS:-1} build/actors/moe-serve --model-path tests/data/code-moe --port "$port" $flags ${SERVE_FLAGS:-} >"$log" 2>&1 &
     pid=$!
     until grep -q "\] ready" "$log"; do
       kill -0 $pid 2>/dev/null || { cat "$log"; exit 1; }
