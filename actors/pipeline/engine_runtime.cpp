@@ -59,9 +59,6 @@ std::vector<LayerRange> stage_layers(const ServeOptions& options, const ModelCon
 // naming what does not split. `holds_worker`: this process runs rank 0 or another rank.
 void check_tensor_parallel(const ServeOptions& options, const ModelConfig& config, bool holds_worker) {
   if (options.tp_size == 1) return;
-  if (parse_device(options.device) != Device::Cpu)
-    throw Error("--tp-size runs on the CPU (--device cpu), each rank a process of its own; tensor parallelism "
-                "over GPUs is not built yet");
   const std::string refusal = tensor_parallel_refusal(config, options.tp_size, options.ep_size);
   if (!refusal.empty()) throw Error(refusal);
   if (holds_worker && !ranks_in_processes(options))
@@ -79,8 +76,10 @@ std::unique_ptr<Model> load_served_model(const ServeOptions& options, const std:
                                          RankGroup* rank_group = nullptr) {
   ModelOptions mo = model_options(options);
   mo.layers = layers;
-  // Tensor-parallel ranks (with --ep-size, tp × ep of them) split the experts within their one group.
+  // Tensor-parallel ranks (with --ep-size, tp × ep of them) split the experts within their one group;
+  // GPU ranks always do, and join their device group through the rank group.
   if (rank_group) (rank_group->tensor_parallel() ? mo.tensor_group : mo.expert_group) = &rank_group->communicator();
+  if (rank_group) mo.join_device_group = rank_group->device_group_join();
   if (quantization) mo.quantization = *quantization;
   // The files are read front to back first, with progress, so that the load, which copies the
   // half-precision weights into the GEMM's tiled order, reads them from memory.
@@ -412,7 +411,11 @@ void run_worker_process(const ServeOptions& options) {
   // The worker sizes its KV cache and capture buffer exactly as the front sizes the scheduler's pool.
   EngineSizing sizing = sized(options, config, {}, 0);
   sizing.worker.settings = sizing.service.expected_stages.at(static_cast<size_t>(options.pp_rank));
-  if (rank_group) rank_group->join(sizing.worker.settings, options.model_path);
+  if (rank_group) {
+    const msg::WorkerSettings rank_zero = rank_group->join(sizing.worker.settings, options.model_path);
+    // A GPU rank's pool: rank 0's size, which it chose by its free memory (their slot ids must agree).
+    if (parse_device(options.device) == Device::Cuda) sizing.worker.settings.kv_slots = rank_zero.kv_slots;
+  }
   if (follows) return follow_rank_zero(*rank_group, std::move(model), sizing.worker);
   transport::ActorLoop loop(*context, "worker");
   transport::ActorLoop heartbeat(*context, "worker-heartbeat");

@@ -1,10 +1,12 @@
 #include "pipeline/rank_group.h"
 
 #include <spdlog/spdlog.h>
+#include <cstring>
 #include <tuple>
 
 #include "common/error.h"
 #include "pipeline/rank_processes.h"
+#include "pipeline/visible_gpus.h"
 #include "serving/worker_settings.h"
 #include "transport/message_codec.h"
 
@@ -24,6 +26,25 @@ std::string rank_name(int rank, int tp_size, int ep_size) {
          ", tensor-parallel rank " + std::to_string(rank % tp_size) + ")";
 }
 
+// What rank 0 hands every other rank at the join: its settings, then a GPU group's id.
+std::string welcome_of(const msg::WorkerSettings& settings, const std::string& device_group_id) {
+  const std::string encoded = transport::encode_message(msg::Heartbeat{0, settings});
+  const auto size = static_cast<uint32_t>(encoded.size());
+  std::string welcome(reinterpret_cast<const char*>(&size), sizeof size);
+  return welcome + encoded + device_group_id;
+}
+
+std::pair<msg::WorkerSettings, std::string> parse_welcome(const std::string& welcome) {
+  uint32_t size = 0;
+  if (welcome.size() < sizeof size) throw Error("rank 0's welcome is truncated");
+  std::memcpy(&size, welcome.data(), sizeof size);
+  if (welcome.size() < sizeof size + size) throw Error("rank 0's welcome is truncated");
+  const msg::Message message = transport::decode_message(welcome.substr(sizeof size, size));
+  const auto* heartbeat = std::get_if<msg::Heartbeat>(&message);
+  if (!heartbeat) throw Error("rank 0's welcome holds no settings");
+  return {heartbeat->settings, welcome.substr(sizeof size + size)};
+}
+
 }  // namespace
 
 bool ranks_in_processes(const ServeOptions& options) {
@@ -32,7 +53,8 @@ bool ranks_in_processes(const ServeOptions& options) {
 
 RankGroup::RankGroup(const ServeOptions& options, transport::Context& context)
     : options_(options),
-      tensor_parallel_(options.tp_size > 1),
+      gpu_ranks_(parse_device(options.device) == Device::Cuda),
+      tensor_parallel_(options.tp_size > 1 || gpu_ranks_),
       rank_(options.ep_rank * options.tp_size + options.tp_rank),
       size_(options.ep_size * options.tp_size) {
   const std::string flag = tensor_parallel_ ? "--tp" : "--ep";
@@ -54,12 +76,40 @@ RankGroup::RankGroup(const ServeOptions& options, transport::Context& context)
   const int tp_size = options.tp_size, ep_size = options.ep_size;
   group.member_name = [tp_size, ep_size](int rank) { return rank_name(rank, tp_size, ep_size); };
   group.timeout = kCollectiveTimeout;
+  if (gpu_ranks_ && rank_ == 0) {
+    if (!device_group_backend().new_group_id)
+      throw Error("GPU ranks join an NCCL group, and this program was built without NCCL (no nccl.h found)");
+    device_group_id_ = device_group_backend().new_group_id();
+  }
   comm_ = std::make_unique<collective::HostCommunicator>(group);
-  if (rank_ == 0 && !options.rank_command.empty())
-    processes_ = std::make_unique<RankProcesses>(options.rank_command, size_, comm_->endpoint(), [tp_size](int rank) {
-      return std::vector<std::string>{"--ep-rank", std::to_string(rank / tp_size), "--tp-rank",
-                                      std::to_string(rank % tp_size)};
-    });
+  if (rank_ > 0 || options.rank_command.empty()) return;
+  // A GPU rank this process starts gets the rank-th GPU of this one's as its only one (rank 0 uses the first).
+  std::vector<std::string> gpus;
+  if (gpu_ranks_) {
+    gpus = visible_gpus();
+    if (static_cast<int>(gpus.size()) < size_)
+      throw Error(std::to_string(size_) + " GPU ranks (--tp-size " + std::to_string(tp_size) + " × --ep-size " +
+                  std::to_string(ep_size) + ") need as many GPUs; this process sees " + std::to_string(gpus.size()));
+  }
+  processes_ = std::make_unique<RankProcesses>(
+      options.rank_command, size_, comm_->endpoint(),
+      [tp_size](int rank) {
+        return std::vector<std::string>{"--ep-rank", std::to_string(rank / tp_size), "--tp-rank",
+                                        std::to_string(rank % tp_size)};
+      },
+      [gpus](int rank) {
+        return gpus.empty() ? std::vector<std::string>{} : std::vector<std::string>{"CUDA_VISIBLE_DEVICES=" + gpus[rank]};
+      });
+}
+
+std::function<std::unique_ptr<DeviceGroup>(void*)> RankGroup::device_group_join() {
+  if (!gpu_ranks_) return nullptr;
+  return [this](void* stream) {
+    if (!device_group_backend().join)
+      throw Error("GPU ranks join an NCCL group, and this program was built without NCCL (no nccl.h found)");
+    spdlog::info("{} joins the GPU group of {} ranks", name(), size_);
+    return device_group_backend().join(device_group_id_, rank_, size_, stream);
+  };
 }
 
 RankGroup::~RankGroup() = default;
@@ -68,18 +118,26 @@ Communicator& RankGroup::communicator() { return *comm_; }
 
 std::string RankGroup::name() const { return rank_name(rank_, options_.tp_size, options_.ep_size); }
 
-void RankGroup::join(const msg::WorkerSettings& settings, const std::string& model_path) {
+msg::WorkerSettings RankGroup::join(const msg::WorkerSettings& settings, const std::string& model_path) {
   collective::JoinOptions join;
   join.hello = transport::encode_message(msg::Heartbeat{0, settings});
-  join.check = [settings, model_path](int, const std::string& hello) {
+  const bool adopts_pool = gpu_ranks_;
+  join.check = [settings, model_path, adopts_pool](int, const std::string& hello) {
     const msg::Message theirs = transport::decode_message(hello);
     const auto* heartbeat = std::get_if<msg::Heartbeat>(&theirs);
     if (!heartbeat) return std::string("it sent no settings");
-    return settings_mismatch(settings, heartbeat->settings, {model_path}).value_or("");
+    msg::WorkerSettings compared = heartbeat->settings;
+    if (adopts_pool) compared.kv_slots = settings.kv_slots;
+    return settings_mismatch(settings, compared, {model_path}).value_or("");
   };
+  join.welcome = welcome_of(settings, device_group_id_);
   join.timeout = std::chrono::seconds(options_.dist_timeout_s);
   comm_->join(join);
   spdlog::info("{} of {} joined the group at {}", name(), size_, comm_->endpoint());
+  if (rank_ == 0) return settings;
+  auto [rank_zero, device_group_id] = parse_welcome(comm_->welcome());
+  device_group_id_ = std::move(device_group_id);
+  return rank_zero;
 }
 
 void RankGroup::share(const msg::WorkerBatch& batch) {

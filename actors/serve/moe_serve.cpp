@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "engine/engine_sizing.h"
 #include "pipeline/engine_runtime.h"
+#include "pipeline/visible_gpus.h"
 #include "transport/internal_key.h"
 
 namespace po = boost::program_options;
@@ -216,9 +217,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (role != "all") throw moe::Error("--role must be all or worker");
-    // Expert- and tensor-parallel ranks on the CPU are processes: this one is rank 0 and starts the
-    // others, unless they are started by hand and meet it at --dist-init-addr.
-    if ((options.ep_size > 1 || options.tp_size > 1) && options.device == "cpu" && options.dist_init_addr.empty() &&
+    // Expert- and tensor-parallel ranks are processes (on GPUs one per GPU): this one is rank 0 and starts
+    // the others, unless they are started by hand and meet it at --dist-init-addr. On one GPU, --ep-size
+    // alone runs its shards in turn in this process.
+    const bool one_gpu = options.device == "cuda" && options.tp_size == 1 && moe::actors::visible_gpus().size() < 2;
+    if ((options.ep_size > 1 || options.tp_size > 1) && !one_gpu && options.dist_init_addr.empty() &&
         options.worker_endpoint.empty())
       options.rank_command = rank_command(argc, argv);
     if (options.port == 0 && options.zmq_endpoint.empty())

@@ -13,7 +13,10 @@
 # to $MOE_30B_CHECKPOINT (default: /dev/shm where it has room, else /tmp); the workload
 # `checkpoint` alone only writes it. MOE_BENCH_CONFIG names another shape's config (e.g.
 # bench/configs/moonlight-16b-a3b.json): its checkpoint goes beside, named after the config, and it
-# is served without a tokenizer (--skip-tokenizer-init: moe-bench sends token ids).
+# is served without a tokenizer (--skip-tokenizer-init: moe-bench sends token ids). MOE_BENCH_DUMMY=1
+# writes no checkpoint: the server makes the same weights on its GPUs (--load-format dummy), so a
+# model larger than the disk (Qwen3-235B-A22B) is measured too; MOE_SERVE_FLAGS after -- add e.g.
+# --tp-size 2.
 set -uo pipefail
 logs=$1
 shift
@@ -29,7 +32,13 @@ tokenizer=(--tokenizer-path tests/data/qwen3-tokenizer)
 default_dir=/tmp/$shape
 [ "${shm_gb:-0}" -gt 66 ] && default_dir=/dev/shm/$shape
 ckpt=${MOE_30B_CHECKPOINT:-$default_dir}
-if [ ! -f "$ckpt/config.json" ]; then
+if [ "${MOE_BENCH_DUMMY:-0}" = 1 ]; then
+  # --load-format dummy: the same weights made on the GPU from config.json alone, no checkpoint written.
+  ckpt=/tmp/$shape-dummy
+  mkdir -p "$ckpt"
+  cp "$config" "$ckpt/config.json"
+  set -- --load-format dummy --dummy-seed 1 "$@"
+elif [ ! -f "$ckpt/config.json" ]; then
   start=$(date +%s)
   build/bench/moe-make-checkpoint --config "$config" --out "$ckpt" --seed 1 \
     >"$logs/make_checkpoint.log" 2>&1 || { tail -5 "$logs/make_checkpoint.log"; exit 1; }

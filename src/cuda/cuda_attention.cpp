@@ -14,8 +14,10 @@ namespace {
 
 using Weights = AttentionWeights<DeviceMatrix, DeviceArray<float>>;
 
-// With partial rotary (GLM), q and k (weights, biases, norm scales) in the layout's order.
-Weights load_weights(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names) {
+// With partial rotary (GLM), q and k (weights, biases, norm scales) in the layout's order. A rank's
+// part of q and k is whole heads, which the layout reorders within.
+Weights load_weights(const WeightSource& weights, const ModelConfig& config, const AttentionTensorNames& names,
+                     const TensorShard& shard) {
   std::optional<PartialRotaryLayout> layout;
   if (config.rotary_dim != config.head_dim) layout.emplace(config.head_dim, config.rotary_dim);
   const std::set<std::string> reordered = {names.q_weight, names.k_weight, names.q_bias,
@@ -23,13 +25,14 @@ Weights load_weights(const Checkpoint& ckpt, const ModelConfig& config, const At
   const auto reorders = [&](const std::string& name) { return layout && reordered.count(name) > 0; };
   return Weights::load(
       config, names,
-      // The GPU model is one rank: every part is the whole tensor.
-      [&](const std::string& name, int64_t rows, int64_t cols, IndexRange, IndexRange) {
-        return reorders(name) ? layout->upload_rows(ckpt, name, rows, cols) : upload_matrix(ckpt, name, rows, cols);
+      [&](const std::string& name, int64_t rows, int64_t cols, IndexRange row_part, IndexRange col_part) {
+        return reorders(name) ? layout->upload_rows(weights, name, rows, cols, row_part)
+                              : weights.matrix(name, rows, cols, row_part, col_part);
       },
-      [&](const std::string& name, int64_t n, IndexRange) {
-        return reorders(name) ? layout->upload_vector(ckpt, name, n) : upload_vector(ckpt, name, n);
-      });
+      [&](const std::string& name, int64_t n, IndexRange part) {
+        return reorders(name) ? layout->upload_vector(weights, name, n, part) : weights.vector(name, n, part);
+      },
+      shard);
 }
 
 std::vector<float> rotary_inv_freq(const ModelConfig& config) {
@@ -40,15 +43,15 @@ std::vector<float> rotary_inv_freq(const ModelConfig& config) {
 
 }  // namespace
 
-CudaAttention::CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names,
-                             int layer)
+CudaAttention::CudaAttention(const WeightSource& weights, const ModelConfig& config, const AttentionTensorNames& names,
+                             int layer, const TensorShard& shard)
     : layer_(layer),
-      num_heads_(config.num_attention_heads),
-      num_kv_heads_(config.num_key_value_heads),
+      num_heads_(local_attention_config(config, shard).num_attention_heads),
+      num_kv_heads_(local_attention_config(config, shard).num_key_value_heads),
       head_dim_(config.head_dim),
       norm_eps_(static_cast<float>(config.rms_norm_eps)),
       inv_freq_(DeviceArray<float>::from_host(rotary_inv_freq(config))),
-      w_(load_weights(ckpt, config, names)) {}
+      w_(load_weights(weights, config, names, shard)) {}
 
 CudaAttention::Buffers CudaAttention::buffers(Scratch& scratch, int64_t T) const {
   const int64_t q_width = w_.q_weight.rows, kv_width = w_.k_weight.rows;

@@ -2,15 +2,11 @@
 // One decoder layer's self-attention on the device, as model/attention_layer.h on the CPU: q/k/v
 // projections (+ bias), per-head q/k RMSNorm (Qwen3), rotary embeddings (partial ones, GLM's,
 // through partial_rotary_layout.h), K/V stored at each token's slot, causal GQA, output projection.
-#include "cuda/device_weights.h"
+#include "cuda/weight_source.h"
 #include "cuda/kv_pool.h"
 #include "cuda/step_context.h"
 #include "model/attention_weights.h"
 #include "model/model_config.h"
-
-namespace moe {
-class Checkpoint;
-}
 
 namespace moe::cuda {
 
@@ -23,8 +19,10 @@ class CudaAttention {
     DeviceArray<int32_t> split_counters;
   };
 
-  // `layer`: the layer's index in the K/V pool.
-  CudaAttention(const Checkpoint& ckpt, const ModelConfig& config, const AttentionTensorNames& names, int layer);
+  // `layer`: the layer's index in the K/V pool. `shard`: the heads this rank holds (tensor parallelism:
+  // model/tensor_shard.h; one rank holds all), whose partial o_proj sum `forward` writes.
+  CudaAttention(const WeightSource& weights, const ModelConfig& config, const AttentionTensorNames& names, int layer,
+                const TensorShard& shard = {});
   // out[T, H] = attention(x[T, H]) for the whole batch; writes this layer's K/V of every new token.
   void forward(const float* x, const StepContext& step, DeviceKvPool& kv, Scratch& scratch, float* out) const;
   // Grows `scratch` to what any step of up to max_tokens tokens needs.

@@ -10,7 +10,7 @@ int64_t CudaMlaAttention::row_floats(const ModelConfig& config) {
   return config.mla->kv_lora_rank + config.mla->qk_rope_head_dim;
 }
 
-CudaMlaAttention::CudaMlaAttention(const Checkpoint& ckpt, const ModelConfig& config, const MlaTensorNames& names,
+CudaMlaAttention::CudaMlaAttention(const WeightSource& weights, const ModelConfig& config, const MlaTensorNames& names,
                                    int layer)
     : layer_(layer),
       shape_{config.num_attention_heads, static_cast<int>(config.mla->kv_lora_rank), config.mla->qk_nope_head_dim,
@@ -23,16 +23,16 @@ CudaMlaAttention::CudaMlaAttention(const Checkpoint& ckpt, const ModelConfig& co
   const MlaConfig& m = *config.mla;
   const int64_t H = config.hidden_size, heads = shape_.num_heads, q_width = heads * m.qk_head_dim();
   if (names.q_weight.empty()) {
-    q_a_ = upload_matrix(ckpt, names.q_a_weight, m.q_lora_rank, H);
-    q_a_norm_ = upload_vector(ckpt, names.q_a_norm, m.q_lora_rank);
-    q_b_ = upload_matrix(ckpt, names.q_b_weight, q_width, m.q_lora_rank);
+    q_a_ = weights.matrix(names.q_a_weight, m.q_lora_rank, H);
+    q_a_norm_ = weights.vector(names.q_a_norm, m.q_lora_rank);
+    q_b_ = weights.matrix(names.q_b_weight, q_width, m.q_lora_rank);
   } else {
-    q_ = upload_matrix(ckpt, names.q_weight, q_width, H);
+    q_ = weights.matrix(names.q_weight, q_width, H);
   }
-  kv_a_ = upload_matrix(ckpt, names.kv_a_weight, shape_.row_size(), H);
-  kv_a_norm_ = upload_vector(ckpt, names.kv_a_norm, m.kv_lora_rank);
-  kv_b_ = upload_matrix(ckpt, names.kv_b_weight, heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank);
-  o_ = upload_matrix(ckpt, names.o_weight, H, heads * m.v_head_dim);
+  kv_a_ = weights.matrix(names.kv_a_weight, shape_.row_size(), H);
+  kv_a_norm_ = weights.vector(names.kv_a_norm, m.kv_lora_rank);
+  kv_b_ = weights.matrix(names.kv_b_weight, heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank);
+  o_ = weights.matrix(names.o_weight, H, heads * m.v_head_dim);
 }
 
 CudaMlaAttention::Buffers CudaMlaAttention::buffers(Scratch& scratch, int64_t T) const {

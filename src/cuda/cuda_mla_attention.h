@@ -6,16 +6,12 @@
 // rope parts (interleaved pairs, YaRN frequencies and factors per the config). The heads attend in
 // the absorbed form (mla_kernels.h), prefill and decode alike, so a decode step reads each visible
 // token's row once and never expands the latents; the steps are CUDA-graph capturable.
-#include "cuda/device_weights.h"
+#include "cuda/weight_source.h"
 #include "cuda/kv_pool.h"
 #include "cuda/mla_kernels.h"
 #include "cuda/step_context.h"
 #include "model/model_config.h"
 #include "model/model_plan.h"
-
-namespace moe {
-class Checkpoint;
-}
 
 namespace moe::cuda {
 
@@ -27,7 +23,7 @@ class CudaMlaAttention {
   };
 
   // `layer`: the layer's index in the K/V pool, whose rows must hold latent + rope floats.
-  CudaMlaAttention(const Checkpoint& ckpt, const ModelConfig& config, const MlaTensorNames& names, int layer);
+  CudaMlaAttention(const WeightSource& weights, const ModelConfig& config, const MlaTensorNames& names, int layer);
   // Grows `scratch` to what a step of max_tokens tokens needs (before any step is captured).
   void reserve(Scratch& scratch, int64_t max_tokens) const;
   // out[T, H] = attention(x[T, H]) for the whole batch; writes this layer's row of every new token.

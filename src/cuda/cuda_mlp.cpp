@@ -4,9 +4,10 @@
 
 namespace moe::cuda {
 
-CudaMlp CudaMlp::load(const Checkpoint& ckpt, const MlpTensorNames& names, int64_t hidden, int64_t intermediate) {
-  return {upload_matrix(ckpt, names.gate, intermediate, hidden), upload_matrix(ckpt, names.up, intermediate, hidden),
-          upload_matrix(ckpt, names.down, hidden, intermediate)};
+CudaMlp CudaMlp::load(const WeightSource& weights, const MlpTensorNames& names, int64_t hidden, int64_t intermediate,
+                      IndexRange part) {
+  return {weights.matrix(names.gate, intermediate, hidden, part), weights.matrix(names.up, intermediate, hidden, part),
+          weights.matrix(names.down, hidden, intermediate, {}, part)};
 }
 
 void CudaMlp::reserve(Scratch& scratch, int64_t max_rows) const {

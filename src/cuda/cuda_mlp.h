@@ -2,12 +2,8 @@
 // A SwiGLU MLP on the device, down(silu(gate(x)) * up(x)): dense decoder layers, every routed
 // expert (over the rows routed to it) and Qwen2-MoE's shared expert.
 #include "cuda/blas.h"
-#include "cuda/device_weights.h"
+#include "cuda/weight_source.h"
 #include "model/model_plan.h"
-
-namespace moe {
-class Checkpoint;
-}
 
 namespace moe::cuda {
 
@@ -20,7 +16,10 @@ struct CudaMlp {
   DeviceMatrix gate, up, down;
 
   // The matrices `names` names, of width `intermediate` over `hidden`.
-  static CudaMlp load(const Checkpoint& ckpt, const MlpTensorNames& names, int64_t hidden, int64_t intermediate);
+  // `part`: the block of the intermediate width this rank holds (model/tensor_shard.h; all of it when empty):
+  // gate's and up's rows, down's columns.
+  static CudaMlp load(const WeightSource& weights, const MlpTensorNames& names, int64_t hidden, int64_t intermediate,
+                      IndexRange part = {});
   // out[rows, H] = mlp(x[rows, H]); out is overwritten.
   void forward(const float* x, int64_t rows, const Blas& blas, cudaStream_t stream, Scratch& scratch,
                float* out) const;

@@ -1,6 +1,7 @@
 #include "cuda/cuda_model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include <fmt/format.h>
@@ -9,11 +10,16 @@
 #include "common/error.h"
 #include "cuda/cuda_copy_engine.h"
 #include "cuda/kernels.h"
+#include "cuda/weight_source.h"
 #include "model/architecture.h"
 #include "model/safetensors.h"
 
 namespace moe::cuda {
 namespace {
+
+// A step of a group waits this long for the other ranks' collectives (they compute the same step at
+// once) before the group is taken for failed.
+constexpr std::chrono::seconds kGroupStepTimeout(60);
 
 static_assert(DecodeGraphs::kMaxBatch <= CudaMoeBlock::kGroupedOnDeviceTokens,
               "a captured step's MoE layers must find their experts' rows on the device");
@@ -42,10 +48,27 @@ ModelConfig checked_config(const std::string& model_dir, const ModelOptions& opt
   return config;
 }
 
-// The CPU's placement rules and errors, and at most as many shards as the all-reduce takes.
+// A GPU rank's part of the model (the whole of it without a group of ranks).
+RankShards rank_shards_of(const std::string& model_dir, const ModelConfig& config, const ModelOptions& options) {
+  if (!options.tensor_group) return {};
+  if (!options.join_device_group)
+    throw Error("GPU ranks need a device group (NCCL): this program was built without NCCL");
+  if (config.mla)
+    throw Error(model_dir + ": latent attention (DeepSeek-V3) is not split over GPU ranks yet; serve it on one GPU "
+                "(--ep-size runs its expert shards there) or over CPU ranks");
+  const RankShards shards = rank_shards(options.tensor_group->rank(), options.tensor_group->size(), options.ep_size);
+  const std::string refusal = tensor_parallel_refusal(config, shards.expert.size, options.ep_size);
+  if (!refusal.empty()) throw Error(refusal);
+  if (shards.dense.vocab_part(config.vocab_size).count == 0)
+    throw Error(model_dir + ": a vocabulary of " + std::to_string(config.vocab_size) + " leaves GPU rank " +
+                std::to_string(shards.dense.rank) + " no part of lm_head");
+  return shards;
+}
+
+// The CPU's placement rules and errors, and at most as many shards in this process as the all-reduce takes.
 ExpertPlacement checked_placement(const ModelConfig& config, const ModelOptions& options) {
   ExpertPlacement placement = expert_placement_for(config, options);
-  if (placement.ep_size() > kMaxExpertShards)
+  if (!options.tensor_group && placement.ep_size() > kMaxExpertShards)
     throw Error("--device cuda runs at most " + std::to_string(kMaxExpertShards) + " expert-parallel shards, not " +
                 std::to_string(placement.ep_size()));
   return placement;
@@ -56,35 +79,46 @@ ExpertPlacement checked_placement(const ModelConfig& config, const ModelOptions&
 // The options are checked before the stream and cuBLAS handle exist: a refused load allocates nothing.
 CudaModel::CudaModel(const std::string& model_dir, const ModelOptions& options)
     : config_(checked_config(model_dir, options)),
+      shards_(rank_shards_of(model_dir, config_, options)),
       placement_(checked_placement(config_, options)),
       blas_(stream_.get(), options.kernel_dtype),
       use_graphs_(options.cuda_graphs),
-      kv_element_bytes_(kv_cache_element_bytes(Device::Cuda, options.kernel_dtype, config_)) {
+      kv_element_bytes_(kv_cache_element_bytes(Device::Cuda, options.kernel_dtype, config_)),
+      join_device_group_(options.tensor_group ? options.join_device_group : nullptr) {
   // The checkpoint is read here and unmapped when the constructor returns: the device holds the weights.
-  const Checkpoint checkpoint = Checkpoint::open(model_dir);
+  std::optional<Checkpoint> checkpoint;
+  if (!options.dummy_weights_seed) checkpoint = Checkpoint::open(model_dir);
+  const WeightSource weights =
+      checkpoint ? WeightSource(*checkpoint) : WeightSource(config_, *options.dummy_weights_seed);
   const ModelPlan plan = model_plan(config_);
-  const int64_t H = config_.hidden_size;
-  embed_ = upload_matrix(checkpoint, plan.embedding, config_.vocab_size, H);
+  const int64_t H = config_.hidden_size, V = config_.vocab_size;
+  embed_ = weights.matrix(plan.embedding, V, H);
   if (options.kernel_dtype == KernelDType::BF16 && !embed_.is_bf16())
     throw Error("--kernel-dtype bf16 multiplies bf16 weights; " + model_dir + " does not store bf16");
-  if (!plan.lm_head.empty()) untied_lm_head_ = upload_matrix(checkpoint, plan.lm_head, config_.vocab_size, H);
-  final_norm_ = upload_vector(checkpoint, plan.final_norm, H);
+  // A rank of several holds its vocabulary part of lm_head, the embedding's when tied.
+  if (!plan.lm_head.empty() || !shards_.dense.whole())
+    untied_lm_head_ = weights.matrix(plan.lm_head.empty() ? plan.embedding : plan.lm_head, V, H,
+                                     shards_.dense.vocab_part(V));
+  final_norm_ = weights.vector(plan.final_norm, H);
   layers_.resize(config_.num_hidden_layers);
   for (int l = 0; l < config_.num_hidden_layers; ++l) {
     const LayerPlan& names = plan.layers[l];
     DecoderLayer& layer = layers_[l];
-    layer.input_norm = upload_vector(checkpoint, names.input_norm, H);
-    layer.post_attention_norm = upload_vector(checkpoint, names.post_attention_norm, H);
+    layer.input_norm = weights.vector(names.input_norm, H);
+    layer.post_attention_norm = weights.vector(names.post_attention_norm, H);
     switch (names.attention) {
-      case AttentionKind::Gqa: layer.attention.emplace(checkpoint, config_, names.gqa, l); break;
-      case AttentionKind::Mla: layer.mla.emplace(checkpoint, config_, names.mla, l); break;
+      case AttentionKind::Gqa: layer.attention.emplace(weights, config_, names.gqa, l, shards_.dense); break;
+      case AttentionKind::Mla: layer.mla.emplace(weights, config_, names.mla, l); break;
     }
     switch (names.ffn) {
       case FfnKind::Moe:
-        layer.moe.emplace(checkpoint, config_, names.moe, l, placement_);
+        layer.moe.emplace(weights, config_, names.moe, l, placement_, shards_);
         last_moe_layer_ = l;
         break;
-      case FfnKind::Dense: layer.mlp = CudaMlp::load(checkpoint, names.mlp, H, config_.intermediate_size); break;
+      case FfnKind::Dense:
+        layer.mlp = CudaMlp::load(weights, names.mlp, H, config_.intermediate_size,
+                                  shards_.dense.even_part(config_.intermediate_size));
+        break;
     }
   }
 }
@@ -108,7 +142,8 @@ std::string memory_now() {
 // Latent attention's row is in the key pool (every layer's, checked at load); its values go unused.
 int64_t CudaModel::kv_row_size() const {
   return config_.mla ? CudaMlaAttention::row_floats(config_)
-                     : static_cast<int64_t>(config_.num_key_value_heads) * config_.head_dim;
+                     : static_cast<int64_t>(local_attention_config(config_, shards_.dense).num_key_value_heads) *
+                           config_.head_dim;
 }
 
 KvCache CudaModel::make_kv_cache(int64_t num_slots) const {
@@ -134,6 +169,11 @@ void CudaModel::reserve_step_workspace(int64_t max_tokens) {
     for (DeviceArray<float>* activation : {&scratch_.hidden, &scratch_.normed, &scratch_.branch, &scratch_.last_rows})
       activation->reserve(static_cast<size_t>(T * H));
     scratch_.logits.reserve(static_cast<size_t>(T * V));
+    if (!shards_.dense.whole()) {
+      const int64_t part = TensorShard{0, shards_.dense.size}.vocab_part(V).count;
+      scratch_.vocab_part.reserve(static_cast<size_t>(T * part));
+      scratch_.vocab_parts.reserve(static_cast<size_t>(shards_.dense.size * T * part));
+    }
     scratch_.pick_ids.reserve(static_cast<size_t>(T));
     scratch_.pick_logprobs.reserve(static_cast<size_t>(T));
     scratch_.pick_partials.reserve(greedy_pick_scratch_bytes(T, V));
@@ -187,7 +227,13 @@ void CudaModel::forward_greedy(const ForwardBatch& batch, KvCache& kv, GreedyPic
   picks.logprobs.assign(staging_.pick_logprobs.data(), staging_.pick_logprobs.data() + n);
 }
 
+void CudaModel::join_group() {
+  if (!join_device_group_ || group_) return;
+  group_ = join_device_group_(stream_.get());
+}
+
 void CudaModel::run_step(const ForwardBatch& batch, KvCache& kv, RoutingCapture* capture, bool greedy_picks) {
+  join_group();
   if (kv.num_slots() != kv_pool_.num_slots)
     throw Error("CUDA forward: the KV cache is not this model's device pool (make_kv_cache made a pool of " +
                 std::to_string(kv_pool_.num_slots) + " slots)");
@@ -243,11 +289,13 @@ void CudaModel::queue_step(RoutingCapture* capture, bool notify_rows_queued, boo
       layer.attention->forward(normed, step, kv_pool_, scratch_.attention, branch);
     else
       layer.mla->forward(normed, step, kv_pool_, scratch_.mla, branch);
+    if (group_) group_->all_reduce_sum(branch, T * H);  // each rank's heads' part of o_proj
     add_rms_norm(x, branch, T, H, layer.post_attention_norm.data(), eps, normed, stream);
     if (layer.moe)
       layer.moe->forward(normed, step, capture, scratch_.moe, scratch_.mlp, branch);
     else
       layer.mlp->forward(normed, T, blas_, stream, scratch_.mlp, branch);
+    if (group_) group_->all_reduce_sum(branch, T * H);  // each rank's widths' and experts' part
     if (capture && notify_rows_queued && l == last_moe_layer_) capture->device_rows_queued();
     if (l + 1 < config_.num_hidden_layers)
       add_rms_norm(x, branch, T, H, layers_[l + 1].input_norm.data(), eps, normed, stream);
@@ -260,11 +308,41 @@ void CudaModel::queue_step(RoutingCapture* capture, bool notify_rows_queued, boo
   float* out = scratch_.logits.reserve(static_cast<size_t>(n * V));
   gather_rows(x, batch_.logit_tokens(), 1, n, H, rows, stream);
   rms_norm(rows, n, H, final_norm_.data(), eps, rows, stream);
-  blas_.linear(rows, n, untied_lm_head_ ? *untied_lm_head_ : embed_, out);
+  if (group_)
+    vocab_parallel_logits(rows, n, out);
+  else
+    blas_.linear(rows, n, untied_lm_head_ ? *untied_lm_head_ : embed_, out);
   if (greedy_picks)
     greedy_pick(out, n, V, scratch_.pick_partials.reserve(greedy_pick_scratch_bytes(n, V)),
                 scratch_.pick_ids.reserve(static_cast<size_t>(n)),
                 scratch_.pick_logprobs.reserve(static_cast<size_t>(n)), stream);
+}
+
+void CudaModel::vocab_parallel_logits(const float* rows, int64_t n, float* logits) {
+  const int ranks = shards_.dense.size;
+  const int64_t V = config_.vocab_size, width = untied_lm_head_->rows;
+  const int64_t part = TensorShard{0, ranks}.vocab_part(V).count;  // the widest part: every rank's, padded
+  cudaStream_t stream = stream_.get();
+  float* mine = scratch_.vocab_part.reserve(static_cast<size_t>(n * part));
+  float* every = scratch_.vocab_parts.reserve(static_cast<size_t>(ranks * n * part));
+  if (width == part) {
+    blas_.linear(rows, n, *untied_lm_head_, mine);
+  } else {
+    // The narrower last part: its rows spread to the padded width through the gathered buffer's end,
+    // which the gather overwrites only after reading `mine`.
+    float* narrow = every + (ranks - 1) * n * part;
+    blas_.linear(rows, n, *untied_lm_head_, narrow);
+    check(cudaMemcpy2DAsync(mine, part * sizeof(float), narrow, width * sizeof(float), width * sizeof(float), n,
+                            cudaMemcpyDeviceToDevice, stream),
+          "cudaMemcpy2DAsync (vocabulary part)");
+  }
+  group_->all_gather(mine, static_cast<size_t>(n * part) * sizeof(float), every);
+  for (int r = 0; r < ranks; ++r) {
+    const IndexRange vocab = TensorShard{r, ranks}.vocab_part(V);
+    check(cudaMemcpy2DAsync(logits + vocab.begin, V * sizeof(float), every + r * n * part, part * sizeof(float),
+                            vocab.count * sizeof(float), n, cudaMemcpyDeviceToDevice, stream),
+          "cudaMemcpy2DAsync (gathered logits)");
+  }
 }
 
 template <typename T>
@@ -277,7 +355,10 @@ void CudaModel::queue_copy_out(const T* device, size_t count, PinnedArray<T>& st
 void CudaModel::finish_step() {
   // Results or not, the step ends here: they must be on the host when forward returns, and a fault
   // of any of the step's kernels surfaces in this call rather than in a later one.
-  check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize (step)");
+  if (group_)
+    group_->wait(kGroupStepTimeout);
+  else
+    check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize (step)");
   host_rows_.deliver();
 }
 

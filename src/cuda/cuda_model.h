@@ -11,6 +11,13 @@
 // errors) runs the D shards one after another on this GPU (cuda_moe_block.h). A model's placement
 // is fixed at load, so its decode graphs need no key for it: they capture the sharded step as is.
 //
+// Tensor and expert parallelism over GPUs (options.tensor_group with options.join_device_group: one
+// process per GPU) hold this rank's RankShards part (model/tensor_shard.h): its query and KV heads,
+// dense MLP and shared-expert widths, each routed expert's width part (and with ep_size shards, only
+// its shard's experts), and lm_head's vocabulary part. Each attention and feed-forward output is
+// all-reduced over the device group, whose all-gather assembles the logits; the router is whole on
+// every rank, so every rank routes alike and its rows are the one GPU's. Latent attention is not split.
+//
 // The K/V pool lives on the device, inside the model: make_kv_cache(num_slots) allocates it there
 // (replacing any earlier pool) and returns KvCache::placeholder(num_slots), which holds no data and
 // only carries the slot count that batches are checked against. One pool per model, then: forward()
@@ -29,6 +36,7 @@
 #include "cuda/host_routing_relay.h"
 #include "cuda/stream.h"
 #include "model/model.h"
+#include "model/tensor_shard.h"
 
 namespace moe::cuda {
 
@@ -41,7 +49,7 @@ class CudaModel final : public Model {
   // The pool's elements are model.h's kv_cache_element_bytes: bf16 in bf16 products. A pool the
   // device cannot hold is a moe::Error with the numbers.
   KvCache make_kv_cache(int64_t num_slots) const override;
-  int64_t kv_row_size() const;  // elements of one layer's key (and value) row per token slot
+  int64_t kv_row_size() const;  // elements of one layer's key (and value) row per token slot (this rank's heads)
   // The device pool's physical memory back to the device and again, at the same addresses
   // (DeviceKvPool::release): the decode graphs stay valid.
   void release_kv_memory(KvCache& /*kv*/) override { kv_pool_.release(); }
@@ -89,18 +97,23 @@ class CudaModel final : public Model {
   // Queues the copy of a step's first `count` results into pinned staging (grown as needed).
   template <typename T>
   void queue_copy_out(const T* device, size_t count, PinnedArray<T>& staging);
+  // Joins the device group at the first step of a rank of several (the handshake has then handed out its id).
+  void join_group();
+  // logits[n, vocab] of the n rows through this rank's part of lm_head, gathered from every rank.
+  void vocab_parallel_logits(const float* rows, int64_t n, float* logits);
   // Waits for the step and its copies (a fault of any of its kernels surfaces here), then hands the
   // step's rows to a capture that takes host rows.
   void finish_step();
 
   ModelConfig config_;
+  RankShards shards_;  // this rank's part of the model: the whole of it without a group
   ExpertPlacement placement_;
   Stream stream_;  // before the device members, so it is destroyed after them: their work is queued on it
   Blas blas_;
   bool use_graphs_;
   int kv_element_bytes_;
   DeviceMatrix embed_;
-  std::optional<DeviceMatrix> untied_lm_head_;  // empty when lm_head is the embedding
+  std::optional<DeviceMatrix> untied_lm_head_;  // empty when lm_head is the embedding; a rank's vocabulary part
   DeviceArray<float> final_norm_;
   std::vector<DecoderLayer> layers_;
   int last_moe_layer_ = -1;  // the decoder layer after which a step's routing is complete
@@ -110,6 +123,7 @@ class CudaModel final : public Model {
   struct Scratch {
     DeviceArray<float> hidden, normed, branch;  // [T, H]
     DeviceArray<float> last_rows, logits;       // [rows that need logits, H or vocab]
+    DeviceArray<float> vocab_part, vocab_parts; // a rank's [rows, its part padded], every rank's [ranks, rows, part]
     DeviceArray<int32_t> pick_ids;              // [rows that need logits]
     DeviceArray<float> pick_logprobs;
     DeviceArray<unsigned char> pick_partials;   // greedy_pick's scratch
@@ -122,6 +136,8 @@ class CudaModel final : public Model {
     PinnedArray<float> logits, pick_logprobs;
     PinnedArray<int32_t> pick_ids;
   } staging_;
+  std::function<std::unique_ptr<DeviceGroup>(void*)> join_device_group_;
+  std::unique_ptr<DeviceGroup> group_;  // null for one rank, and until join_group
   DecodeGraphs graphs_;  // after the buffers its graphs point at, so it is destroyed first
 };
 

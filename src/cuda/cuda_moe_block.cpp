@@ -8,31 +8,39 @@
 
 namespace moe::cuda {
 
-CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int layer,
-                           const ExpertPlacement& placement)
+CudaMoeBlock::CudaMoeBlock(const WeightSource& weights, const ModelConfig& config, const MoeTensorNames& names,
+                           int layer, const ExpertPlacement& placement, const RankShards& rank)
     : moe_index_(config.moe_index(layer)),
       num_experts_(config.num_experts),
       top_k_(config.num_experts_per_tok),
       normalize_top_k_(config.norm_topk_prob),
       hidden_(config.hidden_size),
-      expert_width_(config.moe_intermediate_size) {
-  router_ = upload_matrix(ckpt, names.router, num_experts_, hidden_);
-  for (const MlpTensorNames& expert : names.experts)
-    experts_.push_back(CudaMlp::load(ckpt, expert, hidden_, expert_width_));
+      expert_width_(rank.expert.even_part(config.moe_intermediate_size).count) {
+  if (rank.dense.size > 1 && placement.ep_size() > 1) own_shard_ = rank.expert_shard;
+  const std::vector<int32_t> owners = placement.expert_owners();
+  const IndexRange width = rank.expert.even_part(config.moe_intermediate_size);
+  router_ = weights.matrix(names.router, num_experts_, hidden_);
+  first_held_ = -1;
+  for (int e = 0; e < num_experts_; ++e) {
+    const bool held = own_shard_ < 0 || owners[e] == own_shard_;
+    experts_.push_back(held ? CudaMlp::load(weights, names.experts[e], hidden_, config.moe_intermediate_size, width)
+                            : CudaMlp{});
+    if (held && first_held_ < 0) first_held_ = e;
+  }
+  const bool bf16 = experts_[first_held_].gate.is_bf16();
   std::vector<const void*> gates, ups, downs;
   for (const CudaMlp& expert : experts_) {
-    if (expert.gate.is_bf16() != experts_[0].gate.is_bf16() || expert.up.is_bf16() != expert.gate.is_bf16() ||
-        expert.down.is_bf16() != expert.gate.is_bf16())
+    const bool held = expert.gate.rows > 0;
+    if (held && (expert.gate.is_bf16() != bf16 || expert.up.is_bf16() != bf16 || expert.down.is_bf16() != bf16))
       throw Error("CUDA MoE layer " + std::to_string(layer) + ": the experts' matrices differ in dtype");
-    gates.push_back(expert.gate.ref().data);
-    ups.push_back(expert.up.ref().data);
-    downs.push_back(expert.down.ref().data);
+    gates.push_back(held ? expert.gate.ref().data : nullptr);
+    ups.push_back(held ? expert.up.ref().data : nullptr);
+    downs.push_back(held ? expert.down.ref().data : nullptr);
   }
   gate_table_ = DeviceArray<const void*>::from_host(gates);
   up_table_ = DeviceArray<const void*>::from_host(ups);
   down_table_ = DeviceArray<const void*>::from_host(downs);
-  tables_ = {gate_table_.data(), up_table_.data(), down_table_.data(), experts_[0].gate.is_bf16(), num_experts_,
-             hidden_, expert_width_};
+  tables_ = {gate_table_.data(), up_table_.data(), down_table_.data(), bf16, num_experts_, hidden_, expert_width_};
   shard_experts_ = placement.device_expert_mapping;
   if (placement.ep_size() > 1) {
     expert_owner_ = DeviceArray<int32_t>::from_host(placement.expert_owners());
@@ -40,11 +48,12 @@ CudaMoeBlock::CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, co
     shard_tables_.num_experts = num_experts_ / placement.ep_size();
   }
   if (names.shared_expert) {
-    shared_expert_ = CudaMlp::load(ckpt, *names.shared_expert, hidden_, config.shared_expert_intermediate_size);
-    if (!names.shared_gate.empty()) shared_gate_ = upload_matrix(ckpt, names.shared_gate, 1, hidden_);
+    shared_expert_ = CudaMlp::load(weights, *names.shared_expert, hidden_, config.shared_expert_intermediate_size,
+                                   rank.dense.even_part(config.shared_expert_intermediate_size));
+    if (!names.shared_gate.empty()) shared_gate_ = weights.matrix(names.shared_gate, 1, hidden_);
   }
   if (config.routing == RoutingKind::SigmoidGrouped) {
-    correction_bias_ = upload_vector(ckpt, names.correction_bias, num_experts_);
+    correction_bias_ = weights.vector(names.correction_bias, num_experts_);
     grouped_sigmoid_ = GroupedSigmoidRouting{correction_bias_.data(), config.n_group, config.topk_group,
                                              config.norm_topk_prob, static_cast<float>(config.routed_scaling_factor)};
     check_grouped_sigmoid_shape(num_experts_, top_k_, *grouped_sigmoid_);
@@ -79,12 +88,12 @@ void CudaMoeBlock::reserve_for(Scratch& scratch, CudaMlp::Scratch& mlp_scratch, 
     case Path::PerExpert:
       // At most every pair through one expert.
       scratch.gathered.reserve(pairs * H);
-      experts_[0].reserve(mlp_scratch, static_cast<int64_t>(pairs));
+      experts_[first_held_].reserve(mlp_scratch, static_cast<int64_t>(pairs));
       break;
   }
   if (shard_experts_.size() > 1) {
     scratch.shard_active.reserve(E);
-    scratch.partials.reserve((shard_experts_.size() - 1) * T * H);
+    if (own_shard_ < 0) scratch.partials.reserve((shard_experts_.size() - 1) * T * H);
   }
   if (shared_expert_) {
     scratch.shared.reserve(T * H);
@@ -205,13 +214,20 @@ void CudaMoeBlock::run_shards(const float* x, const StepContext& step, Path path
   float* partials = scratch.partials.data();
   if (path != Path::PerExpert)
     split_active_by_shard(scratch.active.data(), expert_owner_.data(), num_experts_, D, shard_active, step.stream);
-  std::array<float*, kMaxExpertShards> buffers{};
-  for (int d = 0; d < D; ++d) {
-    buffers[d] = d == 0 ? out : partials + (d - 1) * T * H;
+  auto run_shard = [&](int d, float* into) {
     run_experts(x, step, path, scratch, shard_active + d * per_shard, shard_tables_, shard_experts_[d], mlp_scratch,
                 scratch.expert_out.data());
     combine_shard_experts(scratch.expert_out.data(), scratch.slot_of_pair.data(), scratch.weights.data(),
-                          scratch.ids.data(), expert_owner_.data(), d, T, top_k_, H, buffers[d], step.stream);
+                          scratch.ids.data(), expert_owner_.data(), d, T, top_k_, H, into, step.stream);
+  };
+  if (own_shard_ >= 0) {
+    run_shard(own_shard_, out);
+    return;
+  }
+  std::array<float*, kMaxExpertShards> buffers{};
+  for (int d = 0; d < D; ++d) {
+    buffers[d] = d == 0 ? out : partials + (d - 1) * T * H;
+    run_shard(d, buffers[d]);
   }
   all_reduce_sum(buffers.data(), D, T * H, step.stream);
 }

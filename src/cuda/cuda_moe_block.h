@@ -16,6 +16,11 @@
 // own experts and adds its pairs per token in top-k order into its own partial [T, H] output, and
 // all_reduce_sum sums the D partials in shard order. The shards share this GPU and its stream. With
 // D = 1 none of this runs: no extra launch, no extra buffer.
+//
+// A GPU rank of a group (model/tensor_shard.h's RankShards) holds each routed expert's part of the
+// width (tensor parallelism) and the shared expert's, and with expert parallelism over the group only
+// its own shard's experts: it routes every token alike (the router is whole on every rank), runs its
+// experts, and leaves the model to all-reduce its partial output over the group.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -27,12 +32,9 @@
 #include "cuda/step_context.h"
 #include "model/model_config.h"
 #include "model/model_plan.h"
+#include "model/tensor_shard.h"
 #include "moe/expert_placement.h"
 #include "moe/routing_capture.h"
-
-namespace moe {
-class Checkpoint;
-}
 
 namespace moe::cuda {
 
@@ -64,9 +66,10 @@ class CudaMoeBlock {
   // same launch up to kGroupedOnDeviceTokens tokens.
   static constexpr int64_t kFusedRoutingTokens = 16;
 
-  // `placement`: which experts each shard holds (ExpertPlacement::uniform(E, 1): no sharding).
-  CudaMoeBlock(const Checkpoint& ckpt, const ModelConfig& config, const MoeTensorNames& names, int layer,
-               const ExpertPlacement& placement);
+  // `placement`: which experts each shard holds (ExpertPlacement::uniform(E, 1): no sharding). `rank`:
+  // this GPU's part in a group of ranks (the default: one rank holding everything).
+  CudaMoeBlock(const WeightSource& weights, const ModelConfig& config, const MoeTensorNames& names, int layer,
+               const ExpertPlacement& placement, const RankShards& rank = {});
   // out[T, H] = moe(x[T, H]); out is overwritten. With `capture`, the router also writes the layer's
   // rows into the capture's device buffer (no copy to the host here). Above kGroupedOnDeviceTokens
   // in the float32 mode, waits for the device once, to learn how many rows each expert got.
@@ -97,7 +100,8 @@ class CudaMoeBlock {
   void run_experts(const float* x, const StepContext& step, Path path, Scratch& scratch, const int32_t* active,
                    const ExpertTables& tables, std::span<const int32_t> experts, CudaMlp::Scratch& mlp_scratch,
                    float* expert_out) const;
-  // Every shard's run_experts and partial sum, then the all-reduce into out (D > 1).
+  // Every shard's run_experts and partial sum, then the all-reduce into out (D > 1); a rank of a group
+  // runs its own shard's into out.
   void run_shards(const float* x, const StepContext& step, Path path, Scratch& scratch,
                   CudaMlp::Scratch& mlp_scratch, float* out) const;
 
@@ -107,7 +111,9 @@ class CudaMoeBlock {
   bool normalize_top_k_;
   int64_t hidden_, expert_width_;
   DeviceMatrix router_;  // [E, H]
-  std::vector<CudaMlp> experts_;
+  std::vector<CudaMlp> experts_;  // empty matrices for the experts of other ranks' shards
+  int first_held_ = 0;             // an expert this rank holds
+  int own_shard_ = -1;             // a rank of a group: the one shard it runs; -1: every shard here
   // Device arrays of the experts' gate/up/down pointers, and the grouped kernels' view of them.
   DeviceArray<const void*> gate_table_, up_table_, down_table_;
   ExpertTables tables_{};

@@ -8,6 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 
+namespace moe {
+struct RandomElementRule;
+}
+
 namespace moe::cuda {
 
 // A weight matrix's device data in its stored type (bf16 bits or float32), [rows, cols] row-major.
@@ -77,6 +81,10 @@ int64_t grouped_tiles_capacity(int64_t pairs, int num_experts);
 void grouped_expert_mlp_tiles(const uint16_t* x, int64_t tokens, int top_k, const int32_t* order,
                               const int32_t* offsets, const int32_t* active, const ExpertTables& experts,
                               int32_t* tiles, uint16_t* act, float* out, cudaStream_t stream);
+// out[rows, cols] = the block at (row0, col0) of a random bf16 tensor with `full_cols` columns, element
+// (r, c) being random_element(rule, r · full_cols + c) rounded to bf16 (--load-format dummy).
+void random_bf16_block(const RandomElementRule& rule, int64_t full_cols, int64_t row0, int64_t col0, int64_t rows,
+                       int64_t cols, uint16_t* out, cudaStream_t stream);
 // dst[i] = src[i] rounded to bf16 bits (nearest even, NaN stays NaN): a bf16 product's activations.
 void round_to_bf16(const float* src, int64_t n, uint16_t* dst, cudaStream_t stream);
 // x[i] += y[i] for i < n.

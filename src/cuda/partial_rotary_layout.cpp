@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "common/error.h"
-#include "model/safetensors.h"
 
 namespace moe::cuda {
 namespace {
@@ -44,22 +43,24 @@ std::vector<float> PartialRotaryLayout::padded_inv_freq(const std::vector<float>
   return padded;
 }
 
-DeviceMatrix PartialRotaryLayout::upload_rows(const Checkpoint& ckpt, const std::string& name, int64_t rows,
-                                              int64_t cols) const {
+DeviceMatrix PartialRotaryLayout::upload_rows(const WeightSource& weights, const std::string& name, int64_t rows,
+                                              int64_t cols, IndexRange part) const {
+  const HostBlock block = weights.host_block(name, rows, cols, part);
   DeviceMatrix matrix;
-  matrix.rows = rows;
+  matrix.rows = part.count == 0 ? rows : part.count;
   matrix.cols = cols;
-  const TensorInfo& tensor = ckpt.tensor_of_shape(name, {rows, cols});
-  if (tensor.dtype == DType::BF16)
-    matrix.bf16 = DeviceArray<uint16_t>::from_host(
-        reorder_rows(static_cast<const uint16_t*>(tensor.data), rows, cols, source_dim_));
+  if (block.is_bf16())
+    matrix.bf16 = DeviceArray<uint16_t>::from_host(reorder_rows(block.bf16.data(), matrix.rows, cols, source_dim_));
   else
-    matrix.f32 = DeviceArray<float>::from_host(reorder_rows(ckpt.floats(name, {rows, cols}).data(), rows, cols, source_dim_));
+    matrix.f32 = DeviceArray<float>::from_host(reorder_rows(block.f32.data(), matrix.rows, cols, source_dim_));
   return matrix;
 }
 
-DeviceArray<float> PartialRotaryLayout::upload_vector(const Checkpoint& ckpt, const std::string& name, int64_t n) const {
-  return DeviceArray<float>::from_host(reorder_rows(ckpt.floats(name, {n}).data(), n, 1, source_dim_));
+DeviceArray<float> PartialRotaryLayout::upload_vector(const WeightSource& weights, const std::string& name, int64_t n,
+                                                      IndexRange part) const {
+  const std::vector<float> values = weights.host_vector(name, n, part);
+  return DeviceArray<float>::from_host(
+      reorder_rows(values.data(), static_cast<int64_t>(values.size()), 1, source_dim_));
 }
 
 }  // namespace moe::cuda

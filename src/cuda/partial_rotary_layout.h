@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/device_weights.h"
+#include "cuda/weight_source.h"
 
 namespace moe::cuda {
 
@@ -19,10 +19,13 @@ class PartialRotaryLayout {
 
   // The rotary frequencies (rotary_dim / 2 of them) padded with zeros to head_dim / 2.
   std::vector<float> padded_inv_freq(const std::vector<float>& inv_freq) const;
-  // A q or k projection [heads · head_dim, cols], each head's rows reordered.
-  DeviceMatrix upload_rows(const Checkpoint& ckpt, const std::string& name, int64_t rows, int64_t cols) const;
-  // A q or k bias [heads · head_dim], or a q/k norm scale [head_dim], reordered likewise.
-  DeviceArray<float> upload_vector(const Checkpoint& ckpt, const std::string& name, int64_t n) const;
+  // Rows `part` (whole heads) of a q or k projection [heads · head_dim, cols], each head's rows reordered.
+  DeviceMatrix upload_rows(const WeightSource& weights, const std::string& name, int64_t rows, int64_t cols,
+                           IndexRange part) const;
+  // Elements `part` (whole heads) of a q or k bias [heads · head_dim], or a q/k norm scale [head_dim],
+  // reordered likewise.
+  DeviceArray<float> upload_vector(const WeightSource& weights, const std::string& name, int64_t n,
+                                   IndexRange part) const;
 
  private:
   int head_dim_;

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "common/error.h"
+#include "kernels/bf16_bits.h"
 #include "kernels/quantized_weight.h"
 #include "kernels/weight_tiling.h"
 
@@ -49,13 +50,7 @@ float f16_to_float(uint16_t bits) { return _cvtsh_ss(bits); }
 
 uint16_t float_to_f16(float value) { return _cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT); }
 
-uint16_t float_to_bf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  if ((bits & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((bits >> 16) | 0x40);  // NaN stays NaN
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
+uint16_t float_to_bf16(float value) { return bf16_bits_nearest_even(value); }
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include "model/model_config.h"
 #include "moe/moe_runner.h"
 #include "moe/routing_capture.h"
-#include "parallel/communicator.h"
+#include "parallel/device_group.h"
 #include "model/quantization.h"
 #include "kernels/kernel_dtype.h"
 
@@ -53,6 +53,11 @@ struct ModelOptions {
   // over ep_size shards, each expert's width over the shard's ranks, the rest over every rank. Null:
   // one rank. Not owned; outlives the model. Not together with expert_group.
   Communicator* tensor_group = nullptr;
+  // GPU ranks, one process per GPU (--device cuda with --tp-size and/or --ep-size over processes): with
+  // tensor_group (the ranks' host communicator, which says rank and size) the CUDA model holds its
+  // RankShards part (with ep_size shards of experts among the ranks) and joins its device group on its
+  // own stream through this at its first step, once the handshake has handed out the group's id.
+  std::function<std::unique_ptr<DeviceGroup>(void* cuda_stream)> join_device_group;
   // --load-format dummy: random weights made from config.json alone with this seed (Checkpoint::dummy),
   // no weight file read. None: the checkpoint's files.
   std::optional<uint64_t> dummy_weights_seed;

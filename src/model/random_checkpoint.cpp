@@ -11,17 +11,10 @@
 #include "common/error.h"
 #include "model/architecture.h"
 #include "model/model_config.h"
+#include "model/random_element.h"
 
 namespace moe {
 namespace {
-
-// SplitMix64's finaliser: a strong 64-bit mix, so element i of tensor j is a pure function of
-// (seed, j, i) and any split of the work over threads gives the same bytes.
-inline uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // One tensor as it is written: a float tensor of the manifest, or one of the GPTQ tensors that
 // stand for a projection (docs/quantization.md).
@@ -43,18 +36,21 @@ float uniform(uint64_t bits, float low, float width) {
 // Uniform noise with the standard deviation each kind of tensor needs: unit-scale embeddings,
 // 1/sqrt(fan_in) projections, and routers wide enough (3/sqrt(H)) that routing is decisive but
 // spread over every expert.
-float float_value(const PlannedTensor& t, uint64_t bits) {
+RandomElementRule float_rule(TensorSpec::Init init, int64_t fan_in, uint64_t stream) {
   double mean = 0.0, stddev = 1.0;
-  switch (t.init) {
+  switch (init) {
     case TensorSpec::Init::Embedding: stddev = 1.0; break;
-    case TensorSpec::Init::Projection: stddev = 1.0 / std::sqrt(static_cast<double>(t.fan_in)); break;
-    case TensorSpec::Init::Router: stddev = 3.0 / std::sqrt(static_cast<double>(t.fan_in)); break;
+    case TensorSpec::Init::Projection: stddev = 1.0 / std::sqrt(static_cast<double>(fan_in)); break;
+    case TensorSpec::Init::Router: stddev = 3.0 / std::sqrt(static_cast<double>(fan_in)); break;
     case TensorSpec::Init::NormScale: mean = 1.0; stddev = 0.1; break;
     case TensorSpec::Init::Bias: stddev = 0.1; break;
   }
   const float half_width = static_cast<float>(std::sqrt(3.0) * stddev);  // uniform [-a, a]: stddev a / sqrt(3)
-  return uniform(bits, static_cast<float>(mean) - half_width, 2.0f * half_width);
+  return {stream, static_cast<float>(mean) - half_width, 2.0f * half_width / static_cast<float>(1u << 24)};
 }
+
+// Tensor `index`'s draws: its elements are mix64(stream + i).
+uint64_t tensor_stream(uint64_t seed, size_t index) { return mix64(seed * 0x9E3779B97F4A7C15ull + index); }
 
 // A GPTQ tensor's element i: random packed integers, the symmetric zero point 2^(bits-1) stored
 // minus one in every field, column / group_size, and scales spread ±25% about the one that gives
@@ -82,19 +78,19 @@ uint32_t gptq_word(const PlannedTensor& t, const RandomCheckpointOptions& option
 
 void fill_random(const PlannedTensor& t, const RandomCheckpointOptions& options, size_t index, uint8_t* bytes,
                  int64_t begin, int64_t end) {
-  const uint64_t stream = mix64(options.seed * 0x9E3779B97F4A7C15ull + index);
+  const uint64_t stream = tensor_stream(options.seed, index);
+  const RandomElementRule rule = float_rule(t.init, t.fan_in, stream);
   const size_t size = dtype_size(t.dtype);
   for (int64_t i = begin; i < end; ++i) {
-    const uint64_t bits = mix64(stream + static_cast<uint64_t>(i));
     uint8_t* to = bytes + size * static_cast<size_t>(i);
     if (t.kind != PlannedTensor::Kind::Float) {
-      const uint32_t word = gptq_word(t, options, bits, i);
+      const uint32_t word = gptq_word(t, options, mix64(stream + static_cast<uint64_t>(i)), i);
       std::memcpy(to, &word, size);  // little-endian: an F16 scale is the word's low half
     } else if (t.dtype == DType::BF16) {
-      const uint16_t half = float_to_bf16(float_value(t, bits));
+      const uint16_t half = float_to_bf16(random_element(rule, i));
       std::memcpy(to, &half, 2);
     } else {
-      const float value = float_value(t, bits);
+      const float value = random_element(rule, i);
       std::memcpy(to, &value, 4);
     }
   }
@@ -313,6 +309,15 @@ std::vector<TensorSpec> checkpoint_manifest(const ModelConfig& c) {
     add(n.shared_head, {c.vocab_size, H}, Init::Router);
   }
   return specs;
+}
+
+std::map<std::string, RandomTensorRecipe> random_tensor_recipes(const ModelConfig& config, uint64_t seed) {
+  const std::vector<TensorSpec> manifest = checkpoint_manifest(config);
+  std::map<std::string, RandomTensorRecipe> recipes;
+  for (size_t i = 0; i < manifest.size(); ++i)
+    recipes[manifest[i].name] = {manifest[i].shape,
+                                 float_rule(manifest[i].init, manifest[i].shape.back(), tensor_stream(seed, i))};
+  return recipes;
 }
 
 std::vector<TensorToWrite> random_tensors(const ModelConfig& config, const RandomCheckpointOptions& options) {

@@ -4,11 +4,13 @@
 // safetensors, model.safetensors.index.json) for any supported architecture, where the same seed
 // gives the same bytes. Used to make benchmark models and test fixtures.
 #include <cstdint>
+#include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
 #include "kernels/weight.h"
+#include "model/random_element.h"
 
 namespace moe {
 
@@ -67,6 +69,14 @@ void write_random_checkpoint(const nlohmann::json& config, const std::string& ou
 // In memory, the float tensors write_random_checkpoint would write for `config` (the same bytes for the
 // same seed and dtype; gptq_bits must be 0): the weights of --load-format dummy.
 std::vector<TensorToWrite> random_tensors(const ModelConfig& config, const RandomCheckpointOptions& options);
+// How write_random_checkpoint makes each float tensor of `config`'s checkpoint with `seed` (no GPTQ):
+// element i (row-major) is random_element(rule, i), rounded to the checkpoint's dtype. The GPU's
+// --load-format dummy makes its weights on the device from these.
+struct RandomTensorRecipe {
+  std::vector<int64_t> shape;
+  RandomElementRule rule;
+};
+std::map<std::string, RandomTensorRecipe> random_tensor_recipes(const ModelConfig& config, uint64_t seed);
 // The same for the tensors of any manifest (tensor i's bytes depend on the seed, i and its spec).
 std::vector<TensorToWrite> random_tensors_of(const std::vector<TensorSpec>& manifest,
                                              const RandomCheckpointOptions& options);

@@ -15,8 +15,6 @@ void register_cuda_model_loader(CudaModelLoader loader) { cuda_model_loader = lo
 
 std::unique_ptr<Model> load_model_on_device(const std::string& model_dir, const ModelOptions& options) {
   if (options.device == Device::Cpu) return Model::load(model_dir, options);
-  if (options.dummy_weights_seed)
-    throw Error("--load-format dummy runs on the CPU (--device cpu) in this build; the GPU model reads a checkpoint");
   if (options.nextn)
     throw Error("--speculative-algorithm NEXTN runs on the CPU model only (--device cpu): the GPU model has no "
                 "next-token-prediction layer yet; serve with --device cuda and --speculative-algorithm NGRAM or "

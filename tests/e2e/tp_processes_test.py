@@ -7,9 +7,9 @@ the ranks. For every fixture (latent attention included: its heads split, its la
 --tp-size 2 and through --tp-size 2 --ep-size 2 in prefill chunks of 7 (and 4, where 2 KV heads meet 4
 ranks, for two of them), every golden case alone, all at once, and again from the prefix cache gets the
 ids and routing rows of one process (and the goldens); with --quantization int8 and int4, through
---tp-size 2, those of one process quantized alike. Sizes that do not split and GPUs are refused at
-start; a rank started by hand with other settings (sizes included), for another group size, or not at
-all stops the start naming that rank.
+--tp-size 2, those of one process quantized alike. Sizes that do not split are refused at
+start, and so are GPU ranks where NCCL or the GPUs are missing; a rank started by hand with other
+settings (sizes included), for another group size, or not at all stops the start naming that rank.
 Usage: tp_processes_test.py PATH/TO/moe-serve"""
 import unittest
 
@@ -44,7 +44,9 @@ class TensorRanksInProcesses(unittest.TestCase):
     def test_sizes_that_do_not_split_are_refused_before_any_rank_starts(self):
         self.assertIn("4 attention heads cannot be split evenly over 3 tensor-parallel ranks",
                       refusal(self, "--tp-size", "3"))
-        self.assertIn("--tp-size runs on the CPU", refusal(self, "--tp-size", "2", "--device", "cuda"))
+        # GPU ranks need NCCL and a GPU each: a machine without them says which is missing.
+        self.assertRegex(refusal(self, "--tp-size", "2", "--device", "cuda"),
+                         "built without NCCL|no CUDA backend|GPU ranks .* need as many GPUs")
         self.assertIn("4 attention heads cannot be split evenly over 6 ranks (--tp-size 2 × --ep-size 3)",
                       refusal(self, "--tp-size", "2", "--ep-size", "3"))
 
