@@ -15,7 +15,7 @@
 namespace moe::testing {
 namespace {
 
-std::vector<uint16_t> download(const DeviceMatrix& m) {
+std::vector<uint16_t> download(const cuda::DeviceMatrix& m) {
   std::vector<uint16_t> host(static_cast<size_t>(m.rows * m.cols));
   cuda::check(cudaMemcpy(host.data(), m.bf16.data(), host.size() * 2, cudaMemcpyDeviceToHost), "download");
   return host;
@@ -62,7 +62,7 @@ TEST(CudaWeightSource, DummyWeightsMadeOnTheDeviceAreTheCpusBitForBit) {
     EXPECT_EQ(host.bf16, block_of(cpu.tensor(kExpertDown), W, {4, 6}, {1, 9}));
   }
   EXPECT_THROW(cuda::WeightSource(config, 1).matrix("model.no_such.weight", 4, 4), Error);
-  EXPECT_THROW(cuda::WeightSource(config, 1).matrix(kExpertDown, W, H), Error);  // the transposed shape
+  EXPECT_THROW(cuda::WeightSource(config, 1).matrix(kExpertDown, H + 1, W), Error);  // another shape
 }
 
 }  // namespace

@@ -79,18 +79,19 @@ class GpuRanks(unittest.TestCase):
         try:
             with open(f"/proc/{server.process.pid}/task/{server.process.pid}/children") as f:
                 ranks = [int(pid) for pid in f.read().split()]
-            self.assertEqual(len(ranks), 1)
+            self.assertEqual(len(ranks), 1, server.log_text())
             body = {"text": "hello", "stream": True,
                     "sampling_params": {"temperature": 0, "max_new_tokens": 3000, "ignore_eos": True}}
             stream = hh.StreamReader(server.url, body)
-            self.assertTrue(stream.started.wait(60))
+            self.assertTrue(stream.started.wait(60), server.log_text())
             time.sleep(0.5)
             os.kill(ranks[0], signal.SIGKILL)
-            self.assertTrue(stream.join(180), "the request hung after a rank died")
-            last = stream.events[-1] if stream.events else {}
-            self.assertIn("error", str(last).lower(), stream.events[-3:])
-            self.assertNotEqual(hh.requests.get(server.url + "/health_generate", timeout=120).status_code, 200)
-            print(f"after the kill: {stream.events[-1]}", flush=True)
+            self.assertTrue(stream.join(180), "the request hung after a rank died\n" + server.log_text())
+            self.assertIsNone(server.process.poll(), "rank 0 died with its peer\n" + server.log_text())
+            self.assertIn("error", str(stream.events[-1:]).lower(), server.log_text())
+            health = hh.requests.get(server.url + "/health_generate", timeout=120)
+            self.assertNotEqual(health.status_code, 200, server.log_text())
+            print(f"after the kill: {stream.events[-1]}; /health_generate {health.status_code}", flush=True)
         finally:
             server.stop()
 
