@@ -65,8 +65,10 @@ NcclCommunicator::NcclCommunicator(const std::string& unique_id, int rank, int s
   check(ncclCommInitRank(&comm_->comm, size, id, rank), "could not join the group");
 }
 
+// Aborted rather than destroyed: ncclCommDestroy waits for the other ranks to destroy theirs too, and a
+// server stops its own ranks only after its model (this communicator) is gone.
 NcclCommunicator::~NcclCommunicator() {
-  if (comm_->comm) ncclCommDestroy(comm_->comm);
+  if (comm_->comm) ncclCommAbort(comm_->comm);
 }
 
 ncclComm* NcclCommunicator::live_comm() const {
