@@ -8,7 +8,7 @@
 #
 # Workloads: prompt (2,048-token prompts: c=1 for TTFT, c=8 for prompt throughput), itl32
 # (2,048-token prompts at c=32, 128 tokens out: ITL p50/p99), decode1 (16 → 128 at c=1), decode32
-# (16 → 128 at c=32), decode
+# (16 → 128 at c=32), decode128 (16 → 256 at c=128), decode
 # (16 → 256 at c=64 and c=128),
 # rollout (256 prompts of 1,024 tokens, 1,024 out, c=256). The checkpoint (61 GB) is written once
 # to $MOE_30B_CHECKPOINT (default: /dev/shm where it has room, else /tmp); the workload
@@ -78,6 +78,7 @@ for workload in "${workloads[@]}"; do
     itl32) bench itl32 --input-len 2048 --output-len 128 --concurrency 32 --num-prompts 96 --warmup-prompts 8 ;;
     decode1) bench decode1 --input-len 16 --output-len 128 --concurrency 1 --num-prompts 4 --warmup-prompts 1 ;;
     decode32) bench decode32 --input-len 16 --output-len 128 --concurrency 32 --num-prompts 64 --warmup-prompts 8 ;;
+    decode128) bench decode128 --input-len 16 --output-len 256 --concurrency 128 --num-prompts 256 --warmup-prompts 16 ;;
     decode) bench decode --input-len 16 --output-len 256 --concurrency 64,128 --num-prompts 256 --warmup-prompts 16 ;;
     rollout) bench rollout --input-len 1024 --output-len 1024 --concurrency 256 --num-prompts 256 --warmup-prompts 0 \
                --temperature 1 ;;
