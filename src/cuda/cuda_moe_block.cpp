@@ -27,6 +27,9 @@ CudaMoeBlock::CudaMoeBlock(const WeightSource& weights, const ModelConfig& confi
                             : CudaMlp{});
     if (held && first_held_ < 0) first_held_ = e;
   }
+  if (first_held_ < 0)
+    throw Error("CUDA MoE layer " + std::to_string(layer) + ": expert shard " + std::to_string(own_shard_) +
+                " holds no experts");
   const bool bf16 = experts_[first_held_].gate.is_bf16();
   std::vector<const void*> gates, ups, downs;
   for (const CudaMlp& expert : experts_) {
